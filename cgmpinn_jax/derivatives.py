@@ -1,0 +1,75 @@
+"""Partial derivatives of a scalar field ``u(z)`` with respect to its coordinates.
+
+Every problem writes its differential operator with :func:`partial`, which builds
+``z -> d^n u / dz_{a1} ... dz_{an}`` by nesting forward-mode ``jax.jvp`` along unit
+vectors. For the small tanh MLPs of the benchmarks (1-2 inputs) nested forward mode is
+the fastest general form we measured (see ``benchmarks/derivatives.py`` and
+``benchmarks/results/derivatives.md``): it avoids the reverse pass over the network that
+``jax.grad``-of-``jax.grad`` needs and vectorises cleanly under ``vmap``.
+
+Example:
+    >>> import jax.numpy as jnp
+    >>> u = lambda z: jnp.sin(z[0]) * z[1] ** 2
+    >>> u_xx = partial(u, 0, 0)
+    >>> float(u_xx(jnp.array([0.5, 2.0])))  # -sin(0.5) * 4
+    -1.917702...
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+ScalarField = Callable[[jax.Array], jax.Array]
+
+__all__ = ["partial", "partial_reverse", "gradient"]
+
+
+def _unit(z: jax.Array, axis: int) -> jax.Array:
+    return jnp.zeros_like(z).at[axis].set(1.0)
+
+
+def _first(f: ScalarField, axis: int) -> ScalarField:
+    def df(z: jax.Array) -> jax.Array:
+        _, tangent = jax.jvp(f, (z,), (_unit(z, axis),))
+        return tangent
+
+    return df
+
+
+def partial(f: ScalarField, *axes: int) -> ScalarField:
+    """``z -> d^n f / dz_{axes[0]} ... dz_{axes[-1]}`` by nested forward mode.
+
+    Args:
+        f: scalar field of one point ``z`` of shape ``(d,)``.
+        *axes: coordinate indices, one per derivative order (``partial(u, 0, 0)`` is
+            ``u_xx``; no axes returns ``f`` itself).
+
+    Returns:
+        A function of one point ``z`` (shape ``(d,)``) returning a scalar. Use ``jax.vmap``
+        for a batch of points.
+    """
+    for axis in axes:
+        if not isinstance(axis, int) or axis < 0:
+            raise ValueError(f"axes must be non-negative ints, got {axis!r}")
+        f = _first(f, axis)
+    return f
+
+
+def partial_reverse(f: ScalarField, *axes: int) -> ScalarField:
+    """Same as :func:`partial` with nested reverse mode (``jax.grad``); kept for comparison
+    and as a cross-check in the tests."""
+    for axis in axes:
+        f = (lambda g, a: (lambda z: jax.grad(g)(z)[a]))(f, axis)
+    return f
+
+
+def gradient(f: ScalarField) -> Callable[[jax.Array], jax.Array]:
+    """``z -> (df/dz_0, ..., df/dz_{d-1})`` by forward mode (one jvp per coordinate)."""
+
+    def grad_f(z: jax.Array) -> jax.Array:
+        return jnp.stack([partial(f, i)(z) for i in range(z.shape[-1])])
+
+    return grad_f

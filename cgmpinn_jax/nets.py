@@ -1,0 +1,187 @@
+"""Networks (equinox Modules): the tanh MLP, LNN-PINN and STAR-PINN of the reference code.
+
+Every network maps one point ``z`` of shape ``(d,)`` to a scalar; use ``jax.vmap`` for a
+batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
+
+* :class:`MLP` (REFERENCE §1.2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x [``Linear(H, H)``,
+  tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80 for Fisher-KPP).
+  Init "torch" = PyTorch's ``nn.Linear`` default, W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in));
+  init "xavier" = Xavier-normal weights (gain 1, std sqrt(2/(fan_in + fan_out))), zero biases.
+* :class:`LNNPINN` (§4.4): h0 = tanh(W_in z + b_in), then ``depth - 1`` liquid residual
+  blocks ``h <- tanh(softplus(a) * h + softplus(b) * tanh(W h + c))`` with per-feature
+  trainable a = 0.9, b = 0.1, then ``Linear(H, 1)``.
+* :class:`STARPINN` (§4.5): ``n_blocks = 3`` independent blocks
+  ``Linear(d, H)-tanh-Linear(H, H)-tanh-Linear(H, 1)``, combined as
+  ``o_1 = B_1(z); o_i = B_i(z) + sigmoid(a_{i-1}) o_{i-1}`` with trainable scalars a = 0.5.
+
+An optional affine input map ``z -> scale * z + shift`` (static, not trained) serves the
+Fisher-KPP CGMPINN's ``(x/5, t-1)``; derivatives are taken w.r.t. the raw coordinates.
+
+Example:
+    >>> import jax
+    >>> net = mlp(jax.random.key(0), in_dim=1)
+    >>> net(jax.numpy.array([0.3])).shape
+    ()
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+__all__ = ["Linear", "MLP", "LNNPINN", "STARPINN", "mlp", "lnn_pinn", "star_pinn", "count_params"]
+
+HIGHEST = jax.lax.Precision.HIGHEST
+InputMap = Optional[tuple[tuple[float, ...], tuple[float, ...]]]
+
+
+class Linear(eqx.Module):
+    """``y = W x + b`` with W of shape (out, in)."""
+
+    weight: jax.Array
+    bias: jax.Array
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return jnp.dot(self.weight, x, precision=HIGHEST) + self.bias
+
+
+def linear(key: jax.Array, fan_in: int, fan_out: int, init: str = "torch", dtype=None) -> Linear:
+    """A Linear layer with PyTorch-default ("torch") or Xavier-normal/zero-bias ("xavier") init."""
+    dtype = dtype or jnp.zeros(()).dtype
+    kw, kb = jax.random.split(key)
+    if init == "torch":
+        bound = 1.0 / math.sqrt(fan_in)
+        w = jax.random.uniform(kw, (fan_out, fan_in), dtype, -bound, bound)
+        b = jax.random.uniform(kb, (fan_out,), dtype, -bound, bound)
+    elif init == "xavier":
+        std = math.sqrt(2.0 / (fan_in + fan_out))
+        w = std * jax.random.normal(kw, (fan_out, fan_in), dtype)
+        b = jnp.zeros((fan_out,), dtype)
+    else:
+        raise ValueError(f"init must be 'torch' or 'xavier', got {init!r}")
+    return Linear(w, b)
+
+
+def _apply_map(input_map: InputMap, z: jax.Array) -> jax.Array:
+    if input_map is None:
+        return z
+    scale, shift = input_map
+    return z * jnp.asarray(scale, z.dtype) + jnp.asarray(shift, z.dtype)
+
+
+def _check_input(z: jax.Array, in_dim: int) -> None:
+    if z.shape != (in_dim,):
+        raise ValueError(f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches")
+
+
+class MLP(eqx.Module):
+    """tanh MLP, scalar output (REFERENCE §1.2)."""
+
+    layers: tuple[Linear, ...]
+    in_dim: int = eqx.field(static=True)
+    input_map: InputMap = eqx.field(static=True, default=None)
+
+    def __call__(self, z: jax.Array) -> jax.Array:
+        _check_input(z, self.in_dim)
+        h = _apply_map(self.input_map, z)
+        for layer in self.layers[:-1]:
+            h = jnp.tanh(layer(h))
+        return self.layers[-1](h)[0]
+
+
+class LNNPINN(eqx.Module):
+    """Liquid-residual-gated network (REFERENCE §4.4)."""
+
+    inp: Linear
+    blocks: tuple[Linear, ...]
+    alphas: tuple[jax.Array, ...]
+    betas: tuple[jax.Array, ...]
+    out: Linear
+    in_dim: int = eqx.field(static=True)
+    input_map: InputMap = eqx.field(static=True, default=None)
+
+    def __call__(self, z: jax.Array) -> jax.Array:
+        _check_input(z, self.in_dim)
+        h = jnp.tanh(self.inp(_apply_map(self.input_map, z)))
+        for lin, a, b in zip(self.blocks, self.alphas, self.betas):
+            h_new = jnp.tanh(lin(h))
+            h = jnp.tanh(jax.nn.softplus(a) * h + jax.nn.softplus(b) * h_new)
+        return self.out(h)[0]
+
+
+class STARPINN(eqx.Module):
+    """Stacked adaptive residual blocks (REFERENCE §4.5)."""
+
+    blocks: tuple[tuple[Linear, ...], ...]
+    gates: jax.Array  # (n_blocks - 1,)
+    in_dim: int = eqx.field(static=True)
+    input_map: InputMap = eqx.field(static=True, default=None)
+
+    def __call__(self, z: jax.Array) -> jax.Array:
+        _check_input(z, self.in_dim)
+        z = _apply_map(self.input_map, z)
+        out = None
+        for i, block in enumerate(self.blocks):
+            h = z
+            for layer in block[:-1]:
+                h = jnp.tanh(layer(h))
+            o = block[-1](h)[0]
+            out = o if out is None else o + jax.nn.sigmoid(self.gates[i - 1]) * out
+        return out
+
+
+def _check_sizes(in_dim: int, width: int, depth: int) -> None:
+    for name, v in (("in_dim", in_dim), ("width", width), ("depth", depth)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+
+def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
+        input_map: InputMap = None, dtype=None) -> MLP:
+    """The reference MLP with ``depth`` hidden tanh layers of ``width`` units."""
+    _check_sizes(in_dim, width, depth)
+    sizes = [in_dim] + [width] * depth + [1]
+    keys = jax.random.split(key, len(sizes) - 1)
+    layers = tuple(linear(k, a, b, init, dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:]))
+    return MLP(layers, in_dim, input_map)
+
+
+def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
+             input_map: InputMap = None, dtype=None) -> LNNPINN:
+    """LNN-PINN with ``depth - 1`` liquid residual blocks (same linear layers as the MLP plus
+    6H gate parameters for depth 4)."""
+    _check_sizes(in_dim, width, depth)
+    dtype = dtype or jnp.zeros(()).dtype
+    keys = jax.random.split(key, depth + 1)
+    blocks = tuple(linear(k, width, width, init, dtype) for k in keys[1:depth])
+    return LNNPINN(
+        inp=linear(keys[0], in_dim, width, init, dtype),
+        blocks=blocks,
+        alphas=tuple(jnp.full((width,), 0.9, dtype) for _ in blocks),
+        betas=tuple(jnp.full((width,), 0.1, dtype) for _ in blocks),
+        out=linear(keys[depth], width, 1, init, dtype),
+        in_dim=in_dim,
+        input_map=input_map,
+    )
+
+
+def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n_blocks: int = 3,
+              init: str = "torch", input_map: InputMap = None, dtype=None) -> STARPINN:
+    """STAR-PINN: ``n_blocks`` MLP blocks of ``depth`` hidden layers (reference: 3 blocks of 2)."""
+    _check_sizes(in_dim, width, depth)
+    dtype = dtype or jnp.zeros(()).dtype
+    sizes = [in_dim] + [width] * depth + [1]
+    blocks = []
+    for kb in jax.random.split(key, n_blocks):
+        keys = jax.random.split(kb, len(sizes) - 1)
+        blocks.append(tuple(linear(k, a, b, init, dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:])))
+    return STARPINN(tuple(blocks), jnp.full((n_blocks - 1,), 0.5, dtype), in_dim, input_map)
+
+
+def count_params(model) -> int:
+    """Number of trainable scalars in a model (all array leaves)."""
+    return sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array)))

@@ -1,0 +1,68 @@
+"""1D heat (REFERENCE §2.3): u_t - u_xx = f on (x, t) in [0, 1]^2,
+u*(x, t) = (sin(a1 pi x) + tanh(s x)) sin(a2 pi t), a1 = 1, a2 = 2, s = 10.
+
+1500 collocation points; IC: 300 x ~ U[0, 1) at t = 0 (target identically 0);
+BC: 300 t ~ U[0, 1), the same times on both edges x = 0 and x = 1 (two pieces).
+Test grid 100 x 100."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from ..derivatives import partial
+from .base import Dirichlet, Problem, grid, uniform
+
+
+def edge_pair(t: jax.Array, x_left: float, x_right: float) -> tuple[jax.Array, jax.Array]:
+    """Points (x_left, t) and (x_right, t) at the same times ``t`` (n,)."""
+    return (
+        jnp.stack([jnp.full_like(t, x_left), t], -1),
+        jnp.stack([jnp.full_like(t, x_right), t], -1),
+    )
+
+
+def initial_line(x: jax.Array, t0: float = 0.0) -> jax.Array:
+    """Points (x, t0) for x (n,)."""
+    return jnp.stack([x, jnp.full_like(x, t0)], -1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Heat(Problem):
+    alpha1: float = 1.0
+    alpha2: float = 2.0
+    s: float = 10.0
+    n_pde: int = 1500
+    n_ic: int = 300
+    n_bc: int = 300
+
+    name = "heat"
+    coords = ("x", "t")
+    lower = (0.0, 0.0)
+    upper = (1.0, 1.0)
+    terms = ("ic", "bc")
+
+    def exact(self, z):
+        x, t = z[0], z[1]
+        return (jnp.sin(self.alpha1 * jnp.pi * x) + jnp.tanh(self.s * x)) * jnp.sin(self.alpha2 * jnp.pi * t)
+
+    def operator(self, u, z):
+        return partial(u, 1)(z) - partial(u, 0, 0)(z)
+
+    def pieces(self):
+        return {"ic": (Dirichlet(),), "bc": (Dirichlet(), Dirichlet())}
+
+    def sample_points(self, key: jax.Array):
+        k_pde, k_ic, k_bc = jax.random.split(key, 3)
+        x_ic = jax.random.uniform(k_ic, (self.n_ic,))
+        t_bc = jax.random.uniform(k_bc, (self.n_bc,))
+        return {
+            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
+            "ic": (initial_line(x_ic),),
+            "bc": edge_pair(t_bc, 0.0, 1.0),
+        }
+
+    def test_points(self):
+        return grid(self.lower, self.upper, (100, 100))
