@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 ScalarField = Callable[[jax.Array], jax.Array]
 
-__all__ = ["partial", "partial_reverse", "gradient"]
+__all__ = ["partial", "partial_jvp", "partial_reverse", "gradient"]
 
 
 def _unit(z: jax.Array, axis: int) -> jax.Array:
@@ -42,6 +42,11 @@ def _first(f: ScalarField, axis: int) -> ScalarField:
 def partial(f: ScalarField, *axes: int) -> ScalarField:
     """``z -> d^n f / dz_{axes[0]} ... dz_{axes[-1]}`` by nested forward mode.
 
+    A pure second derivative ``partial(f, i, i)`` of a field that offers
+    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in :mod:`cgmpinn_jax.nets` do)
+    uses that Taylor-mode pass instead: the same value with one stream fewer than nested
+    jvp (about 20-30% faster for the 4x50 MLP, see benchmarks/results/derivatives.md).
+
     Args:
         f: scalar field of one point ``z`` of shape ``(d,)``.
         *axes: coordinate indices, one per derivative order (``partial(u, 0, 0)`` is
@@ -54,6 +59,17 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     for axis in axes:
         if not isinstance(axis, int) or axis < 0:
             raise ValueError(f"axes must be non-negative ints, got {axis!r}")
+    if len(axes) == 2 and axes[0] == axes[1] and hasattr(f, "jet2"):
+        jet2, axis = f.jet2, axes[0]
+        return lambda z: jet2(z, _unit(z, axis))[2]
+    for axis in axes:
+        f = _first(f, axis)
+    return f
+
+
+def partial_jvp(f: ScalarField, *axes: int) -> ScalarField:
+    """:func:`partial` without the Taylor-mode shortcut (always nested jvp)."""
+    for axis in axes:
         f = _first(f, axis)
     return f
 

@@ -1,0 +1,111 @@
+"""Figures for a trained run (needs the optional ``plot`` extra: matplotlib).
+
+``plot_result(result, folder)`` writes
+
+* ``solution.png``: prediction and exact solution (curves in 1-D, fields in 2-D),
+* ``error.png``: pointwise absolute error,
+* ``loss.png``: the loss curve with the Adam / L-BFGS boundary marked,
+* ``weights.png``: the per-point PDE weights at a few refreshes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_result", "require_matplotlib"]
+
+
+def require_matplotlib():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("plots need matplotlib: pip install 'cgmpinn-jax[plot]'") from e
+    return plt
+
+
+def plot_result(result, folder: str | Path) -> list[Path]:
+    """Write the four PNGs into ``folder``; returns their paths."""
+    plt = require_matplotlib()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    problem = result.problem
+    grid = problem.test_grid()
+    pred = result.predict(grid.points)
+    exact = np.asarray(problem.exact_on(grid.points))
+    err = np.abs(pred - exact)
+    coords = problem.coords
+    paths = []
+
+    if problem.dim == 1:
+        x = grid.points[:, 0]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(x, exact, "k-", label="exact")
+        ax.plot(x, pred, "r--", label=result.method.name)
+        ax.set_xlabel(coords[0])
+        ax.set_ylabel("u")
+        ax.legend()
+        ax.set_title(f"{problem.name}: prediction vs exact")
+        paths.append(_save(fig, folder / "solution.png", plt))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.semilogy(x, np.maximum(err, 1e-16))
+        ax.set_xlabel(coords[0])
+        ax.set_ylabel("|u - u*|")
+        ax.set_title(f"pointwise error (rel e2 = {result.metrics.rel_e2:.2e})")
+        paths.append(_save(fig, folder / "error.png", plt))
+    else:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, values, title in zip(axes, (pred, exact), (f"{result.method.name} prediction", "exact")):
+            im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto")
+            ax.set_xlabel(coords[0])
+            ax.set_ylabel(coords[1])
+            ax.set_title(title)
+            fig.colorbar(im, ax=ax)
+        paths.append(_save(fig, folder / "solution.png", plt))
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        im = ax.pcolormesh(grid.axes[0], grid.axes[1], err.reshape(grid.shape).T, shading="auto", cmap="magma")
+        ax.set_xlabel(coords[0])
+        ax.set_ylabel(coords[1])
+        ax.set_title(f"|u - u*| (rel e2 = {result.metrics.rel_e2:.2e})")
+        fig.colorbar(im, ax=ax)
+        paths.append(_save(fig, folder / "error.png", plt))
+
+    h = result.history
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if h.k.size:
+        ax.semilogy(h.k, np.where(h.loss > 0, h.loss, np.nan), lw=0.8, label="objective")
+        ax.semilogy(h.k, np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan), lw=0.8, alpha=0.7, label="unweighted PDE+IC+BC")
+    if result.adam_steps and result.lbfgs_steps:
+        ax.axvline(result.adam_steps + 0.5, color="k", ls="--", lw=1, label="Adam -> L-BFGS")
+    ax.set_xlabel("step k")
+    ax.set_ylabel("loss")
+    ax.legend()
+    ax.set_title(f"{problem.name} / {result.method.name}: loss")
+    paths.append(_save(fig, folder / "loss.png", plt))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    pts = np.asarray(result.batch["pde"][0])
+    for i, wv in h.snapshots.items():
+        label = f"refresh k={h.refresh_k[i]} (tau={h.refresh_tau[i]:.2f})"
+        if problem.dim == 1:
+            order = np.argsort(pts[:, 0])
+            ax.plot(pts[order, 0], wv[order], lw=0.8, label=label)
+        else:
+            ax.plot(np.sort(wv), lw=0.8, label=label)
+    ax.set_xlabel(coords[0] if problem.dim == 1 else "collocation points, sorted by weight")
+    ax.set_ylabel("w_i")
+    ax.legend(fontsize=7)
+    ax.set_title("per-point PDE weights at refreshes")
+    paths.append(_save(fig, folder / "weights.png", plt))
+    return paths
+
+
+def _save(fig, path, plt):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

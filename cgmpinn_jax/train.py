@@ -1,0 +1,839 @@
+"""The two-stage training engine: optax Adam, then L-BFGS (jaxopt, or optax), all jitted.
+
+``train(problem, method, config, key=...)`` runs what the reference scripts run
+(REFERENCE §1.4-1.7): Adam for ``adam_steps`` steps, then one L-BFGS iteration per outer
+step for ``lbfgs_steps`` steps, with the curriculum parameter tau(k) on one global 1-based
+step counter k (k_max = adam_steps + lbfgs_steps) and a refresh of the per-point PDE weights
+every k_upd steps.
+
+Refresh schedule (REFERENCE §1.6), see :func:`refresh_schedule`:
+
+* Adam: refresh before the step when ``e % k_upd == 0`` (e the 0-based epoch), at
+  tau(e + 1).
+* L-BFGS: one refresh at the stage start with Adam's last tau (tau(adam_steps)), then after
+  iteration i when ``i % k_upd == 0``, at tau(adam_steps + i + 1). For Fisher-KPP's CGMPINN
+  the refresh comes *before* the step when ``i % k_upd == 0`` (the reference's start refit is
+  then immediately redone, so we skip it).
+
+Each stage is a host loop over *chunks*; a chunk is one jitted call that refreshes the
+weights and runs up to k_upd steps in a ``lax.while_loop``. The host is touched once per
+chunk (progress printing, history collection).
+
+Deliberate deviations from the reference, all documented in REFERENCE §8 / DESIGN.md:
+
+* Within one L-BFGS iteration the objective is frozen: ReLoBRaLo is updated once per
+  outer iteration (at its start, from the current term losses), never inside the line
+  search. When the weights w or the lambdas change, the solver's stored value and gradient
+  are recomputed under the new objective while its curvature memory is kept.
+* jaxopt's zoom line search (strong Wolfe, c1 = 1e-4, c2 = 0.9, at most 25 steps) replaces
+  torch's ``_strong_wolfe``; every iteration's first trial step is ``lbfgs_lr`` (0.8)
+  along the quasi-Newton direction (``linesearch_init="max"``), which is accepted most of
+  the time. jaxopt stores every (s, y) pair; torch skips pairs with y.s <= 1e-10.
+* Guards: a non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best
+  unweighted loss seen in the stage, stops the stage and restores the best parameters of
+  that stage (by the unweighted loss PDE + IC + BC). L-BFGS also stops when max|g| <=
+  ``lbfgs_gtol`` or when the objective changed by <= ``lbfgs_ftol`` for
+  ``lbfgs_tol_patience`` consecutive iterations. A stage that runs its budget keeps its
+  final parameters, as the reference does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import sys
+import time
+from typing import Any, Callable, NamedTuple, Optional
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from . import balancing as balancing_lib
+from . import metrics as metrics_lib
+from . import nets
+from . import weighting as weighting_lib
+from .methods import Method, get_method
+from .problems import Problem, get_problem
+
+__all__ = ["TrainConfig", "TrainResult", "StageStatus", "train", "refresh_schedule", "build_model", "Chunk"]
+
+
+class StageStatus(enum.IntEnum):
+    """Why a training stage stopped."""
+
+    COMPLETED = 0  # ran its whole budget
+    NONFINITE = 1  # a non-finite loss: best parameters restored
+    DIVERGED = 2  # loss > divergence_ratio x best: best parameters restored
+    GRAD_TOL = 3  # L-BFGS: max|g| <= lbfgs_gtol
+    LOSS_TOL = 4  # L-BFGS: |delta f| <= lbfgs_ftol for lbfgs_tol_patience iterations
+    SKIPPED = 5  # zero steps requested
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training options. ``None`` means "the problem's / method's reference default".
+
+    Defaults are those of the reference code (REFERENCE §1.4-1.7, §2.7)."""
+
+    adam_steps: Optional[int] = None
+    lbfgs_steps: Optional[int] = None
+    k_upd: Optional[int] = None
+    width: Optional[int] = None
+    depth: Optional[int] = None
+    adam_lr: float = 1e-3
+    lbfgs_lr: float = 0.8
+    lbfgs_history: int = 100
+    lbfgs_backend: str = "jaxopt"
+    lbfgs_max_linesearch: int = 25
+    lbfgs_gtol: float = 1e-7
+    lbfgs_ftol: float = 1e-9
+    lbfgs_tol_patience: int = 10
+    divergence_ratio: float = 1e6
+    # CGM weighting
+    n_components: int = 4
+    beta: float = 1.0
+    eps: float = 1e-6
+    c_sat: float = 0.8
+    variance_factor: bool = True
+    # ReLoBRaLo: None = the method's default ("both", "adam" or "none"), or one of those, or a bool
+    relobralo: Any = None
+    relobralo_alpha: float = 0.999
+    relobralo_rho: float = 0.99
+    relobralo_temperature: float = 1.0
+    relobralo_variant: str = "reference"
+
+    def __post_init__(self):
+        for name in ("adam_steps", "lbfgs_steps"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, np.integer)) or v < 0):
+                raise ValueError(f"TrainConfig.{name} must be a non-negative int, got {v!r}")
+        for name in ("k_upd", "width", "depth", "lbfgs_history", "n_components", "lbfgs_max_linesearch", "lbfgs_tol_patience"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {v!r}")
+        for name in ("adam_lr", "lbfgs_lr", "eps", "divergence_ratio", "relobralo_temperature"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.beta < 0:
+            raise ValueError(f"TrainConfig.beta must be >= 0, got {self.beta}")
+        if not 0 < self.c_sat <= 1:
+            raise ValueError(f"TrainConfig.c_sat must be in (0, 1], got {self.c_sat}")
+        if self.lbfgs_backend not in ("jaxopt", "optax"):
+            raise ValueError(f"TrainConfig.lbfgs_backend must be 'jaxopt' or 'optax', got {self.lbfgs_backend!r}")
+        if self.relobralo not in (None, True, False, "both", "adam", "none"):
+            raise ValueError(f"TrainConfig.relobralo must be None, a bool, 'both', 'adam' or 'none', got {self.relobralo!r}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------------------
+# resolved settings
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    problem: Problem
+    method: Method
+    config: TrainConfig
+    adam_steps: int
+    lbfgs_steps: int
+    k_upd: int
+    width: int
+    depth: int
+    relobralo_stages: str
+    refit_before_step: bool
+
+    @property
+    def k_max(self) -> int:
+        return self.adam_steps + self.lbfgs_steps
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.problem.loss_terms)
+
+
+def _resolve(problem: Problem, method: Method, cfg: TrainConfig) -> _Setup:
+    d = problem.defaults
+    relo = cfg.relobralo
+    if relo is None:
+        relo = method.relobralo_stages(problem)
+    elif relo is True:
+        relo = "both"
+    elif relo is False:
+        relo = "none"
+    return _Setup(
+        problem=problem,
+        method=method,
+        config=cfg,
+        adam_steps=d.adam_steps if cfg.adam_steps is None else int(cfg.adam_steps),
+        lbfgs_steps=d.lbfgs_steps if cfg.lbfgs_steps is None else int(cfg.lbfgs_steps),
+        k_upd=method.k_upd(problem) if cfg.k_upd is None else int(cfg.k_upd),
+        width=d.width if cfg.width is None else cfg.width,
+        depth=d.depth if cfg.depth is None else cfg.depth,
+        relobralo_stages=relo,
+        refit_before_step=method.refit_before_lbfgs_step(problem),
+    )
+
+
+class Chunk(NamedTuple):
+    """One jitted call: refresh the weights at tau(``tau_k``), then run ``n_steps`` steps."""
+
+    stage: str  # "adam" or "lbfgs"
+    tau_k: int  # global step whose tau is used at the refresh
+    first_k: int  # global step k of the chunk's first step
+    n_steps: int
+
+
+def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
+    """The chunks of a run, i.e. where the weights are refreshed (REFERENCE §1.6).
+
+    >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
+    [1, 201, 400, 401, 601]
+    """
+    chunks = []
+    for e in range(0, adam_steps, k_upd):
+        chunks.append(Chunk("adam", e + 1, e + 1, min(k_upd, adam_steps - e)))
+    if lbfgs_steps > 0:
+        base = adam_steps
+        if refit_before_step:
+            for i in range(0, lbfgs_steps, k_upd):
+                chunks.append(Chunk("lbfgs", base + i + 1, base + i + 1, min(k_upd, lbfgs_steps - i)))
+        else:
+            # start refit with Adam's last tau, then a refit after every i % k_upd == 0
+            chunks.append(Chunk("lbfgs", base, base + 1, 1))
+            for i in range(0, lbfgs_steps - 1, k_upd):
+                chunks.append(Chunk("lbfgs", base + i + 1, base + i + 2, min(k_upd, lbfgs_steps - 1 - i)))
+    return chunks
+
+
+# ----------------------------------------------------------------------------------------
+# model and loss
+
+
+def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
+    """The method's network for ``problem``."""
+    kw = dict(init=method.init(problem), input_map=method.input_map(problem))
+    if method.network == "mlp":
+        return nets.mlp(key, problem.dim, width, depth, **kw)
+    if method.network == "lnn":
+        return nets.lnn_pinn(key, problem.dim, width, depth, **kw)
+    return nets.star_pinn(key, problem.dim, width, **kw)
+
+
+class Trainable(eqx.Module):
+    """What the optimizers update: the network and (lbPINN) the log-variances s_c."""
+
+    model: Any
+    log_vars: Optional[jax.Array]
+
+
+class TermValues(NamedTuple):
+    terms: jax.Array  # (C,) the values ReLoBRaLo balances (PDE term curriculum-weighted)
+    raw: jax.Array  # (C,) unweighted PDE MSE, IC, BC (the reference's plain loss terms)
+    extra: jax.Array  # () un-balanced extra objective (lbPINN regulariser, gPINN gradient term)
+
+
+def _aggregate(res: tuple[jax.Array, ...], how: str) -> jax.Array:
+    if how == "sum":
+        return sum(jnp.mean(r**2) for r in res)
+    return jnp.mean(jnp.concatenate(res) ** 2)
+
+
+def make_term_fn(setup: _Setup, static) -> Callable:
+    """``term_fn(params, batch, w) -> TermValues``; objective = lambdas . terms + extra."""
+    problem, method = setup.problem, setup.method
+
+    def term_fn(params, batch, w):
+        tr = eqx.combine(params, static)
+        u = tr.model
+        pts, src = batch["pde"]
+        if method.grad_weight > 0:
+            # gPINN: the residual as a function of z (source included), and its gradient
+            def r_and_grad(z):
+                r, g = jax.value_and_grad(lambda q: problem.residual(u, q))(z)
+                return r, g
+
+            r, g = jax.vmap(r_and_grad)(pts)
+            extra = method.grad_weight * jnp.sum(jnp.mean(g**2, axis=0))
+        else:
+            r = problem.pde_residuals(u, pts, src)
+            extra = jnp.zeros((), r.dtype)
+        pde_raw = jnp.mean(r**2)
+        pde_w = jnp.mean(w * r**2)
+        cres = problem.constraint_residuals(u, batch)
+        cons = [_aggregate(cres[t], method.aggregation) for t in problem.terms]
+        raw = jnp.stack([pde_raw] + cons)
+        terms = jnp.stack([pde_w] + cons)
+        if method.learnable_balance:
+            s = tr.log_vars
+            terms = 0.5 * jnp.exp(-s) * terms
+            extra = extra + 0.5 * jnp.sum(jax.nn.softplus(s))
+        return TermValues(terms, raw, extra)
+
+    return term_fn
+
+
+def make_residual_fn(setup: _Setup, static) -> Callable:
+    problem = setup.problem
+
+    def residual_fn(params, batch):
+        u = eqx.combine(params, static).model
+        pts, src = batch["pde"]
+        return problem.pde_residuals(u, pts, src)
+
+    return residual_fn
+
+
+def _make_weighting(setup: _Setup):
+    cfg, kind = setup.config, setup.method.weighting
+    if kind == "cgm":
+        return weighting_lib.cgm_weighting(
+            n_components=cfg.n_components, beta=cfg.beta, eps=cfg.eps, variance_factor=cfg.variance_factor
+        )
+    if kind == "gmm":
+        return weighting_lib.gmmpinn_weighting(n_components=cfg.n_components, beta=cfg.beta, eps=cfg.eps)
+    if kind == "cl":
+        return weighting_lib.clpinn_weighting(beta=cfg.beta, eps=cfg.eps)
+    return weighting_lib.uniform_weighting()
+
+
+def _make_balancing(setup: _Setup):
+    cfg = setup.config
+    if setup.relobralo_stages == "none":
+        return balancing_lib.no_balancing(setup.n_terms)
+    return balancing_lib.relobralo(
+        setup.n_terms,
+        alpha=cfg.relobralo_alpha,
+        temperature=cfg.relobralo_temperature,
+        rho=cfg.relobralo_rho,
+        history_size=max(1, setup.k_max),
+        variant=cfg.relobralo_variant,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# state and results
+
+
+class Carry(eqx.Module):
+    """Everything a chunk updates (a pytree)."""
+
+    params: Any
+    opt: Any
+    wstate: Any
+    bstate: Any
+    lambdas: jax.Array
+    best_params: Any
+    best_raw: jax.Array
+    status: jax.Array  # int32 StageStatus of the current stage
+    stall: jax.Array  # int32 consecutive small-change L-BFGS iterations
+
+
+class History(NamedTuple):
+    """Per-step records (one row per outer step, like the reference's loss curve)."""
+
+    k: np.ndarray  # (S,) global step
+    loss: np.ndarray  # (S,) objective at the start of the step (as the reference logs it)
+    terms: np.ndarray  # (S, C) balanced terms (PDE curriculum-weighted)
+    raw: np.ndarray  # (S, C) unweighted terms
+    lambdas: np.ndarray  # (S, C) ReLoBRaLo weights used in the step
+    evals: np.ndarray  # (S,) loss+gradient evaluations in the step
+    refresh_k: np.ndarray  # (R,) tau_k of each refresh
+    refresh_tau: np.ndarray  # (R,)
+    refresh_spread: np.ndarray  # (R,) max(w)/min(w) after the refresh
+    refresh_status: np.ndarray  # (R,) weighting status code (0 = fit used)
+    snapshots: dict  # refresh index -> weights (N,), a few refreshes only
+
+    def to_dict(self) -> dict:
+        d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots"}
+        d["snapshots"] = {str(k): np.asarray(v).tolist() for k, v in self.snapshots.items()}
+        return d
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """The outcome of :func:`train`."""
+
+    problem: Problem
+    method: Method
+    config: TrainConfig
+    model: Any  # the trained network (an equinox Module; call it on one point)
+    log_vars: Optional[np.ndarray]  # lbPINN's s_c
+    metrics: metrics_lib.Metrics
+    e_loss: float  # the method's training objective at the end (REFERENCE §3)
+    history: History
+    adam_status: StageStatus
+    lbfgs_status: StageStatus
+    compile_seconds: float
+    run_seconds: float
+    adam_steps: int
+    lbfgs_steps: int
+    k_upd: int
+    relobralo: str
+    seed: Optional[int] = None
+    batch: Any = None  # the training points
+
+    @property
+    def evals_per_lbfgs_iteration(self) -> float:
+        h = self.history
+        n_adam = int(np.sum(h.k <= self.adam_steps))
+        e = h.evals[n_adam:]
+        return float(np.mean(e)) if e.size else float("nan")
+
+    def predict(self, points) -> np.ndarray:
+        pts = jnp.asarray(points, dtype=jnp.zeros(()).dtype)
+        return np.asarray(jax.vmap(self.model)(pts))
+
+    def summary(self) -> dict:
+        return {
+            "problem": self.problem.name,
+            "method": self.method.name,
+            **self.metrics.as_dict(),
+            "e_loss": self.e_loss,
+            "adam_status": self.adam_status.name,
+            "lbfgs_status": self.lbfgs_status.name,
+            "compile_seconds": self.compile_seconds,
+            "run_seconds": self.run_seconds,
+            "adam_steps": self.adam_steps,
+            "lbfgs_steps": self.lbfgs_steps,
+            "k_upd": self.k_upd,
+            "relobralo": self.relobralo,
+            "evals_per_lbfgs_iteration": self.evals_per_lbfgs_iteration,
+            "seed": self.seed,
+        }
+
+
+# ----------------------------------------------------------------------------------------
+# L-BFGS backends
+
+
+def _tree_max_abs(t) -> jax.Array:
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree_util.tree_leaves(t)]))
+
+
+class _Lbfgs:
+    """A thin interface over jaxopt.LBFGS / optax.lbfgs driven one iteration at a time."""
+
+    def __init__(self, setup: _Setup, vg_fn: Callable):
+        cfg = setup.config
+        self.backend = cfg.lbfgs_backend
+        self.vg_fn = vg_fn  # (params, w, lambdas, batch) -> ((value, TermValues), grad)
+        if self.backend == "jaxopt":
+            import jaxopt
+
+            self.solver = jaxopt.LBFGS(
+                fun=vg_fn,
+                value_and_grad=True,
+                has_aux=True,
+                maxiter=max(1, setup.lbfgs_steps),
+                tol=0.0,
+                history_size=cfg.lbfgs_history,
+                linesearch="zoom",
+                linesearch_init="max",
+                max_stepsize=cfg.lbfgs_lr,
+                maxls=cfg.lbfgs_max_linesearch,
+                implicit_diff=False,
+                jit=True,
+                unroll=False,
+            )
+        else:
+            self.solver = optax.lbfgs(
+                learning_rate=cfg.lbfgs_lr,
+                memory_size=cfg.lbfgs_history,
+                linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=cfg.lbfgs_max_linesearch),
+            )
+
+    def init(self, params, w, lam, batch):
+        if self.backend == "jaxopt":
+            return self.solver.init_state(params, w, lam, batch)
+        return self.solver.init(params)
+
+    def set_point(self, state, value, grad, aux):
+        """Replace the stored value/gradient (after the objective changed)."""
+        if self.backend == "jaxopt":
+            return state._replace(value=value, grad=grad, aux=aux, error=optax.tree.norm(grad))
+        return optax.tree_utils.tree_set(state, value=value, grad=grad)
+
+    def stored(self, state):
+        if self.backend == "jaxopt":
+            return state.value, state.grad, state.aux
+        return None
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        """One iteration from (value, grad) at ``params``.
+
+        Returns new params, state, the objective at the new point and the evaluations used."""
+        if self.backend == "jaxopt":
+            n0 = state.num_fun_eval
+            out = self.solver.update(params, state, w, lam, batch)
+            new = out.state
+            return out.params, new, new.value, new.aux, new.num_fun_eval - n0
+
+        def value_fn(p):
+            return self.vg_fn(p, w, lam, batch)[0][0]
+
+        updates, new_state = self.solver.update(grad, state, params, value=value, grad=grad, value_fn=value_fn)
+        new_params = optax.apply_updates(params, updates)
+        new_value = optax.tree_utils.tree_get(new_state, "value")
+        info = optax.tree_utils.tree_get(new_state, "info")
+        n_evals = getattr(info, "num_linesearch_steps", jnp.asarray(1))
+        return new_params, new_state, new_value, None, n_evals
+
+
+# ----------------------------------------------------------------------------------------
+# the engine
+
+
+def _stage_uses_relobralo(setup: _Setup, stage: str) -> bool:
+    return setup.relobralo_stages == "both" or (setup.relobralo_stages == "adam" and stage == "adam")
+
+
+class _Engine:
+    def __init__(self, setup: _Setup, static):
+        self.setup = setup
+        self.static = static
+        cfg = setup.config
+        self.term_fn = make_term_fn(setup, static)
+        self.residual_fn = make_residual_fn(setup, static)
+        self.weighting = _make_weighting(setup)
+        self.balancing = _make_balancing(setup)
+        self.adam = optax.adam(cfg.adam_lr)
+        self.lbfgs = _Lbfgs(setup, self.value_and_grad)
+        self.chunk_len = setup.k_upd
+
+    # --- objective -------------------------------------------------------------------
+    def objective(self, params, w, lam, batch):
+        tv = self.term_fn(params, batch, w)
+        return jnp.dot(lam, tv.terms, precision=jax.lax.Precision.HIGHEST) + tv.extra, tv
+
+    def value_and_grad(self, params, w, lam, batch):
+        (value, tv), grad = jax.value_and_grad(self.objective, has_aux=True)(params, w, lam, batch)
+        return (value, tv), grad
+
+    def balanced_eval(self, params, w, bstate, batch):
+        """One forward+backward: term values, a ReLoBRaLo update from them, and the
+        gradient of lambda . terms + extra with the new (detached) lambdas."""
+        tv, vjp = jax.vjp(lambda p: self.term_fn(p, batch, w), params)
+        lam, bstate = self.balancing.update(jax.lax.stop_gradient(tv.terms), bstate)
+        lam = jax.lax.stop_gradient(lam)
+        zeros = TermValues(jnp.zeros_like(tv.terms), jnp.zeros_like(tv.raw), jnp.ones_like(tv.extra))
+        cot = zeros._replace(terms=lam.astype(tv.terms.dtype))
+        (grad,) = vjp(cot)
+        value = jnp.dot(lam, tv.terms, precision=jax.lax.Precision.HIGHEST) + tv.extra
+        return value, grad, tv, lam, bstate
+
+    # --- refresh ---------------------------------------------------------------------
+    def refresh(self, carry: Carry, batch, tau):
+        r = self.residual_fn(carry.params, batch)
+        w, wstate = self.weighting.update(r, tau, carry.wstate)
+        return w, wstate
+
+    def _tau(self, k):
+        return weighting_lib.tau(k, self.setup.k_max, self.setup.config.c_sat)
+
+    def _guard(self, carry: Carry, raw_total, params_now):
+        """Update best params / status after a step whose unweighted loss is raw_total."""
+        finite = jnp.isfinite(raw_total)
+        better = finite & (raw_total < carry.best_raw)
+        best_params = jax.tree_util.tree_map(lambda b, p: jnp.where(better, p, b), carry.best_params, params_now)
+        best_raw = jnp.where(better, raw_total, carry.best_raw)
+        diverged = finite & (raw_total > self.setup.config.divergence_ratio * best_raw)
+        status = jnp.where(~finite, StageStatus.NONFINITE, jnp.where(diverged, StageStatus.DIVERGED, carry.status))
+        return best_params, best_raw, status.astype(jnp.int32)
+
+    # --- chunks ----------------------------------------------------------------------
+    def adam_chunk(self, carry: Carry, batch, tau_k, first_k, n_steps):
+        use_relo = _stage_uses_relobralo(self.setup, "adam")
+        w, wstate = self.refresh(carry, batch, self._tau(tau_k))
+        carry = eqx.tree_at(lambda c: c.wstate, carry, wstate)
+        L, C = self.chunk_len, self.setup.n_terms
+        dtype = w.dtype
+        hist0 = (jnp.zeros(L, dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype))
+
+        def cond(s):
+            i, c, _ = s
+            return (i < n_steps) & (c.status == StageStatus.COMPLETED)
+
+        def body(s):
+            i, c, (h_loss, h_terms, h_raw, h_lam) = s
+            if use_relo:
+                value, grad, tv, lam, bstate = self.balanced_eval(c.params, w, c.bstate, batch)
+            else:
+                (value, tv), grad = self.value_and_grad(c.params, w, c.lambdas, batch)
+                lam, bstate = c.lambdas, c.bstate
+            raw_total = jnp.sum(tv.raw)
+            best_params, best_raw, status = self._guard(c, raw_total, c.params)
+            updates, opt = self.adam.update(grad, c.opt, c.params)
+            params = optax.apply_updates(c.params, updates)
+            ok = status == StageStatus.COMPLETED
+            params = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), params, c.params)
+            c = Carry(params, opt, c.wstate, bstate, lam, best_params, best_raw, status, c.stall)
+            hist = (h_loss.at[i].set(value), h_terms.at[i].set(tv.terms), h_raw.at[i].set(tv.raw), h_lam.at[i].set(lam))
+            return i + 1, c, hist
+
+        n_done, carry, hist = jax.lax.while_loop(cond, body, (jnp.int32(0), carry, hist0))
+        evals = jnp.ones(L, jnp.int32)
+        return carry, w, n_done, hist + (evals,)
+
+    def lbfgs_chunk(self, carry: Carry, batch, tau_k, first_k, n_steps, w_prev):
+        use_relo = _stage_uses_relobralo(self.setup, "lbfgs")
+        w, wstate = self.refresh(carry, batch, self._tau(tau_k))
+        carry = eqx.tree_at(lambda c: c.wstate, carry, wstate)
+        L, C = self.chunk_len, self.setup.n_terms
+        dtype = w.dtype
+        cfg = self.setup.config
+        hist0 = (jnp.zeros(L, dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype), jnp.zeros(L, jnp.int32))
+        # the objective changed (new w): recompute the stored value and gradient
+        opt = carry.opt
+        extra_evals = jnp.int32(0)
+        if not use_relo and self.lbfgs.backend == "jaxopt":
+            (value, tv), grad = self.value_and_grad(carry.params, w, carry.lambdas, batch)
+            opt = self.lbfgs.set_point(opt, value, grad, tv)
+            extra_evals = jnp.int32(1)
+        carry = eqx.tree_at(lambda c: c.opt, carry, opt)
+
+        def cond(s):
+            i, c, _ = s
+            return (i < n_steps) & (c.status == StageStatus.COMPLETED)
+
+        def body(s):
+            i, c, (h_loss, h_terms, h_raw, h_lam, h_ev) = s
+            opt = c.opt
+            if use_relo:
+                value, grad, tv, lam, bstate = self.balanced_eval(c.params, w, c.bstate, batch)
+                opt = self.lbfgs.set_point(opt, value, grad, tv)
+                n_ev = jnp.int32(1)
+            elif self.lbfgs.backend == "jaxopt":
+                value, grad, tv = self.lbfgs.stored(opt)
+                lam, bstate = c.lambdas, c.bstate
+                n_ev = jnp.where(i == 0, extra_evals, 0).astype(jnp.int32)
+            else:
+                (value, tv), grad = self.value_and_grad(c.params, w, c.lambdas, batch)
+                lam, bstate = c.lambdas, c.bstate
+                n_ev = jnp.int32(1)
+            gtol_hit = _tree_max_abs(grad) <= cfg.lbfgs_gtol
+            params, opt, new_value, _, ls_evals = self.lbfgs.step(c.params, opt, w, lam, batch, value, grad)
+            # guards on the unweighted loss at the start point (known) and the new objective
+            raw_total = jnp.sum(tv.raw)
+            best_params, best_raw, status = self._guard(c, raw_total, c.params)
+            bad_new = ~jnp.isfinite(new_value)
+            status = jnp.where((status == 0) & bad_new, StageStatus.NONFINITE, status)
+            status = jnp.where((status == 0) & gtol_hit, StageStatus.GRAD_TOL, status)
+            small = jnp.abs(new_value - value) <= cfg.lbfgs_ftol
+            stall = jnp.where(small, c.stall + 1, 0)
+            status = jnp.where((status == 0) & (stall >= cfg.lbfgs_tol_patience), StageStatus.LOSS_TOL, status)
+            ok = (status == StageStatus.COMPLETED) | (status == StageStatus.LOSS_TOL)
+            params = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), params, c.params)
+            c = Carry(params, opt, c.wstate, bstate, lam, best_params, best_raw, status.astype(jnp.int32), stall.astype(jnp.int32))
+            hist = (
+                h_loss.at[i].set(value),
+                h_terms.at[i].set(tv.terms),
+                h_raw.at[i].set(tv.raw),
+                h_lam.at[i].set(lam),
+                h_ev.at[i].set(n_ev + jnp.asarray(ls_evals, jnp.int32)),
+            )
+            return i + 1, c, hist
+
+        n_done, carry, hist = jax.lax.while_loop(cond, body, (jnp.int32(0), carry, hist0))
+        return carry, w, n_done, hist
+
+
+def _restore_best(carry: Carry) -> Carry:
+    bad = (carry.status == StageStatus.NONFINITE) | (carry.status == StageStatus.DIVERGED)
+    params = jax.tree_util.tree_map(lambda b, p: jnp.where(bad & jnp.isfinite(carry.best_raw), b, p), carry.best_params, carry.params)
+    return eqx.tree_at(lambda c: c.params, carry, params)
+
+
+def _fmt_terms(names, values) -> str:
+    return " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, values))
+
+
+def train(
+    problem: Problem | str,
+    method: Method | str = "cgmpinn",
+    config: TrainConfig | None = None,
+    *,
+    key: jax.Array | int = 1224,
+    quiet: bool = False,
+    snapshot_refreshes: int = 4,
+    print_fn: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train ``method`` on ``problem`` with Adam then L-BFGS.
+
+    Args:
+        problem: a :class:`~cgmpinn_jax.problems.Problem` or a registry name.
+        method: a :class:`~cgmpinn_jax.methods.Method` or a registry name.
+        config: options (:class:`TrainConfig`); defaults are the reference's settings.
+        key: PRNG key or integer seed; split into (points, network, ReLoBRaLo) keys.
+        quiet: no progress output.
+        snapshot_refreshes: keep the per-point weights of this many refreshes (evenly
+            spaced) in the history, for plots.
+
+    Returns:
+        :class:`TrainResult` with the trained model, metrics on the test grid, e_loss,
+        per-step histories, stage statuses, and compile / run seconds.
+
+    Example:
+        >>> import cgmpinn_jax as cj
+        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=5), quiet=True)
+        >>> res.metrics.rel_e2 > 0
+        True
+    """
+    problem = get_problem(problem)
+    method = get_method(method)
+    config = config or TrainConfig()
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    seed = None
+    if isinstance(key, (int, np.integer)):
+        seed = int(key)
+        key = jax.random.key(seed)
+    setup = _resolve(problem, method, config)
+    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+
+    with jax.default_matmul_precision("highest"):
+        return _train(setup, key, seed, emit, snapshot_refreshes)
+
+
+def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
+    problem, method = setup.problem, setup.method
+    k_pts, k_net, k_bal = jax.random.split(key, 3)
+    batch = problem.sample(k_pts)
+    model = build_model(problem, method, k_net, width=setup.width, depth=setup.depth)
+    dtype = jnp.zeros(()).dtype
+    log_vars = jnp.zeros(setup.n_terms, dtype) if method.learnable_balance else None
+    params, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+    eng = _Engine(setup, static)
+    n_pde = batch["pde"][0].shape[0]
+    C = setup.n_terms
+
+    carry = Carry(
+        params=params,
+        opt=eng.adam.init(params),
+        wstate=eng.weighting.init(n_pde),
+        bstate=eng.balancing.init(k_bal),
+        lambdas=jnp.ones(C, dtype),
+        best_params=params,
+        best_raw=jnp.asarray(jnp.inf, dtype),
+        status=jnp.int32(0),
+        stall=jnp.int32(0),
+    )
+    schedule = refresh_schedule(setup.adam_steps, setup.lbfgs_steps, setup.k_upd, refit_before_step=setup.refit_before_step)
+
+    compile_s = 0.0
+    compiled = {}
+
+    def get_compiled(name, fn, *args):
+        nonlocal compile_s
+        if name not in compiled:
+            t0 = time.perf_counter()
+            compiled[name] = jax.jit(fn).lower(*args).compile()
+            compile_s += time.perf_counter() - t0
+        return compiled[name]
+
+    i32 = lambda v: jnp.asarray(v, jnp.int32)
+    rows = {k: [] for k in ("k", "loss", "terms", "raw", "lambdas", "evals")}
+    refresh = {k: [] for k in ("k", "tau", "spread", "status")}
+    weights_seen = []
+    statuses = {}
+    names = problem.loss_terms
+    tag = f"[{problem.name}/{method.name}]"
+    t_start = time.perf_counter()
+    w = jnp.ones(n_pde, dtype)
+    for stage in ("adam", "lbfgs"):
+        chunks = [c for c in schedule if c.stage == stage]
+        if not chunks:
+            statuses[stage] = StageStatus.SKIPPED
+            continue
+        carry = eqx.tree_at(
+            lambda c: (c.status, c.stall, c.best_raw, c.best_params),
+            carry,
+            (jnp.int32(0), jnp.int32(0), jnp.asarray(jnp.inf, dtype), carry.params),
+        )
+        if stage == "lbfgs":
+            if not _stage_uses_relobralo(setup, "lbfgs"):
+                carry = eqx.tree_at(lambda c: c.lambdas, carry, jnp.ones(C, dtype))
+            opt_init = get_compiled("lbfgs_init", eng.lbfgs.init, carry.params, w, carry.lambdas, batch)
+            carry = eqx.tree_at(lambda c: c.opt, carry, opt_init(carry.params, w, carry.lambdas, batch))
+        for chunk in chunks:
+            args = (carry, batch, i32(chunk.tau_k), i32(chunk.first_k), i32(chunk.n_steps))
+            if stage == "adam":
+                carry, w, n_done, hist = get_compiled("adam", eng.adam_chunk, *args)(*args)
+            else:
+                carry, w, n_done, hist = get_compiled("lbfgs", eng.lbfgs_chunk, *args, w)(*args, w)
+            n = int(n_done)
+            h = [np.asarray(x)[:n] for x in hist]
+            rows["k"].append(np.arange(chunk.first_k, chunk.first_k + n))
+            for name, arr in zip(("loss", "terms", "raw", "lambdas", "evals"), h):
+                rows[name].append(arr)
+            tau = float(weighting_lib.tau(chunk.tau_k, setup.k_max, setup.config.c_sat))
+            w_np = np.asarray(w)
+            refresh["k"].append(chunk.tau_k)
+            refresh["tau"].append(tau)
+            refresh["spread"].append(float(w_np.max() / max(w_np.min(), 1e-30)))
+            refresh["status"].append(int(getattr(carry.wstate, "last_status", 0)))
+            weights_seen.append(w_np)
+            if n:
+                emit(
+                    f"{tag} {stage:5s} k={chunk.first_k + n - 1:6d} tau={tau:.3f} loss={h[0][-1]:.3e} "
+                    f"{_fmt_terms(names, h[2][-1])} w_spread={refresh['spread'][-1]:.2f}"
+                )
+            if int(carry.status) != StageStatus.COMPLETED:
+                emit(f"{tag} {stage} stage stopped at k={chunk.first_k + n - 1}: {StageStatus(int(carry.status)).name}")
+                break
+        statuses[stage] = StageStatus(int(carry.status))
+        carry = _restore_best(carry)
+    jax.block_until_ready(carry.params)
+    run_s = time.perf_counter() - t_start - compile_s
+
+    trained = eqx.combine(carry.params, static)
+    metrics = metrics_lib.evaluate(problem, trained.model)
+    obj = jax.jit(eng.objective)
+    e_loss = float(obj(carry.params, w, carry.lambdas, batch)[0])
+
+    cat = lambda xs, shape: np.concatenate(xs) if xs else np.zeros(shape)
+    n_snap = len(weights_seen)
+    idx = sorted(set(np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap)).round().astype(int).tolist())) if n_snap else []
+    history = History(
+        k=cat(rows["k"], (0,)).astype(np.int64),
+        loss=cat(rows["loss"], (0,)),
+        terms=cat(rows["terms"], (0, C)),
+        raw=cat(rows["raw"], (0, C)),
+        lambdas=cat(rows["lambdas"], (0, C)),
+        evals=cat(rows["evals"], (0,)).astype(np.int64),
+        refresh_k=np.asarray(refresh["k"], np.int64),
+        refresh_tau=np.asarray(refresh["tau"]),
+        refresh_spread=np.asarray(refresh["spread"]),
+        refresh_status=np.asarray(refresh["status"], np.int64),
+        snapshots={i: weights_seen[i] for i in idx},
+    )
+    result = TrainResult(
+        problem=problem,
+        method=method,
+        config=setup.config,
+        model=trained.model,
+        log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars),
+        metrics=metrics,
+        e_loss=e_loss,
+        history=history,
+        adam_status=statuses["adam"],
+        lbfgs_status=statuses["lbfgs"],
+        compile_seconds=compile_s,
+        run_seconds=run_s,
+        adam_steps=setup.adam_steps,
+        lbfgs_steps=setup.lbfgs_steps,
+        k_upd=setup.k_upd,
+        relobralo=setup.relobralo_stages,
+        seed=seed,
+        batch=batch,
+    )
+    emit(
+        f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
+        f"e_loss={e_loss:.3e} (compile {compile_s:.1f}s, run {run_s:.1f}s)"
+    )
+    return result
