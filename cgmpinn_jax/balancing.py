@@ -1,0 +1,299 @@
+"""ReLoBRaLo loss balancing as an optax-style ``(init, update)`` pair (REFERENCE.md §1.7).
+
+Paper Eqs. relobralo_ema, relobralo_ref, relobralo_weight:
+
+.. math::
+
+    \\bar L_c(k) = \\alpha \\bar L_c(k-1) + (1-\\alpha) L_c(k), \\qquad
+    L^{ref}_c(k) = \\begin{cases} \\bar L_c & \\text{w.p. } \\rho \\\\ L_c(k'),\\ k' < k & \\text{otherwise}\\end{cases},
+
+    \\lambda_c(k) = C\\,\\mathrm{softmax}_c\\big( L_c(k) / (L^{ref}_c(k) + 10^{-8}) / T \\big).
+
+``variant="reference"`` (default) is what the authors' code does (class ``ReLoBRaLoWeights``),
+which differs from the paper in one place: the EMA is updated with the *current* losses
+*before* it is used as the reference (the paper uses the EMA of the previous step).  Per
+``update(L)`` call:
+
+1. append ``L`` to the history;
+2. first call ever: ``EMA <- L``, lambdas stay as they are (ones), return;
+3. ``EMA <- alpha EMA + (1 - alpha) L``;
+4. with probability ``rho``: ``ref = EMA``; else ``ref = history[j]``, ``j`` uniform over the
+   strictly earlier calls;
+5. ``lambda = C softmax((L / (ref + 1e-8)) / T)``.
+
+Choices made here:
+
+* **Fixed-size history.**  The reference keeps an unbounded Python list.  Here the history is a
+  ring buffer of ``history_size`` rows (default 20000: the longest reference budget is
+  8000 Adam steps + 12000 L-BFGS iterations = 20000 calls, one call per Adam step / L-BFGS
+  iteration, because this project freezes lambda within an L-BFGS iteration -- see DESIGN.md).
+  Within that budget nothing is ever overwritten and the lookback is exactly the reference's.
+  Past ``history_size`` calls the lookback is uniform over the ``history_size - 1`` most recent
+  earlier calls that are still in the buffer.
+* **Explicit randomness.**  The PRNG key is part of the state and split once per call.  The two
+  draws (``u`` for the Bernoulli, ``j`` for the lookback index, see :func:`relobralo_draws`) are
+  fed to the pure :func:`relobralo_step`, so the formula can be tested against an independent
+  implementation driven by the same draws.  (The reference uses numpy's global RNG.)
+* Losses are treated as constants (``stop_gradient``); so are the returned lambdas.
+
+``variant="original"`` is the ReLoBRaLo of Bischof & Kraus (2021, "Multi-objective loss
+balancing for physics-informed deep learning"), written from that paper's definition::
+
+    lambda_bal(t, t') = C softmax(L(t) / (L(t') + 1e-8) / T)
+    lambda_hist(t)    = b lambda(t-1) + (1 - b) lambda_bal(t, 0),   b ~ Bernoulli(rho)
+    lambda(t)         = alpha lambda_hist(t) + (1 - alpha) lambda_bal(t, t-1)
+
+with ``lambda(0) = 1`` and the first call storing ``L(0)``.  It keeps an EMA of the *weights*
+rather than of the losses and has no random lookback into the history (the history buffer is
+unused and has a single row).  The ``1e-8`` in the ratio is this implementation's guard.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> bal = relobralo(2)
+    >>> state = bal.init(jax.random.PRNGKey(0))
+    >>> lam, state = bal.update(jnp.array([1.0, 1.0]), state)    # first call: ones
+    >>> lam, state = bal.update(jnp.array([10.0, 0.1]), state)
+    >>> bool(lam[0] > lam[1]), round(float(lam.sum()), 5)
+    (True, 2.0)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from cgmpinn_jax.gmm import _check_static_int, _concrete_float
+
+__all__ = [
+    "ReLoBRaLoState",
+    "Balancing",
+    "relobralo",
+    "relobralo_step",
+    "relobralo_draws",
+    "no_balancing",
+]
+
+_RATIO_EPS = 1e-8
+_VARIANTS = ("reference", "original")
+
+
+class ReLoBRaLoState(NamedTuple):
+    """State of :func:`relobralo` / :func:`no_balancing` (a pytree).
+
+    Attributes:
+        lambdas: ``(C,)`` current term weights (ones initially).
+        ema: ``(C,)`` EMA of the losses (reference variant).
+        history: ``(H, C)`` ring buffer of past losses; call ``t`` is stored in row ``t % H``.
+        count: ``()`` int32 number of ``update`` calls so far.
+        key: PRNG key, split once per call.
+        initial_losses: ``(C,)`` ``L(0)`` (original variant).
+        previous_losses: ``(C,)`` ``L(t-1)`` (original variant).
+    """
+
+    lambdas: jax.Array
+    ema: jax.Array
+    history: jax.Array
+    count: jax.Array
+    key: jax.Array
+    initial_losses: jax.Array
+    previous_losses: jax.Array
+
+
+class Balancing(NamedTuple):
+    """``init(key, dtype=None) -> state``; ``update(losses (C,), state) -> (lambdas (C,), state)``."""
+
+    init: Callable
+    update: Callable
+
+
+def _check_unit_interval(name, value):
+    v = _concrete_float(value)
+    if v is not None and not 0.0 <= v <= 1.0:
+        raise ValueError(f"`{name}` must lie in [0, 1], got {value!r}")
+
+
+def _check_positive(name, value):
+    v = _concrete_float(value)
+    if v is not None and not v > 0.0:
+        raise ValueError(f"`{name}` must be > 0, got {value!r}")
+
+
+def _balanced(losses, ref, temperature):
+    c = losses.shape[0]
+    return c * jax.nn.softmax((losses / (ref + _RATIO_EPS)) / temperature)
+
+
+def relobralo_draws(key, count, history_size):
+    """The random draws of one ReLoBRaLo call.
+
+    Args:
+        key: PRNG key of the state.
+        count: ``()`` number of calls before this one (the state's ``count``).
+        history_size: H, the ring buffer length (static int).
+
+    Returns:
+        ``(new_key, u, j)``: ``u ~ U[0, 1)`` (the reference's ``rand() < rho`` test) and
+        ``j`` a call index drawn uniformly from ``[max(0, count - H + 1), count - 1]``
+        (the strictly earlier calls still in the buffer; 0 when there is none).
+
+    Example:
+        >>> k, u, j = relobralo_draws(jax.random.PRNGKey(0), jnp.int32(5), 100)
+        >>> 0 <= int(j) < 5 and 0.0 <= float(u) < 1.0
+        True
+    """
+    new_key, k_u, k_j = jax.random.split(key, 3)
+    u = jax.random.uniform(k_u, ())
+    lo = jnp.maximum(count - history_size + 1, 0)
+    hi = jnp.maximum(count, lo + 1)
+    j = jax.random.randint(k_j, (), lo, hi, dtype=jnp.int32)
+    return new_key, u, j
+
+
+def relobralo_step(losses, state: ReLoBRaLoState, u, j, *, alpha=0.999, temperature=1.0, rho=0.99, variant="reference"):
+    """One ReLoBRaLo update with the random draws given (pure; used by :func:`relobralo`).
+
+    Args:
+        losses: ``(C,)`` current loss terms (treated as constants).
+        state: :class:`ReLoBRaLoState` before the call (its key is returned unchanged).
+        u: ``()`` uniform draw; ``u < rho`` selects the EMA reference (reference variant) or
+            keeps the weight memory (original variant).
+        j: ``()`` int, global index of an earlier call whose losses are the lookback reference
+            (reference variant; read from row ``j % H``; ignored when ``u < rho`` or on the
+            first call).
+        alpha, temperature, rho: see :func:`relobralo`.
+        variant: ``"reference"`` or ``"original"``.
+
+    Returns:
+        ``(lambdas (C,), new_state)``.
+
+    Example:
+        >>> s = relobralo(2).init(jax.random.PRNGKey(0))
+        >>> lam, s = relobralo_step(jnp.array([1.0, 2.0]), s, 0.5, 0)
+        >>> lam.tolist(), int(s.count)
+        ([1.0, 1.0], 1)
+    """
+    losses = lax.stop_gradient(jnp.asarray(losses, state.lambdas.dtype))
+    count = state.count
+    first = count == 0
+    use_ema = u < rho
+    if variant == "reference":
+        h = state.history.shape[0]
+        history = state.history.at[count % h].set(losses)
+        ema = jnp.where(first, losses, alpha * state.ema + (1.0 - alpha) * losses)
+        ref = jnp.where(use_ema, ema, history[j % h])
+        lam = jnp.where(first, state.lambdas, _balanced(losses, ref, temperature))
+        new_state = state._replace(lambdas=lam, ema=ema, history=history, count=count + 1)
+    elif variant == "original":
+        init_l = jnp.where(first, losses, state.initial_losses)
+        bal_prev = _balanced(losses, state.previous_losses, temperature)
+        bal_init = _balanced(losses, init_l, temperature)
+        hist = jnp.where(use_ema, state.lambdas, bal_init)
+        lam = jnp.where(first, state.lambdas, alpha * hist + (1.0 - alpha) * bal_prev)
+        new_state = state._replace(
+            lambdas=lam, count=count + 1, initial_losses=init_l, previous_losses=losses
+        )
+    else:
+        raise ValueError(f"`variant` must be one of {_VARIANTS}, got {variant!r}")
+    lam = lax.stop_gradient(lam)
+    return lam, new_state
+
+
+def _make_init(n_terms, history_rows):
+    def init(key, dtype=None):
+        dtype = jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
+        ones = jnp.ones((n_terms,), dtype)
+        zeros = jnp.zeros((n_terms,), dtype)
+        return ReLoBRaLoState(
+            lambdas=ones,
+            ema=zeros,
+            history=jnp.zeros((history_rows, n_terms), dtype),
+            count=jnp.zeros((), jnp.int32),
+            key=key,
+            initial_losses=zeros,
+            previous_losses=zeros,
+        )
+
+    return init
+
+
+def _check_losses(losses, n_terms):
+    shape = jnp.shape(losses)
+    if shape != (n_terms,):
+        raise ValueError(f"`losses` must have shape ({n_terms},), got {shape}")
+
+
+def relobralo(
+    n_terms: int,
+    *,
+    alpha=0.999,
+    temperature=1.0,
+    rho=0.99,
+    history_size: int = 20000,
+    variant: str = "reference",
+) -> Balancing:
+    """ReLoBRaLo balancing (Eqs. relobralo_ema, relobralo_ref, relobralo_weight; REFERENCE.md §1.7).
+
+    Args:
+        n_terms: C, the number of loss terms (2 for 1-D/2-D Poisson [PDE, BC], 3 for the
+            time-dependent problems [PDE, IC, BC]).
+        alpha: EMA coefficient in ``[0, 1]`` (0.999); may be traced.
+        temperature: softmax temperature T > 0 (1.0); may be traced.
+        rho: probability of the EMA reference in ``[0, 1]`` (0.99); may be traced.
+        history_size: ring-buffer rows H >= 2 (20000, see the module docstring).
+        variant: ``"reference"`` (the authors' code) or ``"original"`` (Bischof & Kraus).
+
+    Returns:
+        :class:`Balancing` ``(init, update)``.  ``init(key, dtype=None)`` takes a PRNG key;
+        ``update(losses, state)`` draws ``(u, j)`` with :func:`relobralo_draws` and applies
+        :func:`relobralo_step`.  The lambdas always sum to C.
+
+    Raises:
+        ValueError: on a bad argument (named in the message; traced values are not checked).
+
+    Example:
+        >>> bal = relobralo(3)
+        >>> s = bal.init(jax.random.PRNGKey(1))
+        >>> for L in ([1.0, 1.0, 1.0], [2.0, 0.5, 1.0]):
+        ...     lam, s = bal.update(jnp.array(L), s)
+        >>> round(float(lam.sum()), 5), int(s.count)
+        (3.0, 2)
+    """
+    n_terms = _check_static_int("n_terms", n_terms, 1)
+    history_size = _check_static_int("history_size", history_size, 2)
+    _check_unit_interval("alpha", alpha)
+    _check_positive("temperature", temperature)
+    _check_unit_interval("rho", rho)
+    if variant not in _VARIANTS:
+        raise ValueError(f"`variant` must be one of {_VARIANTS}, got {variant!r}")
+    rows = history_size if variant == "reference" else 1
+
+    def update(losses, state):
+        _check_losses(losses, n_terms)
+        key, u, j = relobralo_draws(state.key, state.count, rows)
+        lam, new_state = relobralo_step(
+            losses, state, u, j, alpha=alpha, temperature=temperature, rho=rho, variant=variant
+        )
+        return lam, new_state._replace(key=key)
+
+    return Balancing(_make_init(n_terms, rows), update)
+
+
+def no_balancing(n_terms: int) -> Balancing:
+    """Plain sum of the loss terms: lambdas are always ones (state shape as :func:`relobralo`).
+
+    Example:
+        >>> bal = no_balancing(2)
+        >>> lam, s = bal.update(jnp.array([3.0, 4.0]), bal.init(jax.random.PRNGKey(0)))
+        >>> lam.tolist()
+        [1.0, 1.0]
+    """
+    n_terms = _check_static_int("n_terms", n_terms, 1)
+
+    def update(losses, state):
+        _check_losses(losses, n_terms)
+        return state.lambdas, state._replace(count=state.count + 1)
+
+    return Balancing(_make_init(n_terms, 1), update)

@@ -1,0 +1,548 @@
+"""Curriculum parameter and CGM sample weights (paper Section "Difficulty Quantification,
+Precision Modulation, and Curriculum Scheduling"; REFERENCE.md §1.5, §1.6, §5.1, §5.2).
+
+Two layers:
+
+* **Pure formulas** -- :func:`tau`, :func:`cgm_weights`, :func:`gmmpinn_weights`,
+  :func:`clpinn_weights` and their building blocks.  They take a residual vector and (for the
+  GMM variants) a :class:`~cgmpinn_jax.gmm.GMMFit` and return per-point weights.  They follow
+  the reference code, not the paper, where the two differ:
+
+  - the normalised difficulty uses ``(d - d_min) / (d_max - d_min)`` when
+    ``d_max - d_min > eps`` and ``0`` otherwise (paper Eq. difficulty_normalized has
+    ``+ eps`` in the denominator instead);
+  - the final normalisation is ``w / (mean(w) + eps)`` (paper Eq. weight_normalize:
+    ``N w / (sum(w) + eps)``; identical up to ``eps / N``);
+  - all ``eps`` are absolute (scale-dependent), as in the reference.
+
+* **optax-style transformations** -- :func:`cgm_weighting`, :func:`gmmpinn_weighting`,
+  :func:`clpinn_weighting`, :func:`uniform_weighting` return a :class:`Weighting`
+  ``(init, update)`` pair with a :class:`WeightingState` NamedTuple.  ``update(r, tau, state)``
+  refits the GMM on the signed residuals and recomputes the weights (one *refresh*); the
+  training engine calls it every ``k_upd`` steps and holds the weights fixed in between.
+
+Hyper-parameters (``beta``, ``eps``, the GMM's ``tol`` / ``reg_covar``) are closed over by the
+factory, and ``tau`` is an argument of ``update``; all of them may be traced values.  To vmap a
+sweep over ``beta``, call the factory *inside* the vmapped function::
+
+    def weights_for(beta, tau):
+        wt = cgm_weighting(beta=beta)
+        return wt.update(r, tau, wt.init(r.shape[0]))[0]
+
+    jax.vmap(weights_for)(betas, taus)
+
+Validation (``ValueError`` naming the argument) runs only on concrete Python/NumPy values, so
+the factories and functions can be traced.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from cgmpinn_jax.gmm import GMMFit, GMMStatus, _check_1d, _check_static_int, _concrete_float, fit_gmm
+
+__all__ = [
+    "tau",
+    "component_difficulty",
+    "normalized_difficulty",
+    "precision_factor",
+    "normalize_weights",
+    "cgm_component_weights",
+    "cgm_weights",
+    "gmmpinn_component_weights",
+    "gmmpinn_weights",
+    "clpinn_weights",
+    "WeightingState",
+    "Weighting",
+    "cgm_weighting",
+    "gmmpinn_weighting",
+    "clpinn_weighting",
+    "uniform_weighting",
+]
+
+_HI = lax.Precision.HIGHEST
+
+
+# ---------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------
+
+
+def _check_beta(beta):
+    b = _concrete_float(beta)
+    if b is not None and not b >= 0.0:
+        raise ValueError(f"`beta` must be >= 0, got {beta!r}")
+
+
+def _check_eps(eps):
+    e = _concrete_float(eps)
+    if e is not None and not e > 0.0:
+        raise ValueError(f"`eps` must be > 0, got {eps!r}")
+
+
+def _check_tau(tau_value):
+    t = _concrete_float(tau_value)
+    if t is not None and not 0.0 <= t <= 1.0:
+        raise ValueError(f"`tau` must lie in [0, 1], got {tau_value!r}")
+
+
+def _as_float(x):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jax.dtypes.canonicalize_dtype(jnp.float64))
+    return x
+
+
+# ---------------------------------------------------------------------------
+# curriculum parameter
+# ---------------------------------------------------------------------------
+
+
+def tau(k, k_max, c_sat=0.8):
+    """Curriculum parameter ``tau(k) = min(k / (c_sat * k_max), 1)`` (paper Eq. tau).
+
+    In the reference (REFERENCE.md §1.6) ``k`` is the 1-based global step that continues from
+    the Adam stage into the L-BFGS stage, and ``k_max = N_adam + N_lbfgs`` counts outer
+    iterations (L-BFGS iterations, not function evaluations).
+
+    Args:
+        k: ``()`` step (int or float, may be traced).
+        k_max: total number of iterations (> 0).
+        c_sat: saturation fraction in ``(0, 1]`` (default 0.8).
+
+    Returns:
+        ``()`` float array in ``[0, 1]`` for ``k >= 0``.
+
+    Raises:
+        ValueError: ``c_sat`` outside ``(0, 1]`` or ``k_max <= 0`` (when concrete).
+
+    Example:
+        >>> float(tau(6000, 15000)), float(tau(13000, 15000))
+        (0.5, 1.0)
+    """
+    c = _concrete_float(c_sat)
+    if c is not None and not 0.0 < c <= 1.0:
+        raise ValueError(f"`c_sat` must lie in (0, 1], got {c_sat!r}")
+    km = _concrete_float(k_max)
+    if km is not None and not km > 0.0:
+        raise ValueError(f"`k_max` must be > 0, got {k_max!r}")
+    k = _as_float(k)
+    return jnp.minimum(k / (jnp.asarray(c_sat, k.dtype) * jnp.asarray(k_max, k.dtype)), 1.0)
+
+
+# ---------------------------------------------------------------------------
+# building blocks
+# ---------------------------------------------------------------------------
+
+
+def component_difficulty(r, resp, eps=1e-6):
+    """Component difficulty ``d_m = sum_i gamma_im r_i^2 / (sum_i gamma_im + eps)`` (Eq. component_difficulty).
+
+    Args:
+        r: ``(N,)`` signed residuals.
+        resp: ``(N, K)`` responsibilities.
+        eps: absolute guard.
+
+    Returns:
+        ``(K,)`` difficulties.
+
+    Example:
+        >>> component_difficulty(jnp.array([1.0, 3.0]), jnp.array([[1.0, 0.0], [0.0, 1.0]]), 1e-6).round(3)
+        Array([1., 9.], dtype=float32)
+    """
+    r = _as_float(r)
+    num = jnp.dot(r * r, resp, precision=_HI)
+    return num / (jnp.sum(resp, axis=0) + eps)
+
+
+def normalized_difficulty(d, eps=1e-6):
+    """Min-max normalised difficulty (Eq. difficulty_normalized, *as coded*).
+
+    ``(d - min d) / (max d - min d)`` if ``max d - min d > eps`` else ``0`` for every entry
+    (REFERENCE.md §1.5 step 4).  The paper instead writes ``+ eps`` in the denominator and no
+    threshold.
+
+    Args:
+        d: ``(K,)`` (or ``(N,)`` for CLPINN) difficulties.
+        eps: absolute range threshold.
+
+    Returns:
+        Same shape, values in ``[0, 1]``.
+
+    Example:
+        >>> normalized_difficulty(jnp.array([1.0, 2.0, 3.0]))
+        Array([0. , 0.5, 1. ], dtype=float32)
+    """
+    lo = jnp.min(d)
+    rng = jnp.max(d) - lo
+    ok = rng > eps
+    return jnp.where(ok, (d - lo) / jnp.where(ok, rng, 1.0), jnp.zeros_like(d))
+
+
+def precision_factor(variances, eps=1e-6, *, extra_eps=False):
+    """Normalised precision ``v_m = (sigma_m^2 + eps)^-1 / max_l (sigma_l^2 + eps)^-1`` (Eq. precision_factor).
+
+    Args:
+        variances: ``(K,)`` GMM variances (``reg_covar`` included).
+        eps: absolute guard.
+        extra_eps: add ``eps`` to the maximum in the denominator (the GMMPINN ablation's
+            formula, REFERENCE.md §5.1).
+
+    Returns:
+        ``(K,)`` values in ``(0, 1]``.
+
+    Example:
+        >>> precision_factor(jnp.array([1.0, 3.0]), 0.0 + 1e-12).round(4)
+        Array([1.    , 0.3333], dtype=float32)
+    """
+    inv = 1.0 / (variances + eps)
+    den = jnp.max(inv) + eps if extra_eps else jnp.max(inv)
+    return inv / den
+
+
+def normalize_weights(w, eps=1e-6):
+    """Unit-mean normalisation ``w / (mean(w) + eps)`` (Eq. weight_normalize, as coded).
+
+    Example:
+        >>> normalize_weights(jnp.array([1.0, 3.0]), 1e-6).round(4)
+        Array([0.5, 1.5], dtype=float32)
+    """
+    return w / (jnp.mean(w) + eps)
+
+
+def cgm_component_weights(r, fit: GMMFit, tau, *, beta=1.0, eps=1e-6, variance_factor=True, fade_variance=True):
+    """Component weights ``w_m^comp(tau) = w_m^CL(tau) * v~_m(tau)`` (Eqs. easy_hard_weights,
+    curriculum_weight, precision_factor, effective_precision, combined_weight).
+
+    ``w_easy = exp(-beta d~)``, ``w_hard = exp(-beta (1 - d~))``,
+    ``w_CL = (1 - tau) w_easy + tau w_hard``, ``v~ = (1 - tau) v + tau``.
+
+    Args:
+        r: ``(N,)`` signed residuals the GMM was fitted on.
+        fit: a :class:`GMMFit` (uses ``resp`` and ``variances``).
+        tau: ``()`` curriculum parameter in ``[0, 1]``.
+        beta: discrimination strength (>= 0).
+        eps: absolute guard (REFERENCE.md §1.5).
+        variance_factor: multiply by the precision factor (reference ``use_variance_factor``).
+        fade_variance: fade the precision factor to 1 with ``tau`` (Eq. effective_precision);
+            with False ``v`` is used as is (an ablation; not in the reference).
+
+    Returns:
+        ``(K,)`` component weights in ``[exp(-beta) v_min, 1]``.
+    """
+    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps)
+    w_easy = jnp.exp(-beta * d_t)
+    w_hard = jnp.exp(-beta * (1.0 - d_t))
+    w_cl = (1.0 - tau) * w_easy + tau * w_hard
+    if not variance_factor:
+        return w_cl
+    v = precision_factor(fit.variances, eps)
+    if fade_variance:
+        v = (1.0 - tau) * v + tau
+    return w_cl * v
+
+
+def cgm_weights(
+    r,
+    fit: GMMFit,
+    tau,
+    *,
+    beta=1.0,
+    eps=1e-6,
+    variance_factor=True,
+    fade_variance=True,
+    normalize=True,
+):
+    """CGM sample weights (Eqs. sample_weight and weight_normalize; REFERENCE.md §1.5 steps 3-9).
+
+    ``w_i = sum_m gamma_im w_m^comp(tau)``, then ``w_i / (mean(w) + eps)``.
+
+    Args:
+        r: ``(N,)`` signed residuals (the GMM's input).
+        fit: :class:`GMMFit` of ``r`` (``resp (N, K)``, ``variances (K,)``).
+        tau: ``()`` curriculum parameter.
+        beta, eps, variance_factor, fade_variance: see :func:`cgm_component_weights`.
+        normalize: if False return the raw weights ``w_i`` (in ``[exp(-beta) v_min, 1]``,
+            the bounds behind the paper's Theorem main_equiv).
+
+    Returns:
+        ``(N,)`` weights (unit mean when ``normalize``).
+
+    Raises:
+        ValueError: ``r`` not 1-D, ``beta < 0``, ``eps <= 0``, ``tau`` outside ``[0, 1]``
+            (when concrete).
+
+    Example:
+        >>> from cgmpinn_jax.gmm import fit_gmm
+        >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
+        >>> w = cgm_weights(r, fit_gmm(r, 2), 0.0)
+        >>> bool(w[0] > w[-1]), round(float(w.mean()), 4)   # tau = 0 favours the easy cluster
+        (True, 1.0)
+    """
+    _check_1d("r", r)
+    _check_beta(beta)
+    _check_eps(eps)
+    _check_tau(tau)
+    w_comp = cgm_component_weights(
+        r, fit, tau, beta=beta, eps=eps, variance_factor=variance_factor, fade_variance=fade_variance
+    )
+    w = jnp.dot(fit.resp, w_comp, precision=_HI)
+    return normalize_weights(w, eps) if normalize else w
+
+
+def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6):
+    """GMMPINN ablation component weights ``exp(+beta d~_m) * v_m`` (REFERENCE.md §5.1).
+
+    No curriculum: hard components are up-weighted at all times, the precision factor has the
+    extra ``eps`` in its denominator and is never faded.
+    """
+    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps)
+    return jnp.exp(beta * d_t) * precision_factor(fit.variances, eps, extra_eps=True)
+
+
+def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True):
+    """GMMPINN (GMM-only ablation) sample weights (REFERENCE.md §5.1).
+
+    ``w_i = sum_m gamma_im exp(beta d~_m) v_m`` with
+    ``v_m = (sigma_m^2 + eps)^-1 / (max_l (sigma_l^2 + eps)^-1 + eps)``, then
+    ``w / (mean(w) + eps)``.  Not an equation of the paper (ablation only).
+
+    Args / Returns: as :func:`cgm_weights` without ``tau``.
+
+    Example:
+        >>> from cgmpinn_jax.gmm import fit_gmm
+        >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 4.2, 20)])
+        >>> w = gmmpinn_weights(r, fit_gmm(r, 2))
+        >>> bool(w[-1] > w[0])   # the hard cluster is up-weighted
+        True
+    """
+    _check_1d("r", r)
+    _check_beta(beta)
+    _check_eps(eps)
+    w = jnp.dot(fit.resp, gmmpinn_component_weights(r, fit, beta=beta, eps=eps), precision=_HI)
+    return normalize_weights(w, eps) if normalize else w
+
+
+def clpinn_weights(r, tau, *, beta=1.0, eps=1e-6, normalize=True):
+    """CLPINN (curriculum-only ablation) sample weights (REFERENCE.md §5.2).
+
+    Per-point difficulty ``p_i = r_i^2``, min-max normalised over all points with the same
+    ``range > eps`` rule as :func:`normalized_difficulty`;
+    ``w_i = (1 - tau) exp(-beta p~_i) + tau exp(-beta (1 - p~_i))``; then ``w / (mean(w) + eps)``.
+    No GMM, no precision factor.
+
+    Example:
+        >>> w = clpinn_weights(jnp.array([0.0, 1.0, 2.0]), 1.0, normalize=False)
+        >>> [round(float(v), 4) for v in w]
+        [0.3679, 0.4724, 1.0]
+    """
+    _check_1d("r", r)
+    _check_beta(beta)
+    _check_eps(eps)
+    _check_tau(tau)
+    r = _as_float(r)
+    p_t = normalized_difficulty(r * r, eps)
+    w = (1.0 - tau) * jnp.exp(-beta * p_t) + tau * jnp.exp(-beta * (1.0 - p_t))
+    return normalize_weights(w, eps) if normalize else w
+
+
+# ---------------------------------------------------------------------------
+# optax-style (init, update) transformations
+# ---------------------------------------------------------------------------
+
+
+class WeightingState(NamedTuple):
+    """State of a :class:`Weighting` (a pytree).
+
+    Attributes:
+        weights: ``(N,)`` current normalised sample weights (ones before the first refresh).
+        last_valid: ``(N,)`` last valid *unnormalised* weights -- the reference's cache
+            (REFERENCE.md §1.5 step 7), ones initially; re-normalised on a fallback.
+        last_status: ``()`` int32 :class:`~cgmpinn_jax.gmm.GMMStatus` of the last refresh
+            (``NONFINITE`` also when the GMM was fine but the weights were not).
+        n_refresh: ``()`` int32 number of ``update`` calls.
+        n_fallback: ``()`` int32 number of refreshes that kept the previous weights.
+        spread: ``()`` ``max(weights) / min(weights)`` (for logging; 1 initially).
+    """
+
+    weights: jax.Array
+    last_valid: jax.Array
+    last_status: jax.Array
+    n_refresh: jax.Array
+    n_fallback: jax.Array
+    spread: jax.Array
+
+
+class Weighting(NamedTuple):
+    """An ``(init, update)`` pair, optax style.
+
+    ``init(n_points, dtype=None) -> WeightingState``;
+    ``update(r, tau, state) -> (weights (N,), new_state)`` with ``r`` the ``(N,)`` signed PDE
+    residuals at the snapshot parameters (treated as constants) and ``tau`` the curriculum
+    parameter (ignored by the GMMPINN and uniform weightings).
+    """
+
+    init: Callable
+    update: Callable
+
+
+def _init_fn(n_points, dtype=None):
+    n_points = _check_static_int("n_points", n_points, 1)
+    dtype = jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
+    ones = jnp.ones((n_points,), dtype)
+    z = jnp.zeros((), jnp.int32)
+    return WeightingState(ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype))
+
+
+def _check_update_args(r, state):
+    _check_1d("r", r)
+    if r.shape != state.weights.shape:
+        raise ValueError(f"`r` has shape {r.shape} but the weighting state holds {state.weights.shape[0]} points")
+
+
+def _finish(w_raw, status, usable, state, eps):
+    """Fallback (REFERENCE.md §1.5 step 8) + normalisation (step 9) + bookkeeping."""
+    w_raw = w_raw.astype(state.weights.dtype)
+    ok = usable & jnp.all(jnp.isfinite(w_raw))
+    raw = jnp.where(ok, w_raw, state.last_valid)
+    w = normalize_weights(raw, eps)
+    status = jnp.where(usable & ~ok, GMMStatus.NONFINITE, status).astype(jnp.int32)
+    tiny = jnp.finfo(w.dtype).tiny
+    spread = jnp.max(w) / jnp.maximum(jnp.min(w), tiny)
+    new_state = WeightingState(
+        weights=w,
+        last_valid=raw,
+        last_status=status,
+        n_refresh=state.n_refresh + 1,
+        n_fallback=state.n_fallback + (~ok).astype(jnp.int32),
+        spread=spread,
+    )
+    return w, new_state
+
+
+def cgm_weighting(
+    *,
+    n_components: int = 4,
+    beta=1.0,
+    eps=1e-6,
+    variance_factor: bool = True,
+    fade_variance: bool = True,
+    **gmm_kwargs,
+) -> Weighting:
+    """CGM weighting as an ``(init, update)`` pair (REFERENCE.md §1.5).
+
+    ``update(r, tau, state)``: fit a ``n_components`` GMM to the signed residuals
+    (:func:`~cgmpinn_jax.gmm.fit_gmm`, extra keyword arguments forwarded, sklearn defaults
+    otherwise), compute :func:`cgm_weights` at ``tau``.  On a ``CONVERGED`` or ``MAX_ITER``
+    fit the new weights are used (sklearn also uses a fit that hit ``max_iter``).  On
+    ``DEGENERATE`` / ``NONFINITE`` status or any non-finite weight the previous valid
+    unnormalised weights (ones initially) are kept and re-normalised, as the reference's
+    exception fallback does.  Difference from the reference: sklearn only *warns* when there
+    are fewer distinct residual values than components and then still produces weights; here
+    that case (``DEGENERATE``) also falls back.
+
+    Args:
+        n_components: K (Python int >= 1; default 4 as the reference).
+        beta: >= 0 (default 1.0); may be traced.
+        eps: > 0 (default 1e-6, absolute); may be traced.
+        variance_factor, fade_variance: see :func:`cgm_component_weights`.
+        **gmm_kwargs: ``max_iter``, ``tol``, ``reg_covar``, ``init``, ``kmeans_max_iter`` of
+            :func:`~cgmpinn_jax.gmm.fit_gmm`.
+
+    Returns:
+        :class:`Weighting`.
+
+    Example:
+        >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
+        >>> wt = cgm_weighting(n_components=2)
+        >>> state = wt.init(r.shape[0])
+        >>> w, state = wt.update(r, 0.0, state)
+        >>> int(state.last_status), int(state.n_refresh), bool(w[0] > w[-1])
+        (0, 1, True)
+    """
+    n_components = _check_static_int("n_components", n_components, 1)
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        _check_tau(tau)
+        fit = fit_gmm(r, n_components, **gmm_kwargs)
+        w_raw = cgm_weights(
+            r,
+            fit,
+            tau,
+            beta=beta,
+            eps=eps,
+            variance_factor=variance_factor,
+            fade_variance=fade_variance,
+            normalize=False,
+        )
+        return _finish(w_raw, fit.status, fit.usable, state, eps)
+
+    return Weighting(_init_fn, update)
+
+
+def gmmpinn_weighting(*, n_components: int = 4, beta=1.0, eps=1e-6, **gmm_kwargs) -> Weighting:
+    """GMMPINN ablation weighting (REFERENCE.md §5.1) as an ``(init, update)`` pair.
+
+    Same GMM, status handling and fallback as :func:`cgm_weighting`; weights from
+    :func:`gmmpinn_weights`.  ``update(r, tau, state)`` ignores ``tau``.
+    """
+    n_components = _check_static_int("n_components", n_components, 1)
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        del tau
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        fit = fit_gmm(r, n_components, **gmm_kwargs)
+        w_raw = gmmpinn_weights(r, fit, beta=beta, eps=eps, normalize=False)
+        return _finish(w_raw, fit.status, fit.usable, state, eps)
+
+    return Weighting(_init_fn, update)
+
+
+def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
+    """CLPINN ablation weighting (REFERENCE.md §5.2) as an ``(init, update)`` pair.
+
+    No GMM.  Status is ``CONVERGED``, or ``NONFINITE`` (previous weights kept) when the
+    residuals or weights are not finite.
+    """
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        _check_tau(tau)
+        w_raw = clpinn_weights(r, tau, beta=beta, eps=eps, normalize=False)
+        finite = jnp.all(jnp.isfinite(r))
+        status = jnp.where(finite, GMMStatus.CONVERGED, GMMStatus.NONFINITE)
+        return _finish(w_raw, status, finite, state, eps)
+
+    return Weighting(_init_fn, update)
+
+
+def uniform_weighting() -> Weighting:
+    """Plain PINN weighting: every weight is 1, always (no normalisation ``eps``).
+
+    Example:
+        >>> wt = uniform_weighting()
+        >>> w, s = wt.update(jnp.arange(3.0), 0.5, wt.init(3))
+        >>> w.tolist(), int(s.n_refresh)
+        ([1.0, 1.0, 1.0], 1)
+    """
+
+    def update(r, tau, state):
+        del tau
+        _check_update_args(jnp.asarray(r), state)
+        return state.weights, state._replace(n_refresh=state.n_refresh + 1)
+
+    return Weighting(_init_fn, update)
