@@ -85,16 +85,19 @@ class TrainConfig:
     width: Optional[int] = None
     depth: Optional[int] = None
     adam_lr: float = 1e-3
-    lbfgs_lr: float = 0.8
+    lbfgs_lr: float = 1.0  # the line search's initial (and largest) step; see the module docstring
     lbfgs_history: int = 100
     lbfgs_backend: str = "jaxopt"
     lbfgs_max_linesearch: int = 25
+    lbfgs_linesearch: str = "zoom"
+    lbfgs_linesearch_init: str = "increase"
+    lbfgs_reset_on_failure: bool = False
     lbfgs_gtol: float = 1e-7
-    lbfgs_ftol: float = 1e-9
-    lbfgs_tol_patience: int = 10
+    lbfgs_ftol: float = 0.0
+    lbfgs_tol_patience: int = 200
     divergence_ratio: float = 1e6
     # CGM weighting
-    n_components: int = 4
+    n_components: Any = 4  # or "bic": choose K in 1..6 by BIC at each refresh
     beta: float = 1.0
     eps: float = 1e-6
     c_sat: float = 0.8
@@ -111,7 +114,9 @@ class TrainConfig:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, (int, np.integer)) or v < 0):
                 raise ValueError(f"TrainConfig.{name} must be a non-negative int, got {v!r}")
-        for name in ("k_upd", "width", "depth", "lbfgs_history", "n_components", "lbfgs_max_linesearch", "lbfgs_tol_patience"):
+        if self.n_components != "bic" and (not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1):
+            raise ValueError(f"TrainConfig.n_components must be a positive int or 'bic', got {self.n_components!r}")
+        for name in ("k_upd", "width", "depth", "lbfgs_history", "lbfgs_max_linesearch", "lbfgs_tol_patience"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {v!r}")
@@ -124,6 +129,10 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.c_sat must be in (0, 1], got {self.c_sat}")
         if self.lbfgs_backend not in ("jaxopt", "optax"):
             raise ValueError(f"TrainConfig.lbfgs_backend must be 'jaxopt' or 'optax', got {self.lbfgs_backend!r}")
+        if self.lbfgs_linesearch not in ("zoom", "hager-zhang", "backtracking"):
+            raise ValueError(f"TrainConfig.lbfgs_linesearch must be 'zoom', 'hager-zhang' or 'backtracking', got {self.lbfgs_linesearch!r}")
+        if self.lbfgs_linesearch_init not in ("increase", "max", "current"):
+            raise ValueError(f"TrainConfig.lbfgs_linesearch_init must be 'increase', 'max' or 'current', got {self.lbfgs_linesearch_init!r}")
         if self.relobralo not in (None, True, False, "both", "adam", "none"):
             raise ValueError(f"TrainConfig.relobralo must be None, a bool, 'both', 'adam' or 'none', got {self.relobralo!r}")
 
@@ -289,16 +298,31 @@ def make_residual_fn(setup: _Setup, static) -> Callable:
     return residual_fn
 
 
-def _make_weighting(setup: _Setup):
+class Hyper(NamedTuple):
+    """Array-valued hyperparameters: chunk functions take them as (traceable) inputs so a
+    sweep can vmap over them (see :mod:`cgmpinn_jax.sweep`)."""
+
+    beta: jax.Array
+    eps: jax.Array
+    c_sat: jax.Array
+    adam_lr: jax.Array
+
+    @classmethod
+    def from_config(cls, cfg: "TrainConfig", dtype=None) -> "Hyper":
+        dtype = dtype or jnp.zeros(()).dtype
+        return cls(*(jnp.asarray(getattr(cfg, f), dtype) for f in cls._fields))
+
+
+def _make_weighting(setup: _Setup, hyper: Hyper):
     cfg, kind = setup.config, setup.method.weighting
     if kind == "cgm":
         return weighting_lib.cgm_weighting(
-            n_components=cfg.n_components, beta=cfg.beta, eps=cfg.eps, variance_factor=cfg.variance_factor
+            n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps, variance_factor=cfg.variance_factor
         )
     if kind == "gmm":
-        return weighting_lib.gmmpinn_weighting(n_components=cfg.n_components, beta=cfg.beta, eps=cfg.eps)
+        return weighting_lib.gmmpinn_weighting(n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps)
     if kind == "cl":
-        return weighting_lib.clpinn_weighting(beta=cfg.beta, eps=cfg.eps)
+        return weighting_lib.clpinn_weighting(beta=hyper.beta, eps=hyper.eps)
     return weighting_lib.uniform_weighting()
 
 
@@ -419,22 +443,25 @@ def _tree_max_abs(t) -> jax.Array:
 class _Lbfgs:
     """A thin interface over jaxopt.LBFGS / optax.lbfgs driven one iteration at a time."""
 
-    def __init__(self, setup: _Setup, vg_fn: Callable):
+    def __init__(self, setup: _Setup, obj_fn: Callable):
         cfg = setup.config
         self.backend = cfg.lbfgs_backend
-        self.vg_fn = vg_fn  # (params, w, lambdas, batch) -> ((value, TermValues), grad)
+        self.obj_fn = obj_fn  # (params, w, lambdas, batch) -> (value, TermValues)
+        self.reset_on_failure = cfg.lbfgs_reset_on_failure
         if self.backend == "jaxopt":
             import jaxopt
 
+            # value_and_grad=False: jaxopt differentiates ``fun`` itself, so the line search's
+            # re-evaluation of aux at its start point (jaxopt does not pass aux along) is a
+            # forward pass only, not a full loss+gradient evaluation.
             self.solver = jaxopt.LBFGS(
-                fun=vg_fn,
-                value_and_grad=True,
+                fun=obj_fn,
                 has_aux=True,
                 maxiter=max(1, setup.lbfgs_steps),
                 tol=0.0,
                 history_size=cfg.lbfgs_history,
-                linesearch="zoom",
-                linesearch_init="max",
+                linesearch=cfg.lbfgs_linesearch,
+                linesearch_init=cfg.lbfgs_linesearch_init,
                 max_stepsize=cfg.lbfgs_lr,
                 maxls=cfg.lbfgs_max_linesearch,
                 implicit_diff=False,
@@ -445,7 +472,7 @@ class _Lbfgs:
             self.solver = optax.lbfgs(
                 learning_rate=cfg.lbfgs_lr,
                 memory_size=cfg.lbfgs_history,
-                linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=cfg.lbfgs_max_linesearch),
+                linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=cfg.lbfgs_max_linesearch, initial_guess_strategy="one"),
             )
 
     def init(self, params, w, lam, batch):
@@ -469,13 +496,39 @@ class _Lbfgs:
 
         Returns new params, state, the objective at the new point and the evaluations used."""
         if self.backend == "jaxopt":
-            n0 = state.num_fun_eval
+            n0 = state.num_linesearch_iter
             out = self.solver.update(params, state, w, lam, batch)
             new = out.state
-            return out.params, new, new.value, new.aux, new.num_fun_eval - n0
+            # Like torch (and Nocedal & Wright), keep a curvature pair only if y.s > 1e-10;
+            # jaxopt stores every pair, and one with y.s <= 0 (float32 noise near a
+            # minimum, or an objective change) makes later directions non-descent and
+            # the line search fail. The slot that would have been overwritten keeps its
+            # older pair.
+            s_vec = optax.tree.sub(out.params, params)
+            y_vec = optax.tree.sub(new.grad, grad)
+            keep = optax.tree.vdot(s_vec, y_vec) > 1e-10
+            pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(keep, x, y), a, b)
+            new = new._replace(
+                s_history=pick(new.s_history, state.s_history),
+                y_history=pick(new.y_history, state.y_history),
+                rho_history=pick(new.rho_history, state.rho_history),
+                gamma=jnp.where(keep, new.gamma, state.gamma),
+            )
+            if self.reset_on_failure:
+                # a failed line search means the quasi-Newton model is off: restart it
+                # from the scaled identity (its curvature pairs are dropped)
+                failed = new.failed_linesearch
+                zero = lambda t: jax.tree_util.tree_map(lambda x: jnp.where(failed, jnp.zeros_like(x), x), t)
+                new = new._replace(
+                    s_history=zero(new.s_history),
+                    y_history=zero(new.y_history),
+                    rho_history=zero(new.rho_history),
+                )
+            # each line-search iteration is one loss+gradient evaluation
+            return out.params, new, new.value, new.aux, new.num_linesearch_iter - n0
 
         def value_fn(p):
-            return self.vg_fn(p, w, lam, batch)[0][0]
+            return self.obj_fn(p, w, lam, batch)[0]
 
         updates, new_state = self.solver.update(grad, state, params, value=value, grad=grad, value_fn=value_fn)
         new_params = optax.apply_updates(params, updates)
@@ -500,10 +553,11 @@ class _Engine:
         cfg = setup.config
         self.term_fn = make_term_fn(setup, static)
         self.residual_fn = make_residual_fn(setup, static)
-        self.weighting = _make_weighting(setup)
+        self.weighting_init = _make_weighting(setup, Hyper.from_config(cfg)).init
         self.balancing = _make_balancing(setup)
-        self.adam = optax.adam(cfg.adam_lr)
-        self.lbfgs = _Lbfgs(setup, self.value_and_grad)
+        self.adam_init = optax.adam(cfg.adam_lr).init
+        self.lbfgs = _Lbfgs(setup, self.objective)
+        self.objective_jit = jax.jit(self.objective)
         self.chunk_len = setup.k_upd
 
     # --- objective -------------------------------------------------------------------
@@ -528,13 +582,11 @@ class _Engine:
         return value, grad, tv, lam, bstate
 
     # --- refresh ---------------------------------------------------------------------
-    def refresh(self, carry: Carry, batch, tau):
+    def refresh(self, carry: Carry, batch, hyper: Hyper, tau_k):
+        tau = weighting_lib.tau(tau_k, self.setup.k_max, hyper.c_sat)
         r = self.residual_fn(carry.params, batch)
-        w, wstate = self.weighting.update(r, tau, carry.wstate)
+        w, wstate = _make_weighting(self.setup, hyper).update(r, tau, carry.wstate)
         return w, wstate
-
-    def _tau(self, k):
-        return weighting_lib.tau(k, self.setup.k_max, self.setup.config.c_sat)
 
     def _guard(self, carry: Carry, raw_total, params_now):
         """Update best params / status after a step whose unweighted loss is raw_total."""
@@ -547,9 +599,10 @@ class _Engine:
         return best_params, best_raw, status.astype(jnp.int32)
 
     # --- chunks ----------------------------------------------------------------------
-    def adam_chunk(self, carry: Carry, batch, tau_k, first_k, n_steps):
+    def adam_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, first_k, n_steps):
         use_relo = _stage_uses_relobralo(self.setup, "adam")
-        w, wstate = self.refresh(carry, batch, self._tau(tau_k))
+        adam = optax.adam(hyper.adam_lr)
+        w, wstate = self.refresh(carry, batch, hyper, tau_k)
         carry = eqx.tree_at(lambda c: c.wstate, carry, wstate)
         L, C = self.chunk_len, self.setup.n_terms
         dtype = w.dtype
@@ -568,7 +621,7 @@ class _Engine:
                 lam, bstate = c.lambdas, c.bstate
             raw_total = jnp.sum(tv.raw)
             best_params, best_raw, status = self._guard(c, raw_total, c.params)
-            updates, opt = self.adam.update(grad, c.opt, c.params)
+            updates, opt = adam.update(grad, c.opt, c.params)
             params = optax.apply_updates(c.params, updates)
             ok = status == StageStatus.COMPLETED
             params = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), params, c.params)
@@ -580,9 +633,9 @@ class _Engine:
         evals = jnp.ones(L, jnp.int32)
         return carry, w, n_done, hist + (evals,)
 
-    def lbfgs_chunk(self, carry: Carry, batch, tau_k, first_k, n_steps, w_prev):
+    def lbfgs_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, first_k, n_steps):
         use_relo = _stage_uses_relobralo(self.setup, "lbfgs")
-        w, wstate = self.refresh(carry, batch, self._tau(tau_k))
+        w, wstate = self.refresh(carry, batch, hyper, tau_k)
         carry = eqx.tree_at(lambda c: c.wstate, carry, wstate)
         L, C = self.chunk_len, self.setup.n_terms
         dtype = w.dtype
@@ -700,41 +753,86 @@ def train(
         return _train(setup, key, seed, emit, snapshot_refreshes)
 
 
-def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
+_ENGINES: dict = {}
+_COMPILED: dict = {}
+_CACHE_SIZE = 32
+
+
+def _static_and_engine(setup: _Setup) -> tuple[Any, _Engine]:
+    """The non-array part of the trainable (identical for every key) and the engine,
+    cached per setup so that repeated runs (seeds, tests, benchmarks) reuse compilations."""
+    key = (setup, jax.config.jax_enable_x64)
+    if key not in _ENGINES:
+        if len(_ENGINES) >= _CACHE_SIZE:
+            _ENGINES.clear()
+            _COMPILED.clear()
+        _ENGINES[key] = _make_static_and_engine(setup)
+    return _ENGINES[key]
+
+
+def _make_static_and_engine(setup: _Setup) -> tuple[Any, _Engine]:
+    model = jax.eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth), jax.random.key(0))
+    log_vars = jnp.zeros(setup.n_terms) if setup.method.learnable_balance else None
+    _, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+    return static, _Engine(setup, static)
+
+
+def _init_state(setup: _Setup, eng: _Engine, key: jax.Array):
+    """Training points and the initial carry from one key (pure; vmappable over keys)."""
     problem, method = setup.problem, setup.method
     k_pts, k_net, k_bal = jax.random.split(key, 3)
     batch = problem.sample(k_pts)
     model = build_model(problem, method, k_net, width=setup.width, depth=setup.depth)
     dtype = jnp.zeros(()).dtype
     log_vars = jnp.zeros(setup.n_terms, dtype) if method.learnable_balance else None
-    params, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
-    eng = _Engine(setup, static)
-    n_pde = batch["pde"][0].shape[0]
-    C = setup.n_terms
-
+    params, _ = eqx.partition(Trainable(model, log_vars), eqx.is_array)
     carry = Carry(
         params=params,
-        opt=eng.adam.init(params),
-        wstate=eng.weighting.init(n_pde),
+        opt=eng.adam_init(params),
+        wstate=eng.weighting_init(batch["pde"][0].shape[0]),
         bstate=eng.balancing.init(k_bal),
-        lambdas=jnp.ones(C, dtype),
+        lambdas=jnp.ones(setup.n_terms, dtype),
         best_params=params,
         best_raw=jnp.asarray(jnp.inf, dtype),
         status=jnp.int32(0),
         stall=jnp.int32(0),
     )
+    return carry, batch
+
+
+class _RunOutput(NamedTuple):
+    carry: Carry
+    w: jax.Array
+    history: dict  # arrays with a leading member axis
+    statuses: dict  # stage -> (B,) int array
+    compile_seconds: float
+    run_seconds: float
+
+
+def _run_stages(setup: _Setup, eng: _Engine, carry: Carry, batch, hyper: Hyper, emit, *, batched: bool,
+                snapshot_refreshes: int = 4) -> _RunOutput:
+    """The host loop over chunks. ``batched``: carry, batch and hyper have a leading member
+    axis and every chunk is vmapped over it (a sweep); otherwise one run."""
+    problem, method = setup.problem, setup.method
+    C = setup.n_terms
+    dtype = jnp.zeros(()).dtype
     schedule = refresh_schedule(setup.adam_steps, setup.lbfgs_steps, setup.k_upd, refit_before_step=setup.refit_before_step)
+    vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
+    lead = (lambda x: np.asarray(x)) if batched else (lambda x: np.asarray(x)[None])
 
     compile_s = 0.0
-    compiled = {}
 
     def get_compiled(name, fn, *args):
+        """AOT-compile once per (engine, function, argument signature); time it."""
         nonlocal compile_s
-        if name not in compiled:
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
+        key = (id(eng), name, batched, tree, sig)
+        if key not in _COMPILED:
             t0 = time.perf_counter()
-            compiled[name] = jax.jit(fn).lower(*args).compile()
+            _COMPILED[key] = (eng, jax.jit(fn).lower(*args).compile())
             compile_s += time.perf_counter() - t0
-        return compiled[name]
+        return _COMPILED[key][1]
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)
     rows = {k: [] for k in ("k", "loss", "terms", "raw", "lambdas", "evals")}
@@ -744,74 +842,101 @@ def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
     names = problem.loss_terms
     tag = f"[{problem.name}/{method.name}]"
     t_start = time.perf_counter()
-    w = jnp.ones(n_pde, dtype)
+    n_pde = batch["pde"][0].shape[-2]
+    w = jnp.ones(carry.lambdas.shape[:-1] + (n_pde,), dtype)
     for stage in ("adam", "lbfgs"):
         chunks = [c for c in schedule if c.stage == stage]
         if not chunks:
-            statuses[stage] = StageStatus.SKIPPED
+            statuses[stage] = np.full(lead(carry.status).shape, int(StageStatus.SKIPPED))
             continue
         carry = eqx.tree_at(
             lambda c: (c.status, c.stall, c.best_raw, c.best_params),
             carry,
-            (jnp.int32(0), jnp.int32(0), jnp.asarray(jnp.inf, dtype), carry.params),
+            (jnp.zeros_like(carry.status), jnp.zeros_like(carry.stall), jnp.full_like(carry.best_raw, jnp.inf), carry.params),
         )
         if stage == "lbfgs":
             if not _stage_uses_relobralo(setup, "lbfgs"):
-                carry = eqx.tree_at(lambda c: c.lambdas, carry, jnp.ones(C, dtype))
-            opt_init = get_compiled("lbfgs_init", eng.lbfgs.init, carry.params, w, carry.lambdas, batch)
-            carry = eqx.tree_at(lambda c: c.opt, carry, opt_init(carry.params, w, carry.lambdas, batch))
+                carry = eqx.tree_at(lambda c: c.lambdas, carry, jnp.ones_like(carry.lambdas))
+            init_args = (carry.params, w, carry.lambdas, batch)
+            opt = get_compiled("lbfgs_init", vm(eng.lbfgs.init, 0), *init_args)(*init_args)
+            carry = eqx.tree_at(lambda c: c.opt, carry, opt)
         for chunk in chunks:
-            args = (carry, batch, i32(chunk.tau_k), i32(chunk.first_k), i32(chunk.n_steps))
-            if stage == "adam":
-                carry, w, n_done, hist = get_compiled("adam", eng.adam_chunk, *args)(*args)
-            else:
-                carry, w, n_done, hist = get_compiled("lbfgs", eng.lbfgs_chunk, *args, w)(*args, w)
-            n = int(n_done)
-            h = [np.asarray(x)[:n] for x in hist]
+            args = (carry, batch, hyper, i32(chunk.tau_k), i32(chunk.first_k), i32(chunk.n_steps))
+            fn = vm(eng.adam_chunk if stage == "adam" else eng.lbfgs_chunk, (0, 0, 0, None, None, None))
+            carry, w, n_done, hist = get_compiled(stage, fn, *args)(*args)
+            n_done = lead(n_done)
+            n = int(n_done.max())
+            h = [lead(x)[:, :n].astype(float if i < 4 else np.int64) for i, x in enumerate(hist)]
+            past = np.arange(n)[None, :] >= n_done[:, None]  # steps a stopped member did not take
+            for i in range(4):
+                h[i][past] = np.nan
+            h[4][past] = 0
             rows["k"].append(np.arange(chunk.first_k, chunk.first_k + n))
             for name, arr in zip(("loss", "terms", "raw", "lambdas", "evals"), h):
                 rows[name].append(arr)
-            tau = float(weighting_lib.tau(chunk.tau_k, setup.k_max, setup.config.c_sat))
-            w_np = np.asarray(w)
+            tau = lead(weighting_lib.tau(chunk.tau_k, setup.k_max, hyper.c_sat)).reshape(-1)
+            w_np = lead(w)
             refresh["k"].append(chunk.tau_k)
             refresh["tau"].append(tau)
-            refresh["spread"].append(float(w_np.max() / max(w_np.min(), 1e-30)))
-            refresh["status"].append(int(getattr(carry.wstate, "last_status", 0)))
+            refresh["spread"].append(w_np.max(-1) / np.maximum(w_np.min(-1), 1e-30))
+            refresh["status"].append(lead(getattr(carry.wstate, "last_status", jnp.zeros_like(carry.status))).reshape(-1))
             weights_seen.append(w_np)
             if n:
-                emit(
-                    f"{tag} {stage:5s} k={chunk.first_k + n - 1:6d} tau={tau:.3f} loss={h[0][-1]:.3e} "
-                    f"{_fmt_terms(names, h[2][-1])} w_spread={refresh['spread'][-1]:.2f}"
-                )
-            if int(carry.status) != StageStatus.COMPLETED:
-                emit(f"{tag} {stage} stage stopped at k={chunk.first_k + n - 1}: {StageStatus(int(carry.status)).name}")
+                if batched:
+                    emit(f"{tag} {stage:5s} k={chunk.first_k + n - 1:6d} tau={tau[0]:.3f} "
+                         f"median loss over {len(n_done)} runs={np.nanmedian(h[0][:, -1]):.3e}")
+                else:
+                    emit(
+                        f"{tag} {stage:5s} k={chunk.first_k + n - 1:6d} tau={tau[0]:.3f} loss={h[0][0, -1]:.3e} "
+                        f"{_fmt_terms(names, h[2][0, -1])} w_spread={refresh['spread'][-1][0]:.2f}"
+                    )
+            st = lead(carry.status)
+            if np.all(st != StageStatus.COMPLETED):
+                if not batched:
+                    emit(f"{tag} {stage} stage stopped at k={chunk.first_k + n - 1}: {StageStatus(int(st[0])).name}")
                 break
-        statuses[stage] = StageStatus(int(carry.status))
-        carry = _restore_best(carry)
+        statuses[stage] = lead(carry.status).astype(np.int64)
+        carry = get_compiled("restore_" + stage, vm(_restore_best, 0), carry)(carry)
     jax.block_until_ready(carry.params)
     run_s = time.perf_counter() - t_start - compile_s
 
-    trained = eqx.combine(carry.params, static)
-    metrics = metrics_lib.evaluate(problem, trained.model)
-    obj = jax.jit(eng.objective)
-    e_loss = float(obj(carry.params, w, carry.lambdas, batch)[0])
-
-    cat = lambda xs, shape: np.concatenate(xs) if xs else np.zeros(shape)
+    cat = lambda xs, axis, shape: np.concatenate(xs, axis=axis) if xs else np.zeros(shape)
+    B = lead(carry.status).shape[0]
     n_snap = len(weights_seen)
     idx = sorted(set(np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap)).round().astype(int).tolist())) if n_snap else []
-    history = History(
-        k=cat(rows["k"], (0,)).astype(np.int64),
-        loss=cat(rows["loss"], (0,)),
-        terms=cat(rows["terms"], (0, C)),
-        raw=cat(rows["raw"], (0, C)),
-        lambdas=cat(rows["lambdas"], (0, C)),
-        evals=cat(rows["evals"], (0,)).astype(np.int64),
+    history = dict(
+        k=cat(rows["k"], 0, (0,)).astype(np.int64),
+        loss=cat(rows["loss"], 1, (B, 0)),
+        terms=cat(rows["terms"], 1, (B, 0, C)),
+        raw=cat(rows["raw"], 1, (B, 0, C)),
+        lambdas=cat(rows["lambdas"], 1, (B, 0, C)),
+        evals=cat(rows["evals"], 1, (B, 0)).astype(np.int64),
         refresh_k=np.asarray(refresh["k"], np.int64),
-        refresh_tau=np.asarray(refresh["tau"]),
-        refresh_spread=np.asarray(refresh["spread"]),
-        refresh_status=np.asarray(refresh["status"], np.int64),
+        refresh_tau=np.stack(refresh["tau"], 1) if refresh["tau"] else np.zeros((B, 0)),
+        refresh_spread=np.stack(refresh["spread"], 1) if refresh["spread"] else np.zeros((B, 0)),
+        refresh_status=np.stack(refresh["status"], 1).astype(np.int64) if refresh["status"] else np.zeros((B, 0), np.int64),
         snapshots={i: weights_seen[i] for i in idx},
     )
+    return _RunOutput(carry, w, history, statuses, compile_s, run_s)
+
+
+def _member_history(h: dict, b: int) -> History:
+    per = {k: (v if k in ("k", "refresh_k") else v[b]) for k, v in h.items() if k != "snapshots"}
+    return History(**per, snapshots={i: v[b] for i, v in h["snapshots"].items()})
+
+
+def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
+    problem, method = setup.problem, setup.method
+    static, eng = _static_and_engine(setup)
+    dtype = jnp.zeros(()).dtype
+    hyper = Hyper.from_config(setup.config, dtype)
+    carry, batch = _init_state(setup, eng, key)
+    out = _run_stages(setup, eng, carry, batch, hyper, emit, batched=False, snapshot_refreshes=snapshot_refreshes)
+    carry, w = out.carry, out.w
+
+    trained = eqx.combine(carry.params, static)
+    metrics = metrics_lib.evaluate(problem, trained.model)
+    e_loss = float(eng.objective_jit(carry.params, w, carry.lambdas, batch)[0])
     result = TrainResult(
         problem=problem,
         method=method,
@@ -820,11 +945,11 @@ def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
         log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars),
         metrics=metrics,
         e_loss=e_loss,
-        history=history,
-        adam_status=statuses["adam"],
-        lbfgs_status=statuses["lbfgs"],
-        compile_seconds=compile_s,
-        run_seconds=run_s,
+        history=_member_history(out.history, 0),
+        adam_status=StageStatus(int(out.statuses["adam"][0])),
+        lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])),
+        compile_seconds=out.compile_seconds,
+        run_seconds=out.run_seconds,
         adam_steps=setup.adam_steps,
         lbfgs_steps=setup.lbfgs_steps,
         k_upd=setup.k_upd,
@@ -834,6 +959,6 @@ def _train(setup: _Setup, key, seed, emit, snapshot_refreshes) -> TrainResult:
     )
     emit(
         f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
-        f"e_loss={e_loss:.3e} (compile {compile_s:.1f}s, run {run_s:.1f}s)"
+        f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
     )
     return result

@@ -21,6 +21,12 @@ Two layers:
   refits the GMM on the signed residuals and recomputes the weights (one *refresh*); the
   training engine calls it every ``k_upd`` steps and holds the weights fixed in between.
 
+* **Automatic K** (an extension; the paper names it future work) --
+  ``cgm_weighting(n_components="bic")`` / ``gmmpinn_weighting(n_components="bic")`` choose K
+  in ``1..max_components`` at every refresh by BIC (:func:`~cgmpinn_jax.gmm.fit_gmm_bic`).
+  The fit is padded to ``max_components`` components and the building blocks take a
+  ``mask`` of the active ones, so the weights equal those of a plain fit with the chosen K.
+
 Hyper-parameters (``beta``, ``eps``, the GMM's ``tol`` / ``reg_covar``) are closed over by the
 factory, and ``tau`` is an argument of ``update``; all of them may be traced values.  To vmap a
 sweep over ``beta``, call the factory *inside* the vmapped function::
@@ -43,7 +49,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from cgmpinn_jax.gmm import GMMFit, GMMStatus, _check_1d, _check_static_int, _concrete_float, fit_gmm
+from cgmpinn_jax.gmm import (
+    GMMFit,
+    GMMStatus,
+    _check_1d,
+    _check_static_int,
+    _concrete_float,
+    fit_gmm,
+    fit_gmm_bic,
+)
 
 __all__ = [
     "tau",
@@ -159,7 +173,7 @@ def component_difficulty(r, resp, eps=1e-6):
     return num / (jnp.sum(resp, axis=0) + eps)
 
 
-def normalized_difficulty(d, eps=1e-6):
+def normalized_difficulty(d, eps=1e-6, *, mask=None):
     """Min-max normalised difficulty (Eq. difficulty_normalized, *as coded*).
 
     ``(d - min d) / (max d - min d)`` if ``max d - min d > eps`` else ``0`` for every entry
@@ -169,6 +183,9 @@ def normalized_difficulty(d, eps=1e-6):
     Args:
         d: ``(K,)`` (or ``(N,)`` for CLPINN) difficulties.
         eps: absolute range threshold.
+        mask: optional ``(K,)`` bool, True for the active components (a padded
+            :func:`~cgmpinn_jax.gmm.fit_gmm_bic` fit); min and max are taken over the active
+            entries only and inactive entries are 0.  ``None``: all active.
 
     Returns:
         Same shape, values in ``[0, 1]``.
@@ -177,13 +194,19 @@ def normalized_difficulty(d, eps=1e-6):
         >>> normalized_difficulty(jnp.array([1.0, 2.0, 3.0]))
         Array([0. , 0.5, 1. ], dtype=float32)
     """
-    lo = jnp.min(d)
-    rng = jnp.max(d) - lo
+    if mask is None:
+        lo = jnp.min(d)
+        rng = jnp.max(d) - lo
+    else:
+        inf = jnp.asarray(jnp.inf, d.dtype)
+        lo = jnp.min(jnp.where(mask, d, inf))
+        rng = jnp.max(jnp.where(mask, d, -inf)) - lo
     ok = rng > eps
-    return jnp.where(ok, (d - lo) / jnp.where(ok, rng, 1.0), jnp.zeros_like(d))
+    out = jnp.where(ok, (d - lo) / jnp.where(ok, rng, 1.0), jnp.zeros_like(d))
+    return out if mask is None else jnp.where(mask, out, jnp.zeros_like(out))
 
 
-def precision_factor(variances, eps=1e-6, *, extra_eps=False):
+def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
     """Normalised precision ``v_m = (sigma_m^2 + eps)^-1 / max_l (sigma_l^2 + eps)^-1`` (Eq. precision_factor).
 
     Args:
@@ -191,15 +214,19 @@ def precision_factor(variances, eps=1e-6, *, extra_eps=False):
         eps: absolute guard.
         extra_eps: add ``eps`` to the maximum in the denominator (the GMMPINN ablation's
             formula, REFERENCE.md §5.1).
+        mask: optional ``(K,)`` bool of active components; the maximum is taken over them
+            only and inactive entries are 0.  ``None``: all active.
 
     Returns:
-        ``(K,)`` values in ``(0, 1]``.
+        ``(K,)`` values in ``(0, 1]`` (0 for inactive components).
 
     Example:
         >>> precision_factor(jnp.array([1.0, 3.0]), 0.0 + 1e-12).round(4)
         Array([1.    , 0.3333], dtype=float32)
     """
     inv = 1.0 / (variances + eps)
+    if mask is not None:
+        inv = jnp.where(mask, inv, jnp.zeros_like(inv))
     den = jnp.max(inv) + eps if extra_eps else jnp.max(inv)
     return inv / den
 
@@ -214,7 +241,9 @@ def normalize_weights(w, eps=1e-6):
     return w / (jnp.mean(w) + eps)
 
 
-def cgm_component_weights(r, fit: GMMFit, tau, *, beta=1.0, eps=1e-6, variance_factor=True, fade_variance=True):
+def cgm_component_weights(
+    r, fit: GMMFit, tau, *, beta=1.0, eps=1e-6, variance_factor=True, fade_variance=True, mask=None
+):
     """Component weights ``w_m^comp(tau) = w_m^CL(tau) * v~_m(tau)`` (Eqs. easy_hard_weights,
     curriculum_weight, precision_factor, effective_precision, combined_weight).
 
@@ -230,20 +259,24 @@ def cgm_component_weights(r, fit: GMMFit, tau, *, beta=1.0, eps=1e-6, variance_f
         variance_factor: multiply by the precision factor (reference ``use_variance_factor``).
         fade_variance: fade the precision factor to 1 with ``tau`` (Eq. effective_precision);
             with False ``v`` is used as is (an ablation; not in the reference).
+        mask: optional ``(K,)`` bool of active components (for a padded
+            :func:`~cgmpinn_jax.gmm.fit_gmm_bic` fit, ``selection.mask``): the difficulty
+            normalisation and the precision maximum use the active components only, and
+            inactive components get weight 0.  ``None``: all active.
 
     Returns:
         ``(K,)`` component weights in ``[exp(-beta) v_min, 1]``.
     """
-    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps)
+    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps, mask=mask)
     w_easy = jnp.exp(-beta * d_t)
     w_hard = jnp.exp(-beta * (1.0 - d_t))
-    w_cl = (1.0 - tau) * w_easy + tau * w_hard
-    if not variance_factor:
-        return w_cl
-    v = precision_factor(fit.variances, eps)
-    if fade_variance:
-        v = (1.0 - tau) * v + tau
-    return w_cl * v
+    w = (1.0 - tau) * w_easy + tau * w_hard
+    if variance_factor:
+        v = precision_factor(fit.variances, eps, mask=mask)
+        if fade_variance:
+            v = (1.0 - tau) * v + tau
+        w = w * v
+    return w if mask is None else jnp.where(mask, w, jnp.zeros_like(w))
 
 
 def cgm_weights(
@@ -256,6 +289,7 @@ def cgm_weights(
     variance_factor=True,
     fade_variance=True,
     normalize=True,
+    mask=None,
 ):
     """CGM sample weights (Eqs. sample_weight and weight_normalize; REFERENCE.md §1.5 steps 3-9).
 
@@ -268,6 +302,8 @@ def cgm_weights(
         beta, eps, variance_factor, fade_variance: see :func:`cgm_component_weights`.
         normalize: if False return the raw weights ``w_i`` (in ``[exp(-beta) v_min, 1]``,
             the bounds behind the paper's Theorem main_equiv).
+        mask: optional ``(K,)`` bool of active components of a padded fit (see
+            :func:`cgm_component_weights`).
 
     Returns:
         ``(N,)`` weights (unit mean when ``normalize``).
@@ -288,30 +324,32 @@ def cgm_weights(
     _check_eps(eps)
     _check_tau(tau)
     w_comp = cgm_component_weights(
-        r, fit, tau, beta=beta, eps=eps, variance_factor=variance_factor, fade_variance=fade_variance
+        r, fit, tau, beta=beta, eps=eps, variance_factor=variance_factor, fade_variance=fade_variance, mask=mask
     )
     w = jnp.dot(fit.resp, w_comp, precision=_HI)
     return normalize_weights(w, eps) if normalize else w
 
 
-def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6):
+def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
     """GMMPINN ablation component weights ``exp(+beta d~_m) * v_m`` (REFERENCE.md §5.1).
 
     No curriculum: hard components are up-weighted at all times, the precision factor has the
-    extra ``eps`` in its denominator and is never faded.
+    extra ``eps`` in its denominator and is never faded.  ``mask``: as
+    :func:`cgm_component_weights`.
     """
-    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps)
-    return jnp.exp(beta * d_t) * precision_factor(fit.variances, eps, extra_eps=True)
+    d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps, mask=mask)
+    w = jnp.exp(beta * d_t) * precision_factor(fit.variances, eps, extra_eps=True, mask=mask)
+    return w if mask is None else jnp.where(mask, w, jnp.zeros_like(w))
 
 
-def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True):
+def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=None):
     """GMMPINN (GMM-only ablation) sample weights (REFERENCE.md §5.1).
 
     ``w_i = sum_m gamma_im exp(beta d~_m) v_m`` with
     ``v_m = (sigma_m^2 + eps)^-1 / (max_l (sigma_l^2 + eps)^-1 + eps)``, then
     ``w / (mean(w) + eps)``.  Not an equation of the paper (ablation only).
 
-    Args / Returns: as :func:`cgm_weights` without ``tau``.
+    Args / Returns: as :func:`cgm_weights` without ``tau`` (``mask`` included).
 
     Example:
         >>> from cgmpinn_jax.gmm import fit_gmm
@@ -323,7 +361,7 @@ def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True):
     _check_1d("r", r)
     _check_beta(beta)
     _check_eps(eps)
-    w = jnp.dot(fit.resp, gmmpinn_component_weights(r, fit, beta=beta, eps=eps), precision=_HI)
+    w = jnp.dot(fit.resp, gmmpinn_component_weights(r, fit, beta=beta, eps=eps, mask=mask), precision=_HI)
     return normalize_weights(w, eps) if normalize else w
 
 
@@ -367,6 +405,9 @@ class WeightingState(NamedTuple):
         n_refresh: ``()`` int32 number of ``update`` calls.
         n_fallback: ``()`` int32 number of refreshes that kept the previous weights.
         spread: ``()`` ``max(weights) / min(weights)`` (for logging; 1 initially).
+        n_components: ``()`` int32 number of GMM components of the last refresh's fit (the
+            BIC choice for ``n_components="bic"``); 0 before the first refresh and for the
+            weightings without a GMM.
     """
 
     weights: jax.Array
@@ -375,6 +416,7 @@ class WeightingState(NamedTuple):
     n_refresh: jax.Array
     n_fallback: jax.Array
     spread: jax.Array
+    n_components: jax.Array
 
 
 class Weighting(NamedTuple):
@@ -395,7 +437,7 @@ def _init_fn(n_points, dtype=None):
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
     ones = jnp.ones((n_points,), dtype)
     z = jnp.zeros((), jnp.int32)
-    return WeightingState(ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype))
+    return WeightingState(ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype), z)
 
 
 def _check_update_args(r, state):
@@ -404,7 +446,7 @@ def _check_update_args(r, state):
         raise ValueError(f"`r` has shape {r.shape} but the weighting state holds {state.weights.shape[0]} points")
 
 
-def _finish(w_raw, status, usable, state, eps):
+def _finish(w_raw, status, usable, state, eps, n_components=None):
     """Fallback (REFERENCE.md §1.5 step 8) + normalisation (step 9) + bookkeeping."""
     w_raw = w_raw.astype(state.weights.dtype)
     ok = usable & jnp.all(jnp.isfinite(w_raw))
@@ -420,13 +462,36 @@ def _finish(w_raw, status, usable, state, eps):
         n_refresh=state.n_refresh + 1,
         n_fallback=state.n_fallback + (~ok).astype(jnp.int32),
         spread=spread,
+        n_components=state.n_components if n_components is None else jnp.asarray(n_components, jnp.int32),
     )
     return w, new_state
 
 
+_BIC = "bic"
+
+
+def _check_n_components(n_components, max_components):
+    """Validate ``n_components`` (int >= 1 or ``"bic"``) and ``max_components``."""
+    max_components = _check_static_int("max_components", max_components, 1)
+    if isinstance(n_components, str):
+        if n_components != _BIC:
+            raise ValueError(f"`n_components` must be a Python int >= 1 or 'bic', got {n_components!r}")
+        return n_components, max_components
+    return _check_static_int("n_components", n_components, 1), max_components
+
+
+def _fit(r, n_components, max_components, gmm_kwargs):
+    """``(fit, mask, K)``: a plain K-component fit (mask None) or the BIC choice, padded."""
+    if n_components == _BIC:
+        sel = fit_gmm_bic(r, max_components, **gmm_kwargs)
+        return sel.fit, sel.mask, sel.n_components
+    return fit_gmm(r, n_components, **gmm_kwargs), None, n_components
+
+
 def cgm_weighting(
     *,
-    n_components: int = 4,
+    n_components: int | str = 4,
+    max_components: int = 6,
     beta=1.0,
     eps=1e-6,
     variance_factor: bool = True,
@@ -445,8 +510,16 @@ def cgm_weighting(
     are fewer distinct residual values than components and then still produces weights; here
     that case (``DEGENERATE``) also falls back.
 
+    ``n_components="bic"`` (an extension; the paper names automatic K as future work) refits
+    K = 1..``max_components`` at every refresh with :func:`~cgmpinn_jax.gmm.fit_gmm_bic` and
+    uses the fit of lowest BIC; the difficulty normalisation and the precision maximum then
+    run over the chosen K components only, so the weights equal those of a plain fit with that
+    K.  The chosen K is in ``state.n_components``.
+
     Args:
-        n_components: K (Python int >= 1; default 4 as the reference).
+        n_components: K (Python int >= 1; default 4 as the reference) or ``"bic"``.
+        max_components: largest K tried when ``n_components="bic"`` (default 6; ignored
+            otherwise).
         beta: >= 0 (default 1.0); may be traced.
         eps: > 0 (default 1e-6, absolute); may be traced.
         variance_factor, fade_variance: see :func:`cgm_component_weights`.
@@ -464,7 +537,7 @@ def cgm_weighting(
         >>> int(state.last_status), int(state.n_refresh), bool(w[0] > w[-1])
         (0, 1, True)
     """
-    n_components = _check_static_int("n_components", n_components, 1)
+    n_components, max_components = _check_n_components(n_components, max_components)
     _check_beta(beta)
     _check_eps(eps)
 
@@ -472,7 +545,7 @@ def cgm_weighting(
         r = lax.stop_gradient(_as_float(r))
         _check_update_args(r, state)
         _check_tau(tau)
-        fit = fit_gmm(r, n_components, **gmm_kwargs)
+        fit, mask, k = _fit(r, n_components, max_components, gmm_kwargs)
         w_raw = cgm_weights(
             r,
             fit,
@@ -482,19 +555,23 @@ def cgm_weighting(
             variance_factor=variance_factor,
             fade_variance=fade_variance,
             normalize=False,
+            mask=mask,
         )
-        return _finish(w_raw, fit.status, fit.usable, state, eps)
+        return _finish(w_raw, fit.status, fit.usable, state, eps, k)
 
     return Weighting(_init_fn, update)
 
 
-def gmmpinn_weighting(*, n_components: int = 4, beta=1.0, eps=1e-6, **gmm_kwargs) -> Weighting:
+def gmmpinn_weighting(
+    *, n_components: int | str = 4, max_components: int = 6, beta=1.0, eps=1e-6, **gmm_kwargs
+) -> Weighting:
     """GMMPINN ablation weighting (REFERENCE.md §5.1) as an ``(init, update)`` pair.
 
-    Same GMM, status handling and fallback as :func:`cgm_weighting`; weights from
-    :func:`gmmpinn_weights`.  ``update(r, tau, state)`` ignores ``tau``.
+    Same GMM (``n_components="bic"`` included), status handling and fallback as
+    :func:`cgm_weighting`; weights from :func:`gmmpinn_weights`.  ``update(r, tau, state)``
+    ignores ``tau``.
     """
-    n_components = _check_static_int("n_components", n_components, 1)
+    n_components, max_components = _check_n_components(n_components, max_components)
     _check_beta(beta)
     _check_eps(eps)
 
@@ -502,9 +579,9 @@ def gmmpinn_weighting(*, n_components: int = 4, beta=1.0, eps=1e-6, **gmm_kwargs
         del tau
         r = lax.stop_gradient(_as_float(r))
         _check_update_args(r, state)
-        fit = fit_gmm(r, n_components, **gmm_kwargs)
-        w_raw = gmmpinn_weights(r, fit, beta=beta, eps=eps, normalize=False)
-        return _finish(w_raw, fit.status, fit.usable, state, eps)
+        fit, mask, k = _fit(r, n_components, max_components, gmm_kwargs)
+        w_raw = gmmpinn_weights(r, fit, beta=beta, eps=eps, normalize=False, mask=mask)
+        return _finish(w_raw, fit.status, fit.usable, state, eps, k)
 
     return Weighting(_init_fn, update)
 

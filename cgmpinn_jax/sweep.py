@@ -1,0 +1,204 @@
+"""Sweeps: many training runs (seeds x hyperparameters) in one compiled, vmapped call.
+
+``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
+every member of the Cartesian product seeds x beta x ... with the same engine as
+:func:`cgmpinn_jax.train.train`: each chunk of k_upd steps is one jitted call vmapped over the
+members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept
+inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
+outside, one ``sweep`` per value.
+
+The member axis is sharded over ``jax.devices()`` with a ``NamedSharding`` (on several hosts
+when ``jax.distributed`` has been initialised, every process holding its share). The number
+of members is padded up to a multiple of the device count; padded members are dropped from
+the result.
+
+Members stop independently: a member whose stage stops (a guard, or a tolerance) takes no
+further steps while the others go on.
+
+Example::
+
+    res = cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=200, lbfgs_steps=100),
+                   seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
+    res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+from typing import Any, Callable, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from . import metrics as metrics_lib
+from .methods import Method, get_method
+from .problems import Problem, get_problem
+from .train import Hyper, StageStatus, TrainConfig, _init_state, _member_history, _resolve, _run_stages, _static_and_engine
+
+__all__ = ["sweep", "SweepResult", "SWEEPABLE"]
+
+SWEEPABLE = Hyper._fields  # ("beta", "eps", "c_sat", "adam_lr")
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """Metrics of every member, with labelled axes ``("seed", *grid)``."""
+
+    problem: str
+    method: str
+    axes: dict[str, list]  # axis name -> values, in order
+    metrics: dict[str, np.ndarray]  # "e2", "rel_e2", "e_inf", "l2", "e_loss" -> array of shape axes
+    adam_status: np.ndarray  # StageStatus codes, shape axes
+    lbfgs_status: np.ndarray
+    compile_seconds: float
+    run_seconds: float
+    n_devices: int
+    output_devices: int  # devices the trained parameters ended up on (the sharding, checked)
+    histories: Any = None  # list of History (flattened member order), when kept
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(v) for v in self.axes.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "problem": self.problem,
+            "method": self.method,
+            "axes": {k: [float(x) if not isinstance(x, int) else x for x in v] for k, v in self.axes.items()},
+            "metrics": {k: np.asarray(v).tolist() for k, v in self.metrics.items()},
+            "adam_status": [[StageStatus(int(s)).name for s in row] for row in self.adam_status.reshape(len(self.axes["seed"]), -1)],
+            "lbfgs_status": [[StageStatus(int(s)).name for s in row] for row in self.lbfgs_status.reshape(len(self.axes["seed"]), -1)],
+            "compile_seconds": self.compile_seconds,
+            "run_seconds": self.run_seconds,
+            "n_devices": self.n_devices,
+        }
+
+    def at(self, **index) -> dict:
+        """Metrics of one member, by axis values: ``res.at(seed=0, beta=2.0)``."""
+        pos = []
+        for name, values in self.axes.items():
+            if name not in index:
+                raise ValueError(f"missing axis {name!r}; axes are {list(self.axes)}")
+            v = index[name]
+            matches = [i for i, x in enumerate(values) if np.isclose(x, v)]
+            if not matches:
+                raise ValueError(f"{name}={v!r} is not on the axis {values}")
+            pos.append(matches[0])
+        return {k: float(np.asarray(a)[tuple(pos)]) for k, a in self.metrics.items()}
+
+
+def _mesh_sharding(n_members: int):
+    devices = jax.devices()
+    mesh = Mesh(np.asarray(devices), ("members",))
+    return NamedSharding(mesh, PartitionSpec("members")), len(devices)
+
+
+def sweep(
+    problem: Problem | str,
+    method: Method | str = "cgmpinn",
+    config: TrainConfig | None = None,
+    *,
+    seeds: Sequence[int] = (0,),
+    grid: dict[str, Sequence[float]] | None = None,
+    quiet: bool = False,
+    shard: bool = True,
+    keep_histories: bool = False,
+    print_fn: Callable[[str], None] | None = None,
+) -> SweepResult:
+    """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
+
+    Args:
+        problem, method, config: as for :func:`cgmpinn_jax.train.train`; ``config``'s values
+            of the swept hyperparameters are replaced by the grid's.
+        seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
+            exactly as ``train(..., key=seed)``).
+        grid: ``{name: values}`` for names in :data:`SWEEPABLE`.
+        shard: shard the member axis over ``jax.devices()``.
+        keep_histories: keep every member's :class:`~cgmpinn_jax.train.History`.
+
+    Returns:
+        :class:`SweepResult` with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
+    """
+    problem = get_problem(problem)
+    method = get_method(method)
+    config = config or TrainConfig()
+    grid = dict(grid or {})
+    for name, values in grid.items():
+        if name not in SWEEPABLE:
+            raise ValueError(f"grid key {name!r} cannot be swept inside one compiled call; sweepable: {SWEEPABLE} "
+                             "(loop over static settings outside sweep)")
+        if len(values) == 0:
+            raise ValueError(f"grid[{name!r}] is empty")
+        for v in values:  # validate each value like a TrainConfig would
+            dataclasses.replace(config, **{name: float(v)})
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty")
+    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+
+    axes = {"seed": seeds, **{k: [float(v) for v in vals] for k, vals in grid.items()}}
+    members = list(itertools.product(*axes.values()))
+    n = len(members)
+    setup = _resolve(problem, method, config)
+    dtype = jnp.zeros(()).dtype
+    base = Hyper.from_config(config, dtype)
+    names = list(axes)
+    hyper = Hyper(*[
+        jnp.asarray([m[names.index(f)] if f in grid else float(getattr(base, f)) for m in members], dtype)
+        for f in Hyper._fields
+    ])
+    keys = jax.vmap(jax.random.key)(jnp.asarray([m[0] for m in members], jnp.uint32))
+
+    n_dev = 1
+    if shard:
+        sharding, n_dev = _mesh_sharding(n)
+    pad = (-n) % n_dev
+    if pad:
+        keys = jnp.concatenate([keys, keys[:pad]])
+        hyper = Hyper(*[jnp.concatenate([h, h[:pad]]) for h in hyper])
+
+    with jax.default_matmul_precision("highest"):
+        static, eng = _static_and_engine(setup)
+        carry, batch = jax.jit(jax.vmap(lambda k: _init_state(setup, eng, k)))(keys)
+        if shard and n_dev > 1:
+            carry, batch, hyper = jax.device_put((carry, batch, hyper), sharding)
+        emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
+             f"on {n_dev} device(s)")
+        out = _run_stages(setup, eng, carry, batch, hyper, emit, batched=True)
+        carry = out.carry
+        out_devices = len(jax.tree_util.tree_leaves(carry.params)[0].sharding.device_set)
+
+        grid_pts = jnp.asarray(problem.test_grid().points, dtype)
+
+        def predict(params):
+            model = eqx.combine(params, static).model
+            return jax.vmap(model)(grid_pts)
+
+        preds = np.asarray(jax.jit(jax.vmap(predict))(carry.params))[:n]
+        e_loss = np.asarray(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, batch))[:n]
+    exact = np.asarray(problem.exact_on(grid_pts))
+    per = [metrics_lib.error_metrics(p, exact) for p in preds]
+    shape = tuple(len(v) for v in axes.values())
+    metrics = {f: np.asarray([getattr(m, f) for m in per]).reshape(shape) for f in metrics_lib.Metrics._fields}
+    metrics["e_loss"] = e_loss.reshape(shape)
+    res = SweepResult(
+        problem=problem.name,
+        method=method.name,
+        axes=axes,
+        metrics=metrics,
+        adam_status=out.statuses["adam"][:n].reshape(shape),
+        lbfgs_status=out.statuses["lbfgs"][:n].reshape(shape),
+        compile_seconds=out.compile_seconds,
+        run_seconds=out.run_seconds,
+        n_devices=n_dev,
+        output_devices=out_devices,
+        histories=[_member_history(out.history, b) for b in range(n)] if keep_histories else None,
+    )
+    emit(f"[sweep {problem.name}/{method.name}] done: median rel_e2={np.median(metrics['rel_e2']):.3e} "
+         f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    return res

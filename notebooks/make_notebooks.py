@@ -1,0 +1,345 @@
+"""Generate the notebooks of this folder (outputs stripped, deterministic cell ids).
+
+    python notebooks/make_notebooks.py          # (re)write the .ipynb files
+    python notebooks/make_notebooks.py --check  # exit 1 if a file differs from its source here
+
+Edit the cells below, not the .ipynb files. Each notebook's first code cell is tagged
+"parameters" and sets ``BUDGET``; tests/test_notebooks.py replaces that cell with a tiny
+budget and executes every notebook.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+
+
+def _md(text):
+    return ("md", text.strip("\n"))
+
+
+def _code(text):
+    return ("code", text.strip("\n"))
+
+
+def _params(text):
+    return ("params", text.strip("\n"))
+
+
+# --------------------------------------------------------------------------------------
+# 01: quick start
+
+QUICKSTART = [
+    _md("""
+# Quick start: CGMPINN on 1D Poisson
+
+Train the paper's method on its first benchmark, $u_{xx} = f$ on $[0, 1]$ with
+$u^*(x) = \\sin(5\\pi x)\\cos(3\\pi x) + \\tanh(20 x)$, then look at the prediction, the loss
+curve and the curriculum weights. The paper's budget is 5000 Adam + 10000 L-BFGS steps;
+the default below is a few minutes on a CPU.
+"""),
+    _params("""
+BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
+"""),
+    _code("""
+import matplotlib.pyplot as plt
+import numpy as np
+
+import cgmpinn_jax as cj
+
+problem = cj.get_problem("poisson1d")
+config = cj.TrainConfig(**BUDGET)
+result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
+
+m = result.metrics
+print(f"relative e2 = {m.rel_e2:.3e}   e2 (RMS) = {m.e2:.3e}   e_inf = {m.e_inf:.3e}")
+print(f"stages: Adam {result.adam_status.name}, L-BFGS {result.lbfgs_status.name}; "
+      f"compile {result.compile_seconds:.1f} s, run {result.run_seconds:.1f} s")
+"""),
+    _md("""
+Prediction against the exact solution, and the training curve: `history.loss` is the
+objective the optimizer saw (curriculum-weighted PDE term, ReLoBRaLo-balanced), and
+`history.raw` the unweighted loss terms (PDE, BC).
+"""),
+    _code("""
+grid = problem.test_grid()
+x = grid.points[:, 0]
+u_exact = np.asarray(problem.exact_on(grid.points))
+u_pred = result.predict(grid.points)
+h = result.history
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+ax1.plot(x, u_exact, "k-", lw=2, label="exact")
+ax1.plot(x, u_pred, "r--", lw=1.5, label="CGMPINN")
+ax1.set_xlabel("x")
+ax1.set_ylabel("u")
+ax1.legend()
+ax1.set_title(f"relative e2 = {result.metrics.rel_e2:.2e}")
+ax2.semilogy(h.k, h.loss, label="objective")
+for j, name in enumerate(problem.loss_terms):
+    ax2.semilogy(h.k, h.raw[:, j], lw=0.8, label=f"raw {name}")
+if result.lbfgs_steps and result.adam_steps:
+    ax2.axvline(result.adam_steps + 0.5, color="gray", ls=":", label="Adam | L-BFGS")
+ax2.set_xlabel("step k")
+ax2.legend()
+fig.tight_layout()
+"""),
+    _md("""
+The curriculum at work: the per-point weights at a few refreshes. Early on ($\\tau \\approx 0$)
+the easy points (small residuals) weigh more; once $\\tau \\to 1$ the hard ones do.
+"""),
+    _code("""
+x_pde = np.asarray(result.batch["pde"][0][:, 0])
+order = np.argsort(x_pde)
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for i, w in sorted(h.snapshots.items()):
+    ax.plot(x_pde[order], np.asarray(w)[order], lw=0.8, label=f"refresh {i}, tau = {h.refresh_tau[i]:.2f}")
+ax.set_xlabel("x")
+ax.set_ylabel("weight (mean 1)")
+ax.legend(fontsize=8)
+fig.tight_layout()
+print("weight spread max/min at each refresh:", np.round(h.refresh_spread, 2))
+"""),
+]
+
+
+# --------------------------------------------------------------------------------------
+# 02: sweeps
+
+SWEEPS = [
+    _md("""
+# Sweeps: the discrimination strength beta over seeds
+
+$\\beta$ sets how strongly the CGM weights separate easy from hard components
+($w_{easy} = e^{-\\beta \\tilde d}$, $w_{hard} = e^{-\\beta(1 - \\tilde d)}$); $\\beta = 0$ turns the
+curriculum off. `cj.sweep` trains every (seed, $\\beta$) pair as one vmapped batch (sharded over
+the available devices); the fallback below is a plain Python loop over `cj.train`.
+"""),
+    _params("""
+BUDGET = dict(adam_steps=500, lbfgs_steps=500)
+SEEDS = [0, 1, 2]
+BETAS = [0.0, 0.5, 1.0, 2.0, 4.0]
+"""),
+    _code("""
+import dataclasses
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import cgmpinn_jax as cj
+
+problem = cj.get_problem("poisson1d")
+config = cj.TrainConfig(**BUDGET)
+
+if hasattr(cj, "sweep"):
+    sweep = cj.sweep(problem, "cgmpinn", config, seeds=SEEDS, grid={"beta": BETAS})
+    rel_e2 = np.asarray(sweep.metrics["rel_e2"])  # (n_seeds, n_beta)
+else:  # the same numbers, one training at a time
+    rel_e2 = np.array([
+        [cj.train(problem, "cgmpinn", dataclasses.replace(config, beta=b), key=s, quiet=True).metrics.rel_e2
+         for b in BETAS]
+        for s in SEEDS
+    ])
+print("relative e2, rows = seeds, columns = beta")
+print(np.array2string(rel_e2, precision=3))
+"""),
+    _code("""
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+im = ax1.imshow(np.log10(rel_e2), cmap="viridis", aspect="auto")
+ax1.set_xticks(range(len(BETAS)), [str(b) for b in BETAS])
+ax1.set_yticks(range(len(SEEDS)), [str(s) for s in SEEDS])
+ax1.set_xlabel("beta")
+ax1.set_ylabel("seed")
+for i in range(len(SEEDS)):
+    for j in range(len(BETAS)):
+        ax1.text(j, i, f"{rel_e2[i, j]:.1e}", ha="center", va="center", color="w", fontsize=8)
+fig.colorbar(im, ax=ax1, label="log10 relative e2")
+ax2.semilogy(BETAS, np.exp(np.mean(np.log(rel_e2), axis=0)), "o-", label="geometric mean over seeds")
+ax2.fill_between(BETAS, rel_e2.min(axis=0), rel_e2.max(axis=0), alpha=0.3, label="min-max")
+ax2.set_xlabel("beta")
+ax2.set_ylabel("relative e2")
+ax2.legend()
+fig.tight_layout()
+best = int(np.argmin(np.median(rel_e2, axis=0)))
+print(f"best median relative e2 at beta = {BETAS[best]}")
+"""),
+]
+
+
+# --------------------------------------------------------------------------------------
+# 03: custom PDE
+
+CUSTOM = [
+    _md("""
+# Your own PDE: viscous Burgers
+
+A new PDE is a small subclass of `cj.Problem` (the README's "Your own PDE"; the same class
+is `cgmpinn_jax.examples.ViscousBurgers`): the exact solution and the operator are stated
+once, the source and every initial/boundary target follow by automatic differentiation.
+Here $u_t + u u_x - \\nu u_{xx} = 0$ on $[-1, 1] \\times [0, 1]$, $\\nu = 0.05$, with the
+Cole-Hopf travelling wave $u^* = \\tfrac12\\left(1 - \\tanh\\frac{x - t/2}{4\\nu}\\right)$: a viscous
+shock moving right, the kind of localised feature the curriculum is meant for.
+"""),
+    _params("""
+BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
+"""),
+    _code("""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+import cgmpinn_jax as cj
+from cgmpinn_jax.derivatives import partial
+from cgmpinn_jax.problems import Dirichlet, grid, uniform
+from cgmpinn_jax.problems.heat import edge_pair, initial_line
+
+
+@dataclasses.dataclass(frozen=True)
+class ViscousBurgers(cj.Problem):
+    nu: float = 0.05
+    n_pde: int = 2000
+    n_ic: int = 200
+    n_bc: int = 200
+
+    name = "burgers"
+    coords = ("x", "t")
+    lower = (-1.0, 0.0)
+    upper = (1.0, 1.0)
+    terms = ("ic", "bc")
+    homogeneous = True  # no source term
+
+    def exact(self, z):  # one point z = (x, t)
+        return 0.5 * (1.0 - jnp.tanh((z[0] - 0.5 * z[1]) / (4.0 * self.nu)))
+
+    def operator(self, u, z):  # N[u] = u_t + u u_x - nu u_xx
+        return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
+
+    def pieces(self):  # u = u* at t = 0, and on x = -1 and x = 1
+        return {"ic": (Dirichlet(),), "bc": (Dirichlet(), Dirichlet())}
+
+    def sample_points(self, key):
+        k_pde, k_ic, k_bc = jax.random.split(key, 3)
+        x_ic = uniform(k_ic, self.n_ic, (-1.0,), (1.0,))[:, 0]
+        t_bc = uniform(k_bc, self.n_bc, (0.0,), (1.0,))[:, 0]
+        return {
+            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
+            "ic": (initial_line(x_ic),),
+            "bc": edge_pair(t_bc, -1.0, 1.0),
+        }
+
+    def test_points(self):
+        return grid(self.lower, self.upper, (201, 101))
+
+
+problem = ViscousBurgers()
+"""),
+    _md("""
+A quick sanity check before training: the exact solution's residual should vanish (up to
+float32 round-off here).
+"""),
+    _code("""
+pts = jnp.asarray(problem.test_grid().points, jnp.float32)
+res = problem.pde_residuals(problem.exact, pts)
+print(f"max |N[u*]| on the test grid: {float(jnp.max(jnp.abs(res))):.2e}")
+"""),
+    _code("""
+config = cj.TrainConfig(**BUDGET)
+result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
+print(result.metrics)
+"""),
+    _code("""
+g = problem.test_grid()
+nx, nt = g.shape
+u_exact = np.asarray(problem.exact_on(g.points)).reshape(nx, nt)
+u_pred = result.predict(g.points).reshape(nx, nt)
+extent = [problem.lower[0], problem.upper[0], problem.lower[1], problem.upper[1]]
+
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+for ax, field, title in zip(axes, (u_exact, u_pred, np.abs(u_pred - u_exact)),
+                            ("exact", "CGMPINN", "|error|")):
+    im = ax.imshow(field.T, origin="lower", extent=extent, aspect="auto", cmap="viridis")
+    ax.set_title(title)
+    ax.set_xlabel("x")
+    ax.set_ylabel("t")
+    fig.colorbar(im, ax=ax)
+fig.tight_layout()
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+x = g.axes[0]
+for t in (0.0, 0.5, 1.0):
+    j = int(np.argmin(np.abs(g.axes[1] - t)))
+    line, = ax.plot(x, u_exact[:, j], lw=2, alpha=0.5, label=f"exact, t = {g.axes[1][j]:.1f}")
+    ax.plot(x, u_pred[:, j], "--", color=line.get_color(), label="CGMPINN")
+ax.set_xlabel("x")
+ax.set_ylabel("u")
+ax.legend(fontsize=8)
+fig.tight_layout()
+"""),
+    _md("""
+To let the number of mixture components follow the residuals instead of the paper's fixed
+K = 4, pass `cj.TrainConfig(..., n_components="bic")`: at every refresh K = 1..6 are fitted
+and the one of lowest BIC is used.
+"""),
+]
+
+
+NOTEBOOKS = {
+    "01_quickstart.ipynb": QUICKSTART,
+    "02_sweeps.ipynb": SWEEPS,
+    "03_custom_pde.ipynb": CUSTOM,
+}
+
+
+def build(cells) -> nbformat.NotebookNode:
+    """A notebook (nbformat 4) from ``(kind, source)`` pairs, with ids ``cell-00``, ..."""
+    nb = new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    for i, (kind, src) in enumerate(cells):
+        if kind == "md":
+            cell = new_markdown_cell(src)
+        else:
+            cell = new_code_cell(src)
+            if kind == "params":
+                cell.metadata["tags"] = ["parameters"]
+        cell.id = f"cell-{i:02d}"
+        nb.cells.append(cell)
+    nbformat.validate(nb)
+    return nb
+
+
+def render(nb) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    check = "--check" in argv
+    stale = []
+    for name, cells in NOTEBOOKS.items():
+        path = HERE / name
+        text = render(build(cells))
+        if check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if stale:
+        print("out of date (run python notebooks/make_notebooks.py):", ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

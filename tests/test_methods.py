@@ -1,0 +1,113 @@
+"""Baselines and ablations through the same engine (REFERENCE §4, §5)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import equinox as eqx
+
+import cgmpinn_jax as cj
+from cgmpinn_jax import nets
+from cgmpinn_jax.train import TrainConfig, Trainable, _resolve, build_model, make_term_fn
+
+
+def _term_fn(problem, method, x64=False):
+    problem = cj.get_problem(problem) if isinstance(problem, str) else problem
+    method = cj.get_method(method)
+    setup = _resolve(problem, method, TrainConfig())
+    dtype = jnp.float64 if x64 else jnp.float32
+    model = build_model(problem, method, jax.random.key(0), width=8, depth=2)
+    if x64:
+        model = jax.tree_util.tree_map(lambda x: x.astype(dtype) if eqx.is_array(x) else x, model)
+    log_vars = jnp.array([0.3, -0.2, 0.1][: len(problem.loss_terms)], dtype) if method.learnable_balance else None
+    params, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+    return problem, model, params, make_term_fn(setup, static)
+
+
+def test_lbpinn_loss_by_hand():
+    p = cj.get_problem("heat", n_pde=50, n_ic=10, n_bc=12)
+    problem, model, params, term_fn = _term_fn(p, "lbpinn")
+    batch = problem.sample(jax.random.key(1))
+    tv = term_fn(params, batch, jnp.ones(50))
+    u = jax.vmap(model)
+    pts, src = batch["pde"]
+    r = problem.pde_residuals(model, pts, src)
+    (ic_pts, ic_t), = batch["ic"]
+    (l_pts, l_t), (r_pts, r_t) = batch["bc"]
+    mse = np.array([
+        np.mean(np.asarray(r) ** 2),
+        np.mean(np.asarray(u(ic_pts) - ic_t) ** 2),
+        # concatenated-residual mean: half of the PINN's sum of two per-edge MSEs here
+        np.mean(np.concatenate([np.asarray(u(l_pts) - l_t), np.asarray(u(r_pts) - r_t)]) ** 2),
+    ])
+    s = np.array([0.3, -0.2, 0.1])
+    expected = np.sum(0.5 * np.exp(-s) * mse) + 0.5 * np.sum(np.log1p(np.exp(s)))
+    total = float(jnp.sum(tv.terms) + tv.extra)
+    assert total == pytest.approx(expected, rel=1e-5)
+
+
+def test_pinn_bc_is_sum_of_piece_mses():
+    problem, model, params, term_fn = _term_fn(cj.get_problem("poisson1d", n_pde=20), "pinn")
+    batch = problem.sample(jax.random.key(0))
+    tv = term_fn(params, batch, jnp.ones(20))
+    u0 = float(model(jnp.array([0.0]))) - float(problem.exact(jnp.array([0.0])))
+    u1 = float(model(jnp.array([1.0]))) - float(problem.exact(jnp.array([1.0])))
+    assert float(tv.raw[1]) == pytest.approx(u0**2 + u1**2, rel=1e-5)
+
+
+def test_lbpinn_log_vars_move():
+    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(adam_steps=100, lbfgs_steps=20), key=0, quiet=True)
+    assert res.log_vars is not None and res.log_vars.shape == (3,)
+    assert np.all(np.abs(res.log_vars) > 1e-3)
+
+
+def test_gpinn_gradient_term_matches_finite_differences(x64):
+    p = cj.get_problem("heat", n_pde=16, n_ic=4, n_bc=4)
+    problem, model, params, term_fn = _term_fn(p, "gpinn", x64=True)
+    batch = problem.sample(jax.random.key(2))
+    batch = jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), batch)
+    tv = term_fn(params, batch, jnp.ones(16, jnp.float64))
+    pts = np.asarray(batch["pde"][0])
+    res = lambda z: float(problem.residual(model, jnp.asarray(z)))
+    h = 1e-5
+    g2 = np.zeros(2)
+    for z in pts:
+        for j in range(2):
+            e = np.zeros(2)
+            e[j] = h
+            g2[j] += ((res(z + e) - res(z - e)) / (2 * h)) ** 2
+    expected = 0.01 * np.sum(g2 / len(pts))
+    assert float(tv.extra) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("in_dim", [1, 2])
+def test_lnn_star_parameter_counts(in_dim):
+    p = cj.get_problem("poisson1d" if in_dim == 1 else "heat")
+    lnn = build_model(p, cj.get_method("lnn_pinn"), jax.random.key(0), width=50, depth=4)
+    star = build_model(p, cj.get_method("star_pinn"), jax.random.key(0), width=50, depth=4)
+    mlp_count = nets.count_params(build_model(p, cj.get_method("pinn"), jax.random.key(0), width=50, depth=4))
+    assert nets.count_params(lnn) == mlp_count + 6 * 50  # §4.4: + 6H gate parameters
+    assert nets.count_params(star) == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2  # §4.5
+
+
+def test_fisher_settings_only_for_cgmpinn_and_ablation():
+    p = cj.get_problem("fisher_kpp")
+    for name in ("pinn", "lbpinn", "gpinn", "lnn_pinn", "star_pinn"):
+        m = cj.get_method(name)
+        assert m.input_map(p) is None and m.init(p) == "torch" and m.k_upd(p) == 200
+    cg = cj.get_method("cgmpinn")
+    assert cg.input_map(p) == ((0.2, 1.0), (0.0, -1.0)) and cg.init(p) == "xavier" and cg.k_upd(p) == 100
+    assert cg.refit_before_lbfgs_step(p)
+    assert cj.get_method("gmmpinn").k_upd(p) == 200  # the ablation uses 200 everywhere
+    # ReLoBRaLo in the ablation (§5.3)
+    assert cj.get_method("clpinn").relobralo_stages(cj.get_problem("poisson1d")) == "none"
+    assert cj.get_method("clpinn").relobralo_stages(p) == "adam"
+    assert cj.get_method("gmmpinn").relobralo_stages(cj.get_problem("heat")) == "both"
+
+
+def test_unknown_method_lists_names():
+    with pytest.raises(ValueError) as e:
+        cj.get_method("xpinn")
+    for name in cj.METHODS:
+        assert name in str(e.value)
+    assert len(cj.METHODS) == 8

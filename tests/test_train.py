@@ -1,0 +1,143 @@
+"""End-to-end tests of the training engine at tiny budgets (each test states its budget)."""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cgmpinn_jax as cj
+from cgmpinn_jax.derivatives import partial
+from cgmpinn_jax.problems import Poisson1D
+from cgmpinn_jax.train import StageStatus, TrainConfig, refresh_schedule
+
+
+def _initial_rel_e2(problem, method, key):
+    """Relative e2 of the untrained network that train() builds from the same key."""
+    from cgmpinn_jax.train import build_model
+
+    _, k_net, _ = jax.random.split(jax.random.key(key), 3)
+    d = problem.defaults
+    model = build_model(problem, cj.get_method(method), k_net, width=d.width, depth=d.depth)
+    return cj.evaluate(problem, model).rel_e2
+
+
+def test_refresh_schedule_reference_counts():
+    # REFERENCE §1.6: 25 + 1 + 50 = 76 GMM fits for 5000 Adam + 10000 L-BFGS, k_upd 200
+    s = refresh_schedule(5000, 10000, 200)
+    assert len(s) == 76
+    assert sum(c.n_steps for c in s) == 15000
+    adam = [c.tau_k for c in s if c.stage == "adam"]
+    assert adam == [e + 1 for e in range(0, 5000, 200)]
+    lb = [c.tau_k for c in s if c.stage == "lbfgs"]
+    # start refit with Adam's last tau, then after L-BFGS iteration i % 200 == 0 at tau(5000 + i + 1)
+    assert lb == [5000] + [5000 + i + 1 for i in range(0, 10000, 200)][:50]
+    # Fisher-KPP: refit before the step, 8000 + 12000 with k_upd 100 (the reference's
+    # redundant start refit is skipped)
+    f = refresh_schedule(8000, 12000, 100, refit_before_step=True)
+    assert len(f) == 80 + 120 and sum(c.n_steps for c in f) == 20000
+    assert [c.tau_k for c in f if c.stage == "lbfgs"][:2] == [8001, 8101]
+
+
+def test_recorded_refreshes_follow_schedule():
+    # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on 1D Poisson
+    res = cj.train("poisson1d", "cgmpinn", TrainConfig(adam_steps=20, lbfgs_steps=21, k_upd=10), key=0, quiet=True)
+    h = res.history
+    assert h.refresh_k.tolist() == [1, 11, 20, 21, 31, 41]
+    k_max = 41
+    np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (0.8 * k_max), 1.0), rtol=1e-6)
+    assert h.k.tolist() == list(range(1, 42))
+    assert h.loss.shape == (41,) and h.lambdas.shape == (41, 2)
+    assert np.all(h.evals[20:] >= 1)
+    # lambdas are ReLoBRaLo's: they sum to the number of terms
+    np.testing.assert_allclose(h.lambdas.sum(1), 2.0, rtol=1e-5)
+
+
+def test_determinism():
+    cfg = TrainConfig(adam_steps=30, lbfgs_steps=10, k_upd=10)
+    a = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
+    b = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
+    for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    np.testing.assert_array_equal(a.history.loss, b.history.loss)
+
+
+@dataclasses.dataclass(frozen=True)
+class _NaNPoisson(Poisson1D):
+    """1D Poisson whose residual turns NaN once |u| exceeds 0.6 anywhere (mid-run)."""
+
+    name = "nan_poisson"
+
+    def operator(self, u, z):
+        return partial(u, 0, 0)(z) + 0.0 * jnp.sqrt(0.36 - u(z) ** 2)
+
+
+def test_nonfinite_residual_stops_with_best_params():
+    p = _NaNPoisson(n_pde=200)
+    # the exact solution reaches |u| ~ 2, so training must cross |u| = 0.6
+    res = cj.train(p, "cgmpinn", TrainConfig(adam_steps=600, lbfgs_steps=50, k_upd=50), key=0, quiet=True)
+    assert StageStatus.NONFINITE in (res.adam_status, res.lbfgs_status)
+    leaves = jax.tree_util.tree_leaves(res.model)
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
+    assert np.isfinite(res.metrics.rel_e2)
+    # the weights never turned NaN
+    assert all(np.all(np.isfinite(w)) for w in res.history.snapshots.values())
+
+
+def test_save_load_round_trip(tmp_path):
+    res = cj.train("damped_wave", "pinn", TrainConfig(adam_steps=10, lbfgs_steps=3), key=1, quiet=True)
+    cj.save_result(res, tmp_path / "run")
+    model, info = cj.load_model(tmp_path / "run")
+    pts = res.problem.test_grid().points
+    np.testing.assert_array_equal(res.predict(pts), np.asarray(jax.vmap(model)(jnp.asarray(pts, jnp.float32))))
+    assert info["method"] == "pinn" and info["summary"]["rel_e2"] == pytest.approx(res.metrics.rel_e2)
+
+
+def test_cli_run_writes_files(tmp_path, capsys):
+    from cgmpinn_jax.cli import main
+
+    out = tmp_path / "cli"
+    rc = main(["run", "poisson1d", "--adam-steps", "20", "--lbfgs-steps", "5", "--out", str(out), "--quiet"])
+    assert rc == 0
+    for name in ("metrics.json", "history.json", "model.eqx", "model.json", "solution.png", "error.png", "loss.png", "weights.png"):
+        assert (out / name).exists(), name
+    text = capsys.readouterr().out
+    assert "relative e2" in text and "1.810e-04" in text  # the paper's CGMPINN value beside ours
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["adam_steps"] == 20 and m["lbfgs_steps"] == 5
+
+
+def test_cli_list_and_bad_names(capsys):
+    from cgmpinn_jax.cli import main
+
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    for name in cj.METHODS:
+        assert name in text
+    assert main(["run", "nope", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "poisson1d" in err and "fisher_kpp" in err
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="adam_steps"):
+        TrainConfig(adam_steps=-1)
+    with pytest.raises(ValueError, match="c_sat"):
+        TrainConfig(c_sat=0.0)
+    with pytest.raises(ValueError, match="lbfgs_backend"):
+        TrainConfig(lbfgs_backend="scipy")
+    with pytest.raises(ValueError, match="beta"):
+        TrainConfig(beta=-1.0)
+
+
+def test_readme_example_runs():
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    block = re.search(r"## Using the library\s+```python\n(.*?)```", text, re.S).group(1)
+    ns: dict = {}
+    exec(compile(block, "README.md", "exec"), ns)
+    assert ns["result"].metrics.rel_e2 > 0
+    assert ns["u"].shape == (200,)
