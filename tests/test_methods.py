@@ -111,3 +111,17 @@ def test_unknown_method_lists_names():
     for name in cj.METHODS:
         assert name in str(e.value)
     assert len(cj.METHODS) == 8
+
+
+# Every method at a tiny budget (300 Adam + 300 L-BFGS, k_upd 100) on 1D Poisson and heat must
+# cut the test error 5x. Sixteen compilations: marked slow, run with `pytest -m slow`.
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["poisson1d", "heat"])
+@pytest.mark.parametrize("method", list(cj.METHODS))
+def test_each_method_cuts_error(method, problem):
+    from test_train import _initial_rel_e2
+
+    p = cj.get_problem(problem)
+    before = _initial_rel_e2(p, method, 0)
+    res = cj.train(p, method, TrainConfig(adam_steps=300, lbfgs_steps=300, k_upd=100), key=0, quiet=True)
+    assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)

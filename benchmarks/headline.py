@@ -1,0 +1,145 @@
+"""The headline acceptance runs (issue: training engine): 1D Poisson CGMPINN at the paper's
+budget (5000 Adam + 10000 L-BFGS, float32) over seeds, with ReLoBRaLo on (as released) and
+off (as the authors' shipped checkpoint), beside a PINN baseline on the same seeds; plus heat
+and damped wave at their paper budgets.
+
+Reproduce (on an otherwise idle machine; runs are sequential, one at a time):
+
+    python benchmarks/headline.py                       # everything (long)
+    python benchmarks/headline.py --only poisson1d      # the 1D Poisson part
+    python benchmarks/headline.py --seeds 1224          # one seed
+
+Each finished run is cached in benchmarks/results/headline_runs/<name>.json, so the script
+resumes where it stopped. It writes benchmarks/results/headline.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import cgmpinn_jax as cj
+
+RESULTS = Path(__file__).parent / "results"
+CACHE = RESULTS / "headline_runs"
+
+# REFERENCE §6 items 19-20: the authors' PyTorch code rerun on a 2-core CPU
+AUTHORS = {
+    "CGMPINN (ReLoBRaLo on)": [2.4e-4, float("nan"), 2.0e-4, 1.05e-3, 8.7e-3],
+    "CGMPINN (ReLoBRaLo off)": [2.1e-4, 3.5e-4, 2.8e-3, 2.9e-3, 1.18e-3],
+    "PINN": [8.0e-4, 9.0e-4, 1.07e-2, 1.74e-3, 9.5e-4],
+}
+PAPER = {"poisson1d": 1.81e-4, "heat": 3.54e-4, "damped_wave": 7.07e-4}
+
+VARIANTS = {
+    "poisson1d": [
+        ("CGMPINN (ReLoBRaLo on)", "cgmpinn", dict(relobralo="both")),
+        ("CGMPINN (ReLoBRaLo off)", "cgmpinn", dict(relobralo="none")),
+        ("PINN", "pinn", {}),
+    ],
+    "heat": [("CGMPINN (ReLoBRaLo on)", "cgmpinn", {})],
+    "damped_wave": [("CGMPINN (ReLoBRaLo on)", "cgmpinn", {})],
+}
+DEFAULT_SEEDS = {"poisson1d": [1, 2, 3, 4, 1224], "heat": [1, 2, 1224], "damped_wave": [1, 2, 1224]}
+
+
+def machine() -> str:
+    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, "
+            f"jax {jax.__version__}, backend {jax.default_backend()} ({jax.devices()[0].device_kind})")
+
+
+def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, backend: str) -> dict:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    slug = f"{problem}-{label.replace(' ', '_').replace('(', '').replace(')', '')}-{backend}-seed{seed}"
+    path = CACHE / f"{slug}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    cfg = cj.TrainConfig(lbfgs_backend=backend, **overrides)
+    t0 = time.perf_counter()
+    res = cj.train(problem, method, cfg, key=seed, quiet=True)
+    wall = time.perf_counter() - t0
+    s = res.summary()
+    lb = res.history.k > res.adam_steps
+    rec = {
+        "problem": problem, "label": label, "method": method, "seed": seed, "backend": backend,
+        "rel_e2": s["rel_e2"], "e2": s["e2"], "e_inf": s["e_inf"], "e_loss": s["e_loss"],
+        "compile_s": s["compile_seconds"], "run_s": s["run_seconds"], "wall_s": wall,
+        "adam_status": s["adam_status"], "lbfgs_status": s["lbfgs_status"],
+        "evals_per_lbfgs_iteration": s["evals_per_lbfgs_iteration"],
+        "lbfgs_iterations_run": int(lb.sum()),
+        "machine": machine(), "version": cj.__version__,
+    }
+    rec["adam_ms_per_step"] = None
+    path.write_text(json.dumps(rec, indent=1))
+    print(f"  {slug}: rel_e2={rec['rel_e2']:.3e} wall={wall:.1f}s (compile {rec['compile_s']:.1f}s) "
+          f"evals/it={rec['evals_per_lbfgs_iteration']:.2f} {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
+    return rec
+
+
+def fmt(v):
+    return "NaN" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.2e}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=None, help="comma-separated problems")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default per problem)")
+    ap.add_argument("--backend", default="optax", choices=("optax", "jaxopt"))
+    args = ap.parse_args(argv)
+    problems = args.only.split(",") if args.only else list(VARIANTS)
+    all_recs = []
+    for problem in problems:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else DEFAULT_SEEDS[problem]
+        for label, method, overrides in VARIANTS[problem]:
+            for seed in seeds:
+                all_recs.append(run_one(problem, label, method, overrides, seed, args.backend))
+    # everything cached (also from other invocations) goes into the report
+    recs = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
+    lines = [
+        "# Headline runs: CGMPINN at the paper's budgets",
+        "",
+        f"Machine: {machine()}. float32. Runs one at a time. Command: `python benchmarks/headline.py` "
+        "(cached per run in `benchmarks/results/headline_runs/`).",
+        "Wall = compile + run of `cj.train` (points and metrics excluded, like the paper's CPU seconds).",
+        "",
+    ]
+    for problem in VARIANTS:
+        prs = [r for r in recs if r["problem"] == problem]
+        if not prs:
+            continue
+        lines += [f"## {problem} (paper CGMPINN relative e2 {PAPER[problem]:.2e})", ""]
+        lines += ["| variant | backend | seed | relative e2 | e2 (RMS) | e_inf | e_loss | wall s | compile s | evals / L-BFGS it. | stages |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(prs, key=lambda r: (r["label"], r["backend"], r["seed"])):
+            lines.append(f"| {r['label']} | {r['backend']} | {r['seed']} | {fmt(r['rel_e2'])} | {fmt(r['e2'])} | {fmt(r['e_inf'])} | "
+                         f"{fmt(r['e_loss'])} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | {r['evals_per_lbfgs_iteration']:.2f} | "
+                         f"{r['adam_status']}/{r['lbfgs_status']} |")
+        lines += ["", "| variant | backend | seeds | median rel. e2 | min | max | runs with rel. e2 <= 1e-3 | median wall s | authors' code (5 seeds, REFERENCE §6.19) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        groups = {}
+        for r in prs:
+            groups.setdefault((r["label"], r["backend"]), []).append(r)
+        for (label, backend), rs in sorted(groups.items()):
+            rel = [r["rel_e2"] for r in rs]
+            auth = AUTHORS.get(label) if problem == "poisson1d" else None
+            auth_s = "-" if not auth else f"median {np.nanmedian(auth):.2e} (" + ", ".join(fmt(a) for a in auth) + ")"
+            lines.append(f"| {label} | {backend} | {len(rs)} | {fmt(statistics.median(rel))} | {fmt(min(rel))} | {fmt(max(rel))} | "
+                         f"{sum(x <= 1e-3 for x in rel)}/{len(rs)} | {statistics.median(r['wall_s'] for r in rs):.1f} | {auth_s} |")
+        lines.append("")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "headline.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "headline.json").write_text(json.dumps(recs, indent=1))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

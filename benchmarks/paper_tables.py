@@ -1,0 +1,599 @@
+"""Reproduce the paper's method, optimizer and ablation tables over several seeds.
+
+For every (problem, variant, seed) one training run at the paper's budget (Adam 5000 + L-BFGS
+10000; Fisher-KPP 8000 + 12000), the seeds of one (problem, variant) vmapped in one compiled
+call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Variants:
+
+* methods table: the eight methods at Adam→L-BFGS with their defaults, and CGMPINN twice:
+  ``cgmpinn`` (ReLoBRaLo in both stages, as released) and ``cgmpinn_relobralo_off``;
+* optimizer table (CGMPINN): ``cgmpinn_adam`` (Adam for the whole budget), ``cgmpinn_lbfgs``
+  (L-BFGS for the whole budget, ReLoBRaLo off, ``lbfgs_lr = problem.defaults.lbfgs_only_lr``)
+  and Adam→L-BFGS (= the ``cgmpinn`` runs, reused);
+* ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode REFERENCE §5.3) and
+  CGMPINN (= the ``cgmpinn`` runs, reused).
+
+Cache: every finished run is one JSON file in ``benchmarks/results/runs/`` named
+``<problem>__<variant>__seed<s>[__scale<x>]__<key>.json``, where ``key`` is 16 hex digits
+of sha256 over {problem, problem_params, method, variant, config (TrainConfig.to_dict()),
+seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips cached runs, so a
+long reproduction resumes where it stopped. Fields of a run file (``format`` =
+``cgmpinn-jax/paper-run/1``): ``key``, ``spec`` (the hashed dict), ``label``, ``seed``,
+``resolved`` (adam_steps, lbfgs_steps, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2),
+``e_loss``, ``statuses`` ({adam, lbfgs}: StageStatus names), ``compile_seconds``,
+``run_seconds``, ``wall_seconds`` (= compile + run), ``timing`` ("single", or
+"vmapped-share": the sweep's seconds divided by its number of seeds, totals in ``sweep``),
+``evals_per_lbfgs_iteration``, ``loss_curve`` ({every, k, raw_total = unweighted
+PDE+IC+BC, objective}: every 10th step and the last; None where a stopped run took no step),
+``prediction`` (CGMPINN variants at the figure seed only: {shape, values} on the test grid,
+float32 rounded to 7 digits; else null), ``machine``, ``command``, ``finished_at``. Non-finite
+floats are stored as the strings "nan"/"inf".
+
+Outputs (rebuilt from the whole cache after every group and with ``--build-only``):
+``benchmarks/results/{methods,optimizers,ablation}.md``, ``paper_tables.json`` and
+``figures/<problem>_loss.png`` (median unweighted loss curves of every variant) and
+``figures/<problem>_cgmpinn.png`` (CGMPINN prediction, exact solution, absolute error).
+
+Usage (from the repository root)::
+
+    python benchmarks/paper_tables.py                              # everything, seeds 0-4
+    python benchmarks/paper_tables.py --problems poisson1d --methods pinn,cgmpinn --seeds 0,1,2
+    python benchmarks/paper_tables.py --tables optimizers --timeout-hours 6
+    python benchmarks/paper_tables.py --budget-scale 0.1           # quick, marked "(scale 0.1)"
+    python benchmarks/paper_tables.py --build-only                 # tables + figures from the cache
+    python benchmarks/paper_tables.py --list                       # planned runs, cached or not
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import numpy as np  # noqa: E402
+
+import tables_lib as tl  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+RUNS = RESULTS / "runs"
+FIGURES = RESULTS / "figures"
+CURVE_EVERY = 10
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+
+# variant order of execution: the verdict pair first, so a partial reproduction is useful early
+RUN_ORDER = ("cgmpinn", "pinn", "cgmpinn_relobralo_off", "lbpinn", "gpinn", "lnn_pinn", "star_pinn",
+             "gmmpinn", "clpinn", "cgmpinn_adam", "cgmpinn_lbfgs")
+
+
+def _cj():
+    import cgmpinn_jax as cj
+
+    return cj
+
+
+# ------------------------------------------------------------------------------------------
+# run specs
+
+
+def scaled(n: int, scale: float) -> int:
+    """``n`` scaled by ``scale``, at least 1 when ``n`` > 0."""
+    return 0 if n == 0 else max(1, int(round(n * scale)))
+
+
+def variant_config(problem, variant: str, scale: float = 1.0):
+    """The TrainConfig of ``variant`` on ``problem`` (a Problem) at budget ``scale``."""
+    cj = _cj()
+    d = problem.defaults
+    adam, lbfgs = scaled(d.adam_steps, scale), scaled(d.lbfgs_steps, scale)
+    total = scaled(d.adam_steps + d.lbfgs_steps, scale)
+    if variant == "cgmpinn_adam":
+        return cj.TrainConfig(adam_steps=total, lbfgs_steps=0)
+    if variant == "cgmpinn_lbfgs":
+        return cj.TrainConfig(adam_steps=0, lbfgs_steps=total, relobralo="none", lbfgs_lr=d.lbfgs_only_lr)
+    if variant == "cgmpinn_relobralo_off":
+        return cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs, relobralo="none")
+    if variant not in tl.VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    return cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs)
+
+
+def run_spec(problem_name: str, variant: str, seed: int, scale: float = 1.0, *, problem_params: dict | None = None) -> dict:
+    """The dict that identifies a run (hashed into its cache key)."""
+    cj = _cj()
+    import jax
+
+    problem = cj.get_problem(problem_name, **(problem_params or {}))
+    cfg = variant_config(problem, variant, scale)
+    return {
+        "problem": problem.name,
+        "problem_params": {f.name: getattr(problem, f.name) for f in dataclasses.fields(problem)},
+        "method": tl.VARIANTS[variant][1],
+        "variant": variant,
+        "config": cfg.to_dict(),
+        "seed": int(seed),
+        "budget_scale": float(scale),
+        "version": cj.__version__,
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def run_path(spec: dict, runs_dir: Path = RUNS) -> Path:
+    return Path(runs_dir) / tl.run_filename(spec)
+
+
+def machine_info() -> dict:
+    import jax
+    import jaxlib
+
+    try:
+        avail = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        avail = os.cpu_count()
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cpus_available": avail,
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "jaxlib": getattr(jaxlib, "__version__", "?"),
+        "backend": jax.default_backend(),
+        "devices": [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in jax.devices()],
+    }
+
+
+def command_line() -> str:
+    return "python benchmarks/paper_tables.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+# ------------------------------------------------------------------------------------------
+# training
+
+
+def _now() -> str:
+    return _dt.datetime.now().isoformat(timespec="seconds")
+
+
+def _status_name(code) -> str:
+    return _cj().StageStatus(int(code)).name
+
+
+def _evals_per_lbfgs(history, adam_steps: int) -> float:
+    k = np.asarray(history.k)
+    m = (k > adam_steps) & np.isfinite(np.asarray(history.loss, dtype=float))
+    e = np.asarray(history.evals)[m]
+    return float(np.mean(e)) if e.size else float("nan")
+
+
+def _curve(history) -> dict:
+    raw = np.asarray(history.raw, dtype=float)
+    raw_total = raw.sum(axis=1) if raw.ndim == 2 else raw
+    c = tl.downsample_curve(history.k, raw_total, history.loss, every=CURVE_EVERY)
+    return {"every": c["every"], "k": c["k"], "raw_total": c["s0"], "objective": c["s1"]}
+
+
+def _record(spec, *, resolved, metrics, e_loss, statuses, compile_s, run_s, timing, history, prediction,
+            machine, sweep_info=None) -> dict:
+    return tl.enc({
+        "format": tl.RUN_FORMAT,
+        "key": tl.cache_key(spec),
+        "spec": spec,
+        "label": tl.VARIANTS[spec["variant"]][0],
+        "seed": spec["seed"],
+        "resolved": resolved,
+        "metrics": metrics,
+        "e_loss": e_loss,
+        "statuses": statuses,
+        "compile_seconds": compile_s,
+        "run_seconds": run_s,
+        "wall_seconds": compile_s + run_s,
+        "timing": timing,
+        "timing_note": ("single cj.train call" if timing == "single" else
+                        "seeds trained together in one vmapped cj.sweep call: its compile and run seconds divided "
+                        "by the number of seeds (totals in 'sweep')"),
+        "sweep": sweep_info,
+        "evals_per_lbfgs_iteration": _evals_per_lbfgs(history, resolved["adam_steps"]),
+        "loss_curve": _curve(history),
+        "prediction": prediction,
+        "machine": machine,
+        "command": command_line(),
+        "finished_at": _now(),
+    })
+
+
+def _write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=None, separators=(",", ":"), allow_nan=False))
+    os.replace(tmp, path)
+
+
+class _Throttle:
+    """Forward the engine's progress lines at most every ``seconds`` (stage stops and
+    "done" lines always)."""
+
+    def __init__(self, seconds: float, prefix: str):
+        self.seconds, self.prefix, self.last = seconds, prefix, 0.0
+
+    def __call__(self, line: str) -> None:
+        now = time.time()
+        if self.seconds <= 0 or "stopped" in line or " done" in line or now - self.last >= self.seconds:
+            self.last = now
+            print(f"{self.prefix}{line}", flush=True)
+
+
+def train_group(problem_name: str, variant: str, seeds: list[int], scale: float, *, vmap: bool,
+                figure_seed: int | None, machine: dict, progress_seconds: float = 60.0, runs_dir: Path = RUNS) -> list[dict]:
+    """Train ``seeds`` of one (problem, variant), write each run's JSON, return the records."""
+    cj = _cj()
+    problem = cj.get_problem(problem_name)
+    method = cj.get_method(tl.VARIANTS[variant][1])
+    cfg = variant_config(problem, variant, scale)
+    relo = cfg.relobralo if cfg.relobralo is not None else method.relobralo_stages(problem)
+    relo = {True: "both", False: "none"}.get(relo, relo)
+    resolved = {"adam_steps": cfg.adam_steps, "lbfgs_steps": cfg.lbfgs_steps,
+                "k_upd": cfg.k_upd if cfg.k_upd is not None else method.k_upd(problem), "relobralo": relo}
+    emit = _Throttle(progress_seconds, "    ")
+    grid = problem.test_grid()
+    records = []
+
+    def save(seed, rec):
+        _write_json(run_path(rec["spec"], runs_dir), rec)
+        records.append(rec)
+
+    def train_one(seed):
+        spec = run_spec(problem_name, variant, seed, scale)
+        res = cj.train(problem, method, cfg, key=seed, quiet=False, print_fn=emit)
+        pred = None
+        if method.name == "cgmpinn" and seed == figure_seed:
+            vals = np.asarray(res.predict(grid.points), dtype=np.float32).reshape(-1)
+            pred = {"shape": list(grid.shape), "values": [float(f"{v:.7g}") for v in vals.tolist()]}
+        rec = _record(spec, resolved=resolved, metrics=res.metrics.as_dict(), e_loss=res.e_loss,
+                      statuses={"adam": res.adam_status.name, "lbfgs": res.lbfgs_status.name},
+                      compile_s=res.compile_seconds, run_s=res.run_seconds, timing="single",
+                      history=res.history, prediction=pred, machine=machine)
+        save(seed, rec)
+
+    # the figure seed of a CGMPINN variant is trained alone (for its predictions); a lone seed too
+    single = list(seeds)
+    batch = []
+    if vmap and len(seeds) > 1:
+        single = [s for s in seeds if s == figure_seed and method.name == "cgmpinn"]
+        batch = [s for s in seeds if s not in single]
+        if len(batch) == 1:
+            single, batch = list(seeds), []
+    for seed in single:
+        train_one(seed)
+    if batch:
+        try:
+            sw = cj.sweep(problem, method, cfg, seeds=batch, quiet=False, keep_histories=True, print_fn=emit)
+        except Exception as e:  # noqa: BLE001 - only out-of-memory falls back, anything else is re-raised
+            if not (isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in str(e) or "out of memory" in str(e).lower()):
+                raise
+            print(f"    vmapped call ran out of memory ({type(e).__name__}); training seeds {batch} one by one", flush=True)
+            for seed in batch:
+                train_one(seed)
+            return sorted(records, key=lambda r: r["seed"])
+        n = len(batch)
+        info = {"seeds": batch, "compile_seconds": sw.compile_seconds, "run_seconds": sw.run_seconds,
+                "n_devices": sw.n_devices}
+        for i, seed in enumerate(batch):
+            spec = run_spec(problem_name, variant, seed, scale)
+            metrics = {f: float(np.asarray(sw.metrics[f]).reshape(-1)[i]) for f in ("e2", "rel_e2", "e_inf", "l2")}
+            rec = _record(spec, resolved=resolved, metrics=metrics,
+                          e_loss=float(np.asarray(sw.metrics["e_loss"]).reshape(-1)[i]),
+                          statuses={"adam": _status_name(np.asarray(sw.adam_status).reshape(-1)[i]),
+                                    "lbfgs": _status_name(np.asarray(sw.lbfgs_status).reshape(-1)[i])},
+                          compile_s=sw.compile_seconds / n, run_s=sw.run_seconds / n, timing="vmapped-share",
+                          history=sw.histories[i], prediction=None, machine=machine, sweep_info=info)
+            save(seed, rec)
+    return sorted(records, key=lambda r: r["seed"])
+
+
+# ------------------------------------------------------------------------------------------
+# planning
+
+
+def planned_variants(tables: list[str], methods: list[str] | None) -> list[str]:
+    want = set()
+    for t in tables:
+        want.update(v for _, v, _ in tl.TABLES[t])
+    if methods:
+        want = {v for v in want if v in methods or tl.VARIANTS[v][1] in methods}
+    return [v for v in RUN_ORDER if v in want]
+
+
+def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS):
+    """[(problem, variant, [missing seeds], [cached seeds])] in execution order."""
+    out = []
+    for v in variants:
+        for p in problems:
+            missing, cached = [], []
+            for s in seeds:
+                (cached if run_path(run_spec(p, v, s, scale), runs_dir).exists() else missing).append(s)
+            out.append((p, v, missing, cached))
+    return out
+
+
+def expected_keys(problems, seeds, scale) -> set[str]:
+    keys = set()
+    for p in problems:
+        for v in tl.VARIANTS:
+            for s in seeds:
+                keys.add(tl.cache_key(run_spec(p, v, s, scale)))
+    return keys
+
+
+# ------------------------------------------------------------------------------------------
+# tables and figures
+
+
+def load_paper() -> dict:
+    return json.loads((ROOT / "cgmpinn_jax" / "data" / "paper_tables.json").read_text())
+
+
+def reproduce_command(selected: dict) -> str:
+    seeds = sorted({int(r["spec"]["seed"]) for rs in selected.values() for r in rs})
+    scales = sorted({float(r["spec"]["budget_scale"]) for rs in selected.values() for r in rs})
+    cmd = "python benchmarks/paper_tables.py"
+    if seeds and tuple(seeds) != DEFAULT_SEEDS:
+        cmd += " --seeds " + ",".join(map(str, seeds))
+    if len(scales) == 1 and scales != [1.0]:
+        cmd += f" --budget-scale {scales[0]:g}"
+    elif len(scales) > 1:
+        cmd += "  # (runs at budget scales " + ", ".join(f"{s:g}" for s in scales) + ": one call per scale)"
+    return cmd
+
+
+def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, runs_dir: Path = RUNS,
+                  results: Path = RESULTS, quiet: bool = False) -> dict:
+    cj = _cj()
+    runs = tl.load_runs(runs_dir)
+    selected = tl.select_runs(runs, expected, cj.__version__)
+    used = [r for rs in selected.values() for r in rs]
+    paper = load_paper()
+    header = {
+        "generated": _now(),
+        "build_command": command_line(),
+        "reproduce_command": reproduce_command(selected),
+        "machines": tl.machines_of(used),
+        "build_machine": machine_info(),
+        "versions": sorted({str(r["spec"].get("version")) for r in used}),
+        "n_runs_cached": len(runs),
+        "n_runs_used": len(used),
+    }
+    tables = {name: tl.build_table(name, selected, paper) for name in tl.TABLES}
+    results.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        (results / f"{name}.md").write_text(tl.render_markdown(name, table, header))
+    doc = {"header": header, "tables": tables, "authors_rerun": tl.AUTHORS_RERUN, "authors_rerun_note": tl.AUTHORS_RERUN_NOTE,
+           "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); wall_seconds = compile + run "
+                    "seconds (vmapped runs: share of the sweep); paper numbers: one PyTorch CPU run each."}
+    (results / "paper_tables.json").write_text(json.dumps(tl.enc(doc), indent=1, allow_nan=False))
+    fig_paths = []
+    if figures and used:
+        try:
+            fig_paths = make_figures(selected, results / "figures")
+        except ImportError as e:  # matplotlib missing
+            print(f"(no figures: {e})", file=sys.stderr)
+    if not quiet:
+        print(f"tables: {len(used)} runs used of {len(runs)} cached -> "
+              + ", ".join(str((results / f'{n}.md').relative_to(ROOT)) for n in tables)
+              + f", paper_tables.json; {len(fig_paths)} figures", flush=True)
+    return {"tables": tables, "header": header, "figures": fig_paths}
+
+
+def make_figures(selected: dict, folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cj = _cj()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    problems = [p for p in tl.PROBLEM_ORDER if any(k[0] == p for k in selected)]
+    for p in problems:
+        title = tl.PROBLEM_TITLES.get(p, p)
+        # loss curves: method table variants | optimizer variants
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        for ax, tname in zip(axes, ("methods", "optimizers")):
+            boundary = None
+            for label, variant, _ in tl.TABLES[tname]:
+                rs = selected.get((p, variant), [])
+                if not rs:
+                    continue
+                k, med = tl.median_curve(rs)
+                if k.size == 0:
+                    continue
+                pos = np.where(med > 0, med, np.nan)
+                ax.semilogy(k, pos, lw=1.0, label=f"{label} ({len(rs)})",
+                            ls="-" if variant.startswith("cgmpinn") else "--")
+                res = rs[0].get("resolved") or {}
+                if tname == "methods" and res.get("adam_steps") and res.get("lbfgs_steps"):
+                    boundary = res["adam_steps"]
+            if boundary:
+                ax.axvline(boundary + 0.5, color="k", lw=0.8, ls=":", label="Adam → L-BFGS")
+            ax.set_xlabel("step k")
+            ax.set_ylabel("unweighted PDE + IC + BC (median over seeds)")
+            ax.set_title(f"{title}: {'methods' if tname == 'methods' else 'CGMPINN optimizers'}")
+            if ax.lines:
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / f"{p}_loss.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+
+        # CGMPINN prediction / exact / error
+        runs = [r for r in selected.get((p, "cgmpinn"), []) if r.get("prediction")]
+        if not runs:
+            continue
+        run = runs[0]
+        try:
+            problem = cj.get_problem(p, **{k: (tuple(v) if isinstance(v, list) else v)
+                                           for k, v in run["spec"].get("problem_params", {}).items()})
+        except (TypeError, ValueError):
+            problem = cj.get_problem(p)
+        g = problem.test_grid()
+        pred = np.asarray([tl.dec(v) for v in run["prediction"]["values"]])
+        if pred.size != g.points.shape[0]:
+            continue
+        exact = np.asarray(problem.exact_on(g.points), dtype=np.float64)
+        err = np.abs(pred - exact)
+        scale_txt = "" if run["spec"]["budget_scale"] == 1 else f", scale {run['spec']['budget_scale']:g}"
+        sub = f"CGMPINN seed {run['seed']}{scale_txt}, rel e2 = {tl.fmt_sci(run['metrics']['rel_e2'])}"
+        if problem.dim == 1:
+            x = g.points[:, 0]
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+            axes[0].plot(x, exact, "k-", lw=1.5, label="exact")
+            axes[0].plot(x, pred, "r--", lw=1.2, label="CGMPINN")
+            axes[0].set_xlabel(problem.coords[0])
+            axes[0].set_ylabel("u")
+            axes[0].legend()
+            axes[0].set_title(f"{title}: prediction and exact solution")
+            axes[1].semilogy(x, np.maximum(err, 1e-16))
+            axes[1].set_xlabel(problem.coords[0])
+            axes[1].set_ylabel("|û − u|")
+            axes[1].set_title("absolute error")
+        else:
+            fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
+            lims = (float(np.min(exact)), float(np.max(exact)))
+            for ax, values, t, cmap, (lo, hi) in zip(
+                    axes, (pred, exact, err), ("CGMPINN prediction", "exact solution", "absolute error"),
+                    ("viridis", "viridis", "magma"), (lims, lims, (None, None))):
+                im = ax.pcolormesh(g.axes[0], g.axes[1], values.reshape(g.shape).T, shading="auto", cmap=cmap,
+                                   vmin=lo, vmax=hi)
+                ax.set_xlabel(problem.coords[0])
+                ax.set_ylabel(problem.coords[1])
+                ax.set_title(t)
+                fig.colorbar(im, ax=ax)
+        fig.suptitle(f"{title}: {sub}", fontsize=10)
+        fig.tight_layout()
+        path = folder / f"{p}_cgmpinn.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--problems", default=",".join(tl.PROBLEM_ORDER), help="comma list (default: all six)")
+    p.add_argument("--methods", default=None,
+                   help="comma list of method names (cgmpinn covers its four variants) or variant ids "
+                        f"({', '.join(tl.VARIANTS)}); default: all")
+    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), help="comma list of integer seeds (default 0-4)")
+    p.add_argument("--tables", default="methods,optimizers,ablation", help="which tables' runs to train")
+    p.add_argument("--budget-scale", type=float, default=1.0, help="scale Adam and L-BFGS steps (tables mark scaled runs)")
+    p.add_argument("--build-only", action="store_true", help="no training: rebuild tables and figures from the cache")
+    p.add_argument("--list", action="store_true", help="print the planned runs and whether they are cached, then exit")
+    p.add_argument("--no-vmap", action="store_true", help="train seeds one by one with cj.train instead of cj.sweep")
+    p.add_argument("--max-vmap", type=int, default=0, help="at most this many seeds per vmapped call (0 = all)")
+    p.add_argument("--figure-seed", type=int, default=None,
+                   help="seed whose CGMPINN runs are trained alone and keep predictions (default: first of --seeds)")
+    p.add_argument("--timeout-hours", type=float, default=None, help="start no new group after this many hours")
+    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--x64", action="store_true", help="train in float64 (a different cache key)")
+    p.add_argument("--progress-seconds", type=float, default=60.0,
+                   help="print the engine's progress lines at most this often (0 = every chunk)")
+    p.add_argument("--runs-dir", default=str(RUNS), help=argparse.SUPPRESS)
+    p.add_argument("--results-dir", default=str(RESULTS), help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import jax
+
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    cj = _cj()
+    problems = _csv(args.problems)
+    for p in problems:
+        if p not in cj.PROBLEMS:
+            raise SystemExit(f"unknown problem {p!r}; valid: {', '.join(cj.PROBLEMS)}")
+    tables = _csv(args.tables)
+    for t in tables:
+        if t not in tl.TABLES:
+            raise SystemExit(f"unknown table {t!r}; valid: {', '.join(tl.TABLES)}")
+    methods = _csv(args.methods) if args.methods else None
+    for m in methods or []:
+        if m not in cj.METHODS and m not in tl.VARIANTS:
+            raise SystemExit(f"unknown method/variant {m!r}; valid: {', '.join(list(cj.METHODS) + list(tl.VARIANTS))}")
+    seeds = [int(s) for s in _csv(args.seeds)]
+    if not seeds:
+        raise SystemExit("--seeds is empty")
+    if not args.budget_scale > 0:
+        raise SystemExit("--budget-scale must be > 0")
+    scale = float(args.budget_scale)
+    runs_dir, results = Path(args.runs_dir), Path(args.results_dir)
+    figure_seed = seeds[0] if args.figure_seed is None else args.figure_seed
+    variants = planned_variants(tables, methods)
+    expected = expected_keys(problems, seeds, scale)
+
+    if args.build_only:
+        build_outputs(expected=expected, figures=not args.no_figures, runs_dir=runs_dir, results=results)
+        return 0
+
+    todo = plan(problems, variants, seeds, scale, runs_dir)
+    n_missing = sum(len(m) for _, _, m, _ in todo)
+    n_cached = sum(len(c) for _, _, _, c in todo)
+    print(f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "
+          f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
+          f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); cache {runs_dir}", flush=True)
+    if args.list:
+        for p, v, missing, cached in todo:
+            print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}")
+        return 0
+
+    machine = machine_info()
+    t0 = time.time()
+    groups = [(p, v, m) for p, v, m, _ in todo if m]
+    done_runs = 0
+    try:
+        for gi, (p, v, missing) in enumerate(groups, 1):
+            if args.timeout_hours is not None and time.time() - t0 > args.timeout_hours * 3600:
+                print(f"timeout ({args.timeout_hours} h) reached: {len(groups) - gi + 1} group(s) left; rerun to resume", flush=True)
+                break
+            chunks = [missing]
+            if args.max_vmap and not args.no_vmap:
+                chunks = [missing[i:i + args.max_vmap] for i in range(0, len(missing), args.max_vmap)]
+            for chunk in chunks:
+                cfg = variant_config(cj.get_problem(p), v, scale)
+                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.adam_steps} + "
+                      f"L-BFGS {cfg.lbfgs_steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
+                tg = time.time()
+                recs = train_group(p, v, chunk, scale, vmap=not args.no_vmap, figure_seed=figure_seed, machine=machine,
+                                   progress_seconds=args.progress_seconds, runs_dir=runs_dir)
+                done_runs += len(recs)
+                rel = ", ".join(f"s{r['seed']}={tl.fmt_sci(r['metrics']['rel_e2'])}" for r in recs)
+                print(f"    done in {time.time() - tg:.1f} s: rel_e2 {rel}", flush=True)
+            build_outputs(expected=expected, figures=False, runs_dir=runs_dir, results=results, quiet=True)
+    finally:
+        print(f"trained {done_runs} run(s) in {(time.time() - t0) / 60:.1f} min; rebuilding tables", flush=True)
+        build_outputs(expected=expected, figures=not args.no_figures, runs_dir=runs_dir, results=results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

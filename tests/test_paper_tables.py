@@ -1,0 +1,221 @@
+"""benchmarks/paper_tables.py and benchmarks/tables_lib.py: tables from hand-written cached
+runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+tl = _load("tables_lib")
+PAPER = json.loads((BENCH.parent / "cgmpinn_jax" / "data" / "paper_tables.json").read_text())
+
+
+def run_json(problem, variant, method, seed, rel_e2, *, e_inf, wall, scale=1.0, key=None, lbfgs="COMPLETED"):
+    """A cached run file's content, written out field by field (the documented format)."""
+    return {
+        "format": "cgmpinn-jax/paper-run/1",
+        "key": key or f"{problem}-{variant}-{seed}-{scale}",
+        "spec": {"problem": problem, "problem_params": {}, "method": method, "variant": variant, "config": {"adam_steps": 5000},
+                 "seed": seed, "budget_scale": scale, "version": "0.1.0", "x64": False},
+        "label": variant,
+        "seed": seed,
+        "resolved": {"adam_steps": 5000, "lbfgs_steps": 10000, "k_upd": 200, "relobralo": "none"},
+        "metrics": {"e2": rel_e2, "rel_e2": rel_e2, "e_inf": e_inf, "l2": rel_e2},
+        "e_loss": 1e-5,
+        "statuses": {"adam": "COMPLETED", "lbfgs": lbfgs},
+        "compile_seconds": 1.0,
+        "run_seconds": wall - 1.0,
+        "wall_seconds": wall,
+        "timing": "single",
+        "timing_note": "single cj.train call",
+        "sweep": None,
+        "evals_per_lbfgs_iteration": 1.5,
+        "loss_curve": {"every": 10, "k": [1, 11, 15], "raw_total": [10.0, 1.0, None], "objective": [10.0, 1.0, None]},
+        "prediction": None,
+        "machine": {"platform": "Linux-test", "cpu_count": 2, "jax": "0.0", "backend": "cpu", "devices": ["cpu:cpu"]},
+        "command": "python benchmarks/paper_tables.py",
+        "finished_at": "2025-01-01T00:00:00",
+    }
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    d = tmp_path / "runs"
+    d.mkdir()
+    files = [
+        run_json("poisson1d", "cgmpinn", "cgmpinn", 0, 1e-4, e_inf=2e-4, wall=100.0),
+        run_json("poisson1d", "cgmpinn", "cgmpinn", 1, 3e-3, e_inf=6e-3, wall=120.0),
+        run_json("poisson1d", "cgmpinn", "cgmpinn", 2, "nan", e_inf="nan", wall=90.0, lbfgs="NONFINITE"),
+        run_json("poisson1d", "pinn", "pinn", 0, 1e-3, e_inf=1e-3, wall=50.0),
+        run_json("poisson1d", "pinn", "pinn", 1, 1e-3, e_inf=3e-3, wall=60.0),
+        run_json("poisson1d", "pinn", "pinn", 2, 2e-3, e_inf=5e-3, wall=70.0),
+        # a scaled duplicate of pinn seed 0: the full-budget run must win the selection
+        run_json("poisson1d", "pinn", "pinn", 0, 0.5, e_inf=1.0, wall=1.0, scale=0.1),
+        # only scaled runs for heat: the cell must be marked
+        run_json("heat", "pinn", "pinn", 0, 0.2, e_inf=0.3, wall=2.0, scale=0.1),
+        run_json("heat", "pinn", "pinn", 1, 0.4, e_inf=0.5, wall=4.0, scale=0.1),
+    ]
+    for i, f in enumerate(files):
+        (d / f"run{i}.json").write_text(json.dumps(f))
+    (d / "other.json").write_text(json.dumps({"format": "something-else"}))
+    (d / "broken.json").write_text("{not json")
+    return d
+
+
+def test_load_and_select(runs_dir):
+    runs = tl.load_runs(runs_dir)
+    assert len(runs) == 9  # the foreign and the broken file are skipped
+    sel = tl.select_runs(runs)
+    pinn = sel[("poisson1d", "pinn")]
+    assert [r["seed"] for r in pinn] == [0, 1, 2]
+    assert pinn[0]["spec"]["budget_scale"] == 1.0
+    # an expected key beats the budget preference
+    sel2 = tl.select_runs(runs, expected_keys={"poisson1d-pinn-0-0.1"})
+    assert sel2[("poisson1d", "pinn")][0]["spec"]["budget_scale"] == 0.1
+
+
+def test_methods_table_cells(runs_dir):
+    table = tl.build_methods_table(tl.load_runs(runs_dir), PAPER)
+    assert list(table) == list(tl.PROBLEM_ORDER)
+    rows = {r["variant"]: r for r in table["poisson1d"]["rows"]}
+    assert len(rows) == 9  # eight methods + CGMPINN (ReLoBRaLo off)
+    cg, pinn = rows["cgmpinn"]["ours"], rows["pinn"]["ours"]
+    # NaN ranks worst: sorted [1e-4, 3e-3, nan] -> median 3e-3
+    assert cg["rel_e2"]["median"] == pytest.approx(3e-3)
+    assert cg["rel_e2"]["min"] == pytest.approx(1e-4) and math.isinf(cg["rel_e2"]["max"])
+    assert cg["rel_e2"]["n_nonfinite"] == 1 and cg["n_seeds"] == 3
+    assert cg["stage_stops"] == {"L-BFGS NONFINITE": 1}
+    assert pinn["rel_e2"]["median"] == pytest.approx(1e-3)
+    assert (pinn["rel_e2"]["min"], pinn["rel_e2"]["max"]) == pytest.approx((1e-3, 2e-3))
+    assert pinn["e_inf"]["median"] == pytest.approx(3e-3)
+    assert pinn["wall_seconds"]["median"] == pytest.approx(60.0)
+    assert pinn["run_seconds"]["median"] == pytest.approx(59.0)
+    assert pinn["budget_scales"] == [1.0]
+    # paper numbers: methods table, and the ablation table for GMMPINN
+    assert rows["pinn"]["paper"]["rel_e2"] == pytest.approx(8.15e-3)
+    assert rows["cgmpinn"]["paper"]["rel_e2"] == pytest.approx(1.81e-4)
+    assert rows["gmmpinn"]["paper"]["rel_e2"] == pytest.approx(2.01)
+    assert rows["cgmpinn_relobralo_off"]["paper"] is None
+    assert rows["cgmpinn"]["authors_rerun"]["median"] == pytest.approx(1.05e-3)
+    assert rows["lbpinn"]["ours"] is None
+    heat = {r["variant"]: r for r in table["heat"]["rows"]}["pinn"]["ours"]
+    assert heat["budget_scales"] == [0.1] and heat["rel_e2"]["median"] == pytest.approx(0.3)
+
+
+def test_verdicts(runs_dir):
+    runs = tl.load_runs(runs_dir)
+    v = tl.verdict(runs, "poisson1d", "cgmpinn", "pinn")
+    # seed 0: 1e-4 < 1e-3 wins; seed 1: 3e-3 > 1e-3; seed 2: NaN loses
+    assert (v["wins"], v["n"], v["seeds_won"]) == (1, 3, [0])
+    assert tl.verdict(runs, "poisson1d", "pinn", "cgmpinn")["wins"] == 2  # a NaN opponent counts as beaten
+    assert tl.verdict(runs, "heat")["n"] == 0
+    # REFERENCE §6 item 19: each CGMPINN variant of the authors' code beats PINN in 3 of 5 seeds
+    for a in ("cgmpinn", "cgmpinn_relobralo_off"):
+        av = tl.authors_verdict("poisson1d", a, "pinn")
+        assert (av["wins"], av["n"]) == (3, 5)
+    for variant, d in tl.AUTHORS_RERUN["poisson1d"].items():
+        assert tl.stats(d["rel_e2"])["median"] == pytest.approx(d["median"])
+
+
+def test_markdown(runs_dir):
+    runs = tl.load_runs(runs_dir)
+    header = {"generated": "now", "build_command": "python benchmarks/paper_tables.py --build-only",
+              "reproduce_command": "python benchmarks/paper_tables.py", "machines": tl.machines_of(runs), "versions": ["0.1.0"]}
+    md = tl.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
+    assert ("| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | 9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 "
+            "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 | 1018 | 3 |  |") in md
+    assert "| CGMPINN | 3.00e-3 [1.00e-4–inf] | 1.81e-4 | 1.05e-3" in md
+    assert "CGMPINN beats PINN in **1 of 3** seeds" in md
+    assert "3.00e-1 [2.00e-1–4.00e-1] (scale 0.1)" in md  # heat PINN, scaled
+    assert "Linux-test, 2 CPUs" in md and "python benchmarks/paper_tables.py --build-only" in md
+    md_opt = tl.render_markdown("optimizers", tl.build_optimizers_table(runs, PAPER), header)
+    assert "| Adam→L-BFGS | 3.00e-3 [1.00e-4–inf] | 1.81e-4 |" in md_opt  # reuses the cgmpinn runs
+    assert "| Adam | not run | 1.57e+0 |" in md_opt
+    md_abl = tl.render_markdown("ablation", tl.build_ablation_table(runs, PAPER), header)
+    assert "| CLPINN | not run | 3.04e-3 |" in md_abl
+
+
+def test_median_curve():
+    a, b = tl.fake_run("heat", "pinn", 0, 1.0), tl.fake_run("heat", "pinn", 1, 1.0)
+    b["loss_curve"] = {"every": 10, "k": [1, 11, 21], "raw_total": [3.0, None, 0.5], "objective": [3.0, None, 0.5]}
+    k, med = tl.median_curve([a, b])
+    assert k.tolist() == [1, 11, 21]
+    assert med.tolist() == pytest.approx([2.0, 0.1, 0.5])
+
+
+def test_downsample_curve():
+    c = tl.downsample_curve(range(1, 26), [float(i) for i in range(25)], every=10)
+    assert c["k"] == [1, 11, 21, 25] and c["s0"] == [0.0, 10.0, 20.0, 24.0]
+    assert tl.downsample_curve([1, 2], [1.23456789, float("nan")], every=10)["s0"] == [1.23457, None]
+
+
+def test_cache_key_and_variant_configs():
+    pt = _load("paper_tables")
+    s = pt.run_spec("poisson1d", "cgmpinn", 0, 1.0)
+    assert tl.cache_key(s) == tl.cache_key(pt.run_spec("poisson1d", "cgmpinn", 0, 1.0))
+    assert tl.cache_key(s) == tl.cache_key(json.loads(json.dumps(s)))  # stable through a JSON round trip
+    others = [
+        pt.run_spec("poisson1d", "cgmpinn", 1, 1.0),
+        pt.run_spec("poisson1d", "cgmpinn", 0, 0.5),
+        pt.run_spec("poisson1d", "cgmpinn_relobralo_off", 0, 1.0),
+        pt.run_spec("poisson1d", "pinn", 0, 1.0),
+        pt.run_spec("poisson2d", "cgmpinn", 0, 1.0),
+        pt.run_spec("poisson1d", "cgmpinn", 0, 1.0, problem_params={"n_pde": 100}),
+        {**s, "config": {**s["config"], "adam_lr": 2e-3}},
+        {**s, "version": "9.9.9"},
+    ]
+    keys = {tl.cache_key(o) for o in others}
+    assert len(keys) == len(others) and tl.cache_key(s) not in keys
+    assert pt.run_path(s).name.startswith("poisson1d__cgmpinn__seed0__") and "scale" not in pt.run_path(s).name
+    assert "__scale0.5__" in pt.run_path(others[1]).name
+
+    cfg = lambda p, v, sc=1.0: pt.variant_config(pt._cj().get_problem(p), v, sc)
+    c = cfg("poisson1d", "cgmpinn")
+    assert (c.adam_steps, c.lbfgs_steps, c.relobralo) == (5000, 10000, None)
+    assert cfg("poisson1d", "cgmpinn_relobralo_off").relobralo == "none"
+    a = cfg("fisher_kpp", "cgmpinn_adam")
+    assert (a.adam_steps, a.lbfgs_steps) == (20000, 0)
+    lb = cfg("damped_wave", "cgmpinn_lbfgs")
+    assert (lb.adam_steps, lb.lbfgs_steps, lb.relobralo, lb.lbfgs_lr) == (0, 15000, "none", 0.1)
+    sc = cfg("poisson1d", "pinn", 0.002)
+    assert (sc.adam_steps, sc.lbfgs_steps) == (10, 20)
+    assert pt.planned_variants(["optimizers"], None) == ["cgmpinn", "cgmpinn_adam", "cgmpinn_lbfgs"]
+    assert pt.planned_variants(["methods", "ablation"], ["pinn", "cgmpinn"]) == ["cgmpinn", "pinn", "cgmpinn_relobralo_off"]
+
+
+def test_build_outputs(runs_dir, tmp_path):
+    pt = _load("paper_tables")
+    # CGMPINN runs with predictions on the test grid: a 1-D (200 points) and a 2-D (100 x 100) figure
+    for problem, n in (("poisson1d", 200), ("heat", 10000)):
+        # poisson1d: replaces the seed-0 run (same numbers, newer), so the verdict is unchanged
+        r = run_json(problem, "cgmpinn", "cgmpinn", 0, 1e-4, e_inf=2e-4, wall=100.0, key=f"{problem}-pred")
+        r["finished_at"] = "2025-06-01T00:00:00"
+        r["prediction"] = {"shape": [n] if n == 200 else [100, 100], "values": [0.5] * n}
+        (runs_dir / f"{problem}_pred.json").write_text(json.dumps(r))
+    has_mpl = importlib.util.find_spec("matplotlib") is not None  # an optional extra
+    out = pt.build_outputs(runs_dir=runs_dir, results=tmp_path / "results", figures=has_mpl, quiet=True)
+    for name in ("methods.md", "optimizers.md", "ablation.md", "paper_tables.json"):
+        assert (tmp_path / "results" / name).exists()
+    doc = json.loads((tmp_path / "results" / "paper_tables.json").read_text())
+    assert doc["header"]["n_runs_cached"] == 11 and doc["header"]["n_runs_used"] == 9
+    v = doc["tables"]["methods"]["poisson1d"]["verdicts"][0]
+    assert (v["wins"], v["n"]) == (1, 3)
+    if has_mpl:
+        assert {p.name for p in out["figures"]} == {"poisson1d_loss.png", "heat_loss.png", "poisson1d_cgmpinn.png",
+                                                    "heat_cgmpinn.png"}
