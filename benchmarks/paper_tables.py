@@ -49,7 +49,6 @@ import argparse
 import dataclasses
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import shlex

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import sys
 import time
 from typing import Any, Callable, NamedTuple, Optional
@@ -610,7 +609,7 @@ class _Engine:
         return best_params, best_raw, status.astype(jnp.int32)
 
     # --- chunks ----------------------------------------------------------------------
-    def adam_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, first_k, n_steps):
+    def adam_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, n_steps):
         use_relo = _stage_uses_relobralo(self.setup, "adam")
         adam = optax.adam(hyper.adam_lr)
         w, wstate = self.refresh(carry, batch, hyper, tau_k)
@@ -644,7 +643,7 @@ class _Engine:
         evals = jnp.ones(L, jnp.int32)
         return carry, w, n_done, hist + (evals,)
 
-    def lbfgs_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, first_k, n_steps):
+    def lbfgs_chunk(self, carry: Carry, batch, hyper: Hyper, tau_k, n_steps):
         use_relo = _stage_uses_relobralo(self.setup, "lbfgs")
         w, wstate = self.refresh(carry, batch, hyper, tau_k)
         carry = eqx.tree_at(lambda c: c.wstate, carry, wstate)
@@ -873,8 +872,8 @@ def _run_stages(setup: _Setup, eng: _Engine, carry: Carry, batch, hyper: Hyper, 
             opt = get_compiled("lbfgs_init", vm(eng.lbfgs.init, 0), *init_args)(*init_args)
             carry = eqx.tree_at(lambda c: c.opt, carry, opt)
         for chunk in chunks:
-            args = (carry, batch, hyper, i32(chunk.tau_k), i32(chunk.first_k), i32(chunk.n_steps))
-            fn = vm(eng.adam_chunk if stage == "adam" else eng.lbfgs_chunk, (0, 0, 0, None, None, None))
+            args = (carry, batch, hyper, i32(chunk.tau_k), i32(chunk.n_steps))
+            fn = vm(eng.adam_chunk if stage == "adam" else eng.lbfgs_chunk, (0, 0, 0, None, None))
             carry, w, n_done, hist = get_compiled(stage, fn, *args)(*args)
             n_done = lead(n_done)
             n = int(n_done.max())

@@ -1,0 +1,66 @@
+"""Wall time of a vmapped sweep over 1, 2, 4, 8 seeds against one seed (1D Poisson, CGMPINN,
+fixed budget), on this machine.
+
+Reproduce:  python benchmarks/sweep_scaling.py [--adam-steps 400] [--lbfgs-steps 200]
+Writes benchmarks/results/sweep_scaling.{md,json}.
+
+Compile and run seconds are reported separately; "per seed" = run seconds / seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import jax
+
+import cgmpinn_jax as cj
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--adam-steps", type=int, default=400)
+    ap.add_argument("--lbfgs-steps", type=int, default=200)
+    ap.add_argument("--seeds", default="1,2,4,8")
+    args = ap.parse_args(argv)
+    cfg = cj.TrainConfig(adam_steps=args.adam_steps, lbfgs_steps=args.lbfgs_steps)
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, "
+               f"backend {jax.default_backend()} ({jax.devices()[0].device_kind}), {len(jax.devices())} device(s)")
+    rows = []
+    t0 = time.perf_counter()
+    single = cj.train("poisson1d", "cgmpinn", cfg, key=0, quiet=True)
+    rows.append({"mode": "train (1 seed, not vmapped)", "seeds": 1, "compile_s": single.compile_seconds,
+                 "run_s": single.run_seconds, "wall_s": time.perf_counter() - t0})
+    print(rows[-1], flush=True)
+    for n in [int(s) for s in args.seeds.split(",")]:
+        t0 = time.perf_counter()
+        res = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=list(range(n)), quiet=True)
+        rows.append({"mode": "sweep (vmapped)", "seeds": n, "compile_s": res.compile_seconds,
+                     "run_s": res.run_seconds, "wall_s": time.perf_counter() - t0})
+        print(rows[-1], flush=True)
+    base = rows[0]["run_s"]
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "sweep_scaling.json").write_text(json.dumps({"machine": machine, "budget": vars(args), "rows": rows}, indent=1))
+    lines = [
+        "# Sweep scaling: seeds vmapped in one compiled call",
+        "",
+        f"1D Poisson, CGMPINN, {args.adam_steps} Adam + {args.lbfgs_steps} L-BFGS steps, float32. Machine: {machine}.",
+        "Command: `python benchmarks/sweep_scaling.py`. One measurement per row (not repeated).",
+        "",
+        "| mode | seeds | compile s | run s | run s per seed | run s vs 1 seed alone |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['mode']} | {r['seeds']} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
+                     f"{r['run_s'] / r['seeds']:.2f} | {r['run_s'] / base:.2f}x |")
+    (out / "sweep_scaling.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
