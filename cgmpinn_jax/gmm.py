@@ -194,6 +194,21 @@ def _check_1d(name, r):
         raise ValueError(f"`{name}` must not be empty")
 
 
+def _check_em_args(max_iter, kmeans_max_iter, tol, reg_covar, init):
+    """Validate the EM options shared by :func:`fit_gmm` and :func:`fit_gmm_bic`."""
+    max_iter = _check_static_int("max_iter", max_iter, 1)
+    kmeans_max_iter = _check_static_int("kmeans_max_iter", kmeans_max_iter, 0)
+    t = _concrete_float(tol)
+    if t is not None and not t >= 0.0:
+        raise ValueError(f"`tol` must be >= 0, got {tol!r}")
+    rc = _concrete_float(reg_covar)
+    if rc is not None and not rc >= 0.0:
+        raise ValueError(f"`reg_covar` must be >= 0, got {reg_covar!r}")
+    if init not in _INITS:
+        raise ValueError(f"`init` must be one of {_INITS}, got {init!r}")
+    return max_iter, kmeans_max_iter
+
+
 def _float_dtype(x):
     dtype = jnp.result_type(x)
     if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits >= 32:
@@ -300,16 +315,7 @@ def fit_gmm(
     """
     _check_1d("r", r)
     n_components = _check_static_int("n_components", n_components, 1)
-    max_iter = _check_static_int("max_iter", max_iter, 1)
-    kmeans_max_iter = _check_static_int("kmeans_max_iter", kmeans_max_iter, 0)
-    t = _concrete_float(tol)
-    if t is not None and not t >= 0.0:
-        raise ValueError(f"`tol` must be >= 0, got {tol!r}")
-    rc = _concrete_float(reg_covar)
-    if rc is not None and not rc >= 0.0:
-        raise ValueError(f"`reg_covar` must be >= 0, got {reg_covar!r}")
-    if init not in _INITS:
-        raise ValueError(f"`init` must be one of {_INITS}, got {init!r}")
+    max_iter, kmeans_max_iter = _check_em_args(max_iter, kmeans_max_iter, tol, reg_covar, init)
     r = jnp.asarray(r)
     return _fit_gmm_impl(
         r.astype(_float_dtype(r)),
@@ -646,16 +652,7 @@ def fit_gmm_bic(
     """
     _check_1d("r", r)
     max_components = _check_static_int("max_components", max_components, 1)
-    max_iter = _check_static_int("max_iter", max_iter, 1)
-    kmeans_max_iter = _check_static_int("kmeans_max_iter", kmeans_max_iter, 0)
-    t = _concrete_float(tol)
-    if t is not None and not t >= 0.0:
-        raise ValueError(f"`tol` must be >= 0, got {tol!r}")
-    rc = _concrete_float(reg_covar)
-    if rc is not None and not rc >= 0.0:
-        raise ValueError(f"`reg_covar` must be >= 0, got {reg_covar!r}")
-    if init not in _INITS:
-        raise ValueError(f"`init` must be one of {_INITS}, got {init!r}")
+    max_iter, kmeans_max_iter = _check_em_args(max_iter, kmeans_max_iter, tol, reg_covar, init)
     r = jnp.asarray(r)
     return _fit_gmm_bic_impl(
         r.astype(_float_dtype(r)),

@@ -113,15 +113,32 @@ def test_unknown_method_lists_names():
     assert len(cj.METHODS) == 8
 
 
-# Every method at a tiny budget (300 Adam + 300 L-BFGS, k_upd 100) on 1D Poisson and heat must
-# cut the test error 5x. Sixteen compilations: marked slow, run with `pytest -m slow`.
+# Every method at a small budget (heat: 300 Adam + 300 L-BFGS, k_upd 100; 1D Poisson: 5000 Adam
+# + 2000 L-BFGS, k_upd 200, see test_train.tiny_budget) must cut the test error 5x. Sixteen
+# compilations: marked slow, run with `pytest -m slow`.
+_PAPER_FAILURES = {
+    # The paper itself reports these two failing on 1D Poisson (relative e2 4.22 and 2.01);
+    # REFERENCE §5.1 explains GMMPINN's. Measured here (5000 Adam + 2000 L-BFGS, seed 0):
+    # lbPINN 0.52 and GMMPINN 0.74 from 1.09 at init. Kept as non-strict xfails.
+    ("lbpinn", "poisson1d"): "lbPINN fails on 1D Poisson in the paper too (rel e2 4.22)",
+    ("gmmpinn", "poisson1d"): "GMMPINN fails on 1D Poisson in the paper too (rel e2 2.01)",
+}
+
+
+def _method_cases():
+    for method in cj.METHODS:
+        for problem in ("poisson1d", "heat"):
+            reason = _PAPER_FAILURES.get((method, problem))
+            marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+            yield pytest.param(method, problem, marks=marks, id=f"{method}-{problem}")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("problem", ["poisson1d", "heat"])
-@pytest.mark.parametrize("method", list(cj.METHODS))
+@pytest.mark.parametrize("method,problem", list(_method_cases()))
 def test_each_method_cuts_error(method, problem):
-    from test_train import _initial_rel_e2
+    from test_train import _initial_rel_e2, tiny_budget
 
     p = cj.get_problem(problem)
     before = _initial_rel_e2(p, method, 0)
-    res = cj.train(p, method, TrainConfig(adam_steps=300, lbfgs_steps=300, k_upd=100), key=0, quiet=True)
+    res = cj.train(p, method, TrainConfig(**tiny_budget(problem)), key=0, quiet=True)
     assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)
