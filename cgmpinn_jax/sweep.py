@@ -7,10 +7,12 @@ members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``
 inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
 outside, one ``sweep`` per value.
 
-The member axis is sharded over ``jax.devices()`` with a ``NamedSharding`` (on several hosts
-when ``jax.distributed`` has been initialised, every process holding its share). The number
-of members is padded up to a multiple of the device count; padded members are dropped from
-the result.
+The member axis is sharded over ``jax.devices()`` with a ``NamedSharding`` (one host, any
+number of devices; tested with 4 simulated CPU devices). The number of members is padded up
+to a multiple of the device count; padded members are dropped from the result.
+Multi-host runs (``jax.distributed``) are not supported yet: the inputs are placed with
+``jax.device_put`` from one process's arrays and the results are read back with
+``np.asarray``, which needs every shard to be addressable by this process.
 
 Members stop independently: a member whose stage stops (a guard, or a tolerance) takes no
 further steps while the others go on.
