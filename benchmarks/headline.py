@@ -78,7 +78,6 @@ def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, b
         "lbfgs_iterations_run": int(lb.sum()),
         "machine": machine(), "version": cj.__version__,
     }
-    rec["adam_ms_per_step"] = None
     path.write_text(json.dumps(rec, indent=1))
     print(f"  {slug}: rel_e2={rec['rel_e2']:.3e} wall={wall:.1f}s (compile {rec['compile_s']:.1f}s) "
           f"evals/it={rec['evals_per_lbfgs_iteration']:.2f} {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
