@@ -31,6 +31,7 @@ import cgmpinn_jax as cj
 
 RESULTS = Path(__file__).parent / "results"
 CACHE = RESULTS / "headline_runs"
+TAG = ""  # --tag: a machine label; outputs go to headline-<tag>.{md,json}, cache headline_runs-<tag>/
 
 # REFERENCE §6 items 19-20: the authors' PyTorch code rerun on a 2-core CPU
 AUTHORS = {
@@ -62,7 +63,9 @@ def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, b
     slug = f"{problem}-{label.replace(' ', '_').replace('(', '').replace(')', '')}-{backend}-seed{seed}"
     path = CACHE / f"{slug}.json"
     if path.exists():
-        return json.loads(path.read_text())
+        rec = json.loads(path.read_text())
+        if rec.get("version") == cj.__version__:
+            return rec
     cfg = cj.TrainConfig(lbfgs_backend=backend, **overrides)
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=True)
@@ -93,7 +96,12 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated problems")
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default per problem)")
     ap.add_argument("--backend", default="optax", choices=("optax", "jaxopt"))
+    ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): separate cache and output files")
     args = ap.parse_args(argv)
+    global CACHE, TAG
+    if args.tag:
+        TAG = "-" + args.tag
+        CACHE = RESULTS / f"headline_runs{TAG}"
     problems = args.only.split(",") if args.only else list(VARIANTS)
     all_recs = []
     for problem in problems:
@@ -103,11 +111,13 @@ def main(argv=None):
                 all_recs.append(run_one(problem, label, method, overrides, seed, args.backend))
     # everything cached (also from other invocations) goes into the report
     recs = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
+    recs = [r for r in recs if r.get("version") == cj.__version__]
     lines = [
         "# Headline runs: CGMPINN at the paper's budgets",
         "",
-        f"Machine: {machine()}. float32. Runs one at a time. Command: `python benchmarks/headline.py` "
-        "(cached per run in `benchmarks/results/headline_runs/`).",
+        f"Machine: {machine()}. float32. cgmpinn-jax {cj.__version__}. Runs one at a time. "
+        f"Command: `python benchmarks/headline.py{' --tag ' + TAG[1:] if TAG else ''}` "
+        f"(cached per run in `benchmarks/results/{CACHE.name}/`).",
         "Wall = compile + run of `cj.train` (points and metrics excluded, like the paper's CPU seconds).",
         "",
     ]
@@ -136,8 +146,8 @@ def main(argv=None):
                          f"{sum(x <= 1e-3 for x in rel)}/{len(rs)} | {statistics.median(r['wall_s'] for r in rs):.1f} | {auth_s} |")
         lines.append("")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "headline.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "headline.json").write_text(json.dumps(recs, indent=1))
+    (RESULTS / f"headline{TAG}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"headline{TAG}.json").write_text(json.dumps(recs, indent=1))
     print("\n".join(lines))
 
 

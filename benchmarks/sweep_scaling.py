@@ -26,6 +26,7 @@ def main(argv=None):
     ap.add_argument("--adam-steps", type=int, default=400)
     ap.add_argument("--lbfgs-steps", type=int, default=200)
     ap.add_argument("--seeds", default="1,2,4,8")
+    ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): writes sweep_scaling-<tag>.{md,json}")
     args = ap.parse_args(argv)
     cfg = cj.TrainConfig(adam_steps=args.adam_steps, lbfgs_steps=args.lbfgs_steps)
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, "
@@ -45,12 +46,14 @@ def main(argv=None):
     base = rows[0]["run_s"]
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    (out / "sweep_scaling.json").write_text(json.dumps({"machine": machine, "budget": vars(args), "rows": rows}, indent=1))
+    name = "sweep_scaling" + (f"-{args.tag}" if args.tag else "")
+    (out / f"{name}.json").write_text(json.dumps({"machine": machine, "budget": vars(args), "rows": rows}, indent=1))
     lines = [
         "# Sweep scaling: seeds vmapped in one compiled call",
         "",
         f"1D Poisson, CGMPINN, {args.adam_steps} Adam + {args.lbfgs_steps} L-BFGS steps, float32. Machine: {machine}.",
-        "Command: `python benchmarks/sweep_scaling.py`. One measurement per row (not repeated).",
+        f"Command: `python benchmarks/sweep_scaling.py --adam-steps {args.adam_steps} --lbfgs-steps {args.lbfgs_steps}"
+        f"{' --tag ' + args.tag if args.tag else ''}`. One measurement per row (not repeated).",
         "",
         "| mode | seeds | compile s | run s | run s per seed | run s vs 1 seed alone |",
         "|---|---|---|---|---|---|",
@@ -58,7 +61,7 @@ def main(argv=None):
     for r in rows:
         lines.append(f"| {r['mode']} | {r['seeds']} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
                      f"{r['run_s'] / r['seeds']:.2f} | {r['run_s'] / base:.2f}x |")
-    (out / "sweep_scaling.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

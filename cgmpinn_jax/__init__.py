@@ -13,7 +13,7 @@ from .problems import PROBLEMS, Problem, get_problem
 from .sweep import SweepResult, sweep
 from .train import StageStatus, TrainConfig, TrainResult, refresh_schedule, train
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "balancing",

@@ -24,7 +24,11 @@ Deliberate deviations from the reference, all documented in REFERENCE §8 / DESI
 * Within one L-BFGS iteration the objective is frozen: ReLoBRaLo is updated once per
   outer iteration (at its start, from the current term losses), never inside the line
   search. When the weights w or the lambdas change, the solver's stored value and gradient
-  are recomputed under the new objective while its curvature memory is kept.
+  are recomputed under the new objective while its curvature memory is kept. Otherwise an
+  iteration starts from the value and gradient its line search ended with (plus one
+  forward pass for the per-term losses that the guard and the history record), so an
+  iteration whose first trial step is accepted costs one loss+gradient evaluation. With
+  ReLoBRaLo in the L-BFGS stage the lambdas change every iteration, which costs one more.
 * Two L-BFGS backends behind one small interface: ``optax.lbfgs`` with optax's zoom
   (strong-Wolfe) line search, initial guess 1 (the default), and ``jaxopt.LBFGS`` with
   jaxopt's zoom search (``lbfgs_backend="jaxopt"``; jaxopt stores every (s, y) pair, so
@@ -497,9 +501,10 @@ class _Lbfgs:
         return optax.tree_utils.tree_set(state, value=value, grad=grad)
 
     def stored(self, state):
+        """(value, grad, aux) at the current point; aux is None for optax."""
         if self.backend == "jaxopt":
             return state.value, state.grad, state.aux
-        return None
+        return optax.tree_utils.tree_get(state, "value"), optax.tree_utils.tree_get(state, "grad"), None
 
     def step(self, params, state, w, lam, batch, value, grad):
         """One iteration from (value, grad) at ``params``.
@@ -654,7 +659,10 @@ class _Engine:
         # the objective changed (new w): recompute the stored value and gradient
         opt = carry.opt
         extra_evals = jnp.int32(0)
-        if not use_relo and self.lbfgs.backend == "jaxopt":
+        if not use_relo:
+            # jaxopt keeps value, gradient and aux at the accepted point; optax keeps value
+            # and gradient (its line search ends with them). Both are re-based here once per
+            # chunk, so that no iteration pays a loss+gradient evaluation of its own.
             (value, tv), grad = self.value_and_grad(carry.params, w, carry.lambdas, batch)
             opt = self.lbfgs.set_point(opt, value, grad, tv)
             extra_evals = jnp.int32(1)
@@ -676,9 +684,12 @@ class _Engine:
                 lam, bstate = c.lambdas, c.bstate
                 n_ev = jnp.where(i == 0, extra_evals, 0).astype(jnp.int32)
             else:
-                (value, tv), grad = self.value_and_grad(c.params, w, c.lambdas, batch)
+                # optax: value and gradient from the line search's last (accepted) trial;
+                # the per-term values for the guard and the history need one forward pass
+                value, grad = self.lbfgs.stored(opt)[:2]
+                tv = self.term_fn(c.params, batch, w)
                 lam, bstate = c.lambdas, c.bstate
-                n_ev = jnp.int32(1)
+                n_ev = jnp.where(i == 0, extra_evals, 0).astype(jnp.int32)
             gtol_hit = _tree_max_abs(grad) <= cfg.lbfgs_gtol
             params, opt, new_value, _, ls_evals = self.lbfgs.step(c.params, opt, w, lam, batch, value, grad)
             # guards on the unweighted loss at the start point (known) and the new objective
