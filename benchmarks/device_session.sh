@@ -8,6 +8,8 @@
 # Every finished run is cached as in benchmarks/paper_tables.py, so nothing finished is lost
 # when the deadline stops a job. Results are packed into $OUT/results.tgz.
 # Usage: OUT=/tmp/out DEADLINE_S=530 bash benchmarks/device_session.sh
+# Options (environment): SKIP_TIMING=1 skips steps 1-2; GPU_TABLE_ARGS replaces the GPU's
+# paper_tables arguments; CPU_METHODS / CPU_SEEDS / CPU_TABLES choose the CPU workers' runs.
 set -u
 OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
@@ -36,20 +38,22 @@ for i in $(seq 0 $((CPU_WORKERS - 1))); do
   c0=$((2 * i)); c1=$((2 * i + 1))
   [ $c1 -ge $((NCPU - 4)) ] && break
   ( JAX_PLATFORMS=cpu timeout $(left) taskset -c $c0,$c1 python3 benchmarks/paper_tables.py --problems "$p" \
-      --tables methods --methods "$CPU_METHODS" --seeds 0,1,2 --no-vmap --no-figures --progress-seconds 1e9 \
+      --tables "${CPU_TABLES:-methods}" --methods "$CPU_METHODS" --seeds "${CPU_SEEDS:-0,1,2}" --no-vmap --no-figures --progress-seconds 1e9 \
       >"$OUT/cpu_$p.txt" 2>&1 ) &
   pids+=($!)
 done
 
 GPU_CORES="$((NCPU - 4))-$((NCPU - 1))"
+GPU_TABLE_ARGS=${GPU_TABLE_ARGS:---tables methods --methods cgmpinn,pinn --seeds 0,1,2,3,4}
 {
-  echo "== headline (GPU), $(left) s left"
-  timeout 200 taskset -c $GPU_CORES python3 benchmarks/headline.py --only poisson1d --seeds 1224 --tag "$TAG"
-  echo "== sweep scaling (GPU), $(left) s left"
-  timeout 100 taskset -c $GPU_CORES python3 benchmarks/sweep_scaling.py --seeds 1,2,4,8,32 --tag "$TAG"
+  if [ -z "${SKIP_TIMING:-}" ]; then
+    echo "== headline (GPU), $(left) s left"
+    timeout 200 taskset -c $GPU_CORES python3 benchmarks/headline.py --only poisson1d --seeds 1224 --tag "$TAG"
+    echo "== sweep scaling (GPU), $(left) s left"
+    timeout 100 taskset -c $GPU_CORES python3 benchmarks/sweep_scaling.py --seeds 1,2,4,8,32 --tag "$TAG"
+  fi
   echo "== paper tables (GPU), $(left) s left"
-  timeout $(left) taskset -c $GPU_CORES python3 benchmarks/paper_tables.py --tables methods --methods cgmpinn,pinn \
-      --seeds 0,1,2,3,4 --no-figures --progress-seconds 1e9
+  timeout $(left) taskset -c $GPU_CORES python3 benchmarks/paper_tables.py $GPU_TABLE_ARGS --no-figures --progress-seconds 1e9
 } >>"$LOG" 2>&1
 wait "${pids[@]}" 2>/dev/null
 echo "== done after $(( $(date +%s) - T0 )) s" >>"$LOG"

@@ -32,36 +32,42 @@ def main(argv=None):
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, "
                f"backend {jax.default_backend()} ({jax.devices()[0].device_kind}), {len(jax.devices())} device(s)")
     rows = []
+    out = Path(__file__).parent / "results"
+    name = "sweep_scaling" + (f"-{args.tag}" if args.tag else "")
+
+    def write():  # after every row, so a run stopped early keeps what it measured
+        base = rows[0]["run_s"]
+        out.mkdir(exist_ok=True)
+        (out / f"{name}.json").write_text(json.dumps({"machine": machine, "budget": vars(args), "rows": rows}, indent=1))
+        lines = [
+            "# Sweep scaling: seeds vmapped in one compiled call",
+            "",
+            f"1D Poisson, CGMPINN, {args.adam_steps} Adam + {args.lbfgs_steps} L-BFGS steps, float32. Machine: {machine}.",
+            f"Command: `python benchmarks/sweep_scaling.py --adam-steps {args.adam_steps} --lbfgs-steps {args.lbfgs_steps} "
+            f"--seeds {args.seeds}{' --tag ' + args.tag if args.tag else ''}`. One measurement per row (not repeated).",
+            "",
+            "| mode | seeds | compile s | run s | run s per seed | run s vs 1 seed alone |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(f"| {r['mode']} | {r['seeds']} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
+                         f"{r['run_s'] / r['seeds']:.2f} | {r['run_s'] / base:.2f}x |")
+        (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+        return lines
+
     t0 = time.perf_counter()
     single = cj.train("poisson1d", "cgmpinn", cfg, key=0, quiet=True)
     rows.append({"mode": "train (1 seed, not vmapped)", "seeds": 1, "compile_s": single.compile_seconds,
                  "run_s": single.run_seconds, "wall_s": time.perf_counter() - t0})
     print(rows[-1], flush=True)
+    lines = write()
     for n in [int(s) for s in args.seeds.split(",")]:
         t0 = time.perf_counter()
         res = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=list(range(n)), quiet=True)
         rows.append({"mode": "sweep (vmapped)", "seeds": n, "compile_s": res.compile_seconds,
                      "run_s": res.run_seconds, "wall_s": time.perf_counter() - t0})
         print(rows[-1], flush=True)
-    base = rows[0]["run_s"]
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    name = "sweep_scaling" + (f"-{args.tag}" if args.tag else "")
-    (out / f"{name}.json").write_text(json.dumps({"machine": machine, "budget": vars(args), "rows": rows}, indent=1))
-    lines = [
-        "# Sweep scaling: seeds vmapped in one compiled call",
-        "",
-        f"1D Poisson, CGMPINN, {args.adam_steps} Adam + {args.lbfgs_steps} L-BFGS steps, float32. Machine: {machine}.",
-        f"Command: `python benchmarks/sweep_scaling.py --adam-steps {args.adam_steps} --lbfgs-steps {args.lbfgs_steps}"
-        f"{' --tag ' + args.tag if args.tag else ''}`. One measurement per row (not repeated).",
-        "",
-        "| mode | seeds | compile s | run s | run s per seed | run s vs 1 seed alone |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(f"| {r['mode']} | {r['seeds']} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
-                     f"{r['run_s'] / r['seeds']:.2f} | {r['run_s'] / base:.2f}x |")
-    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+        lines = write()
     print("\n".join(lines))
 
 

@@ -274,6 +274,7 @@ def summarize(runs: list[dict]) -> Optional[dict]:
         "budget_scales": sorted({float(r["spec"].get("budget_scale", 1.0)) for r in runs}),
         "versions": sorted({str(r["spec"].get("version")) for r in runs}),
         "timing": sorted({r.get("timing", "single") for r in runs}),
+        "hardware": sorted({hardware_label(r.get("machine") or {}) for r in runs}),
     }
     st = Counter()
     for r in runs:
@@ -283,6 +284,18 @@ def summarize(runs: list[dict]) -> Optional[dict]:
                 st[f"{'Adam' if stage == 'adam' else 'L-BFGS'} {s}"] += 1
     out["stage_stops"] = dict(sorted(st.items()))
     return out
+
+
+def hardware_label(m: dict) -> str:
+    """Short name of what a run's seconds were measured on (seconds from different
+    hardware are not comparable; the tables say which)."""
+    if not m:
+        return "?"
+    if m.get("backend") == "gpu":
+        kinds = [d.split(":", 1)[-1] for d in m.get("devices", [])] or ["?"]
+        return f"GPU {kinds[0]}"
+    where = " of the GPU host" if "gpu" in str(m.get("platform", "")) else ""
+    return f"{m.get('cpus_available', '?')} CPU cores{where}"
 
 
 def verdict(runs, problem: str, a: str = "cgmpinn", b: str = "pinn", metric: str = "rel_e2") -> dict:
@@ -473,7 +486,8 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
                 fmt_sci(pr.get("e_inf")),
                 fmt_sci(c["e_loss"]["median"]) if c else "—",
                 fmt_sci(pr.get("e_loss")),
-                (fmt_seconds(c["run_seconds"]["median"]) + " + " + fmt_seconds(c["compile_seconds"]["median"])) if c else "—",
+                (fmt_seconds(c["run_seconds"]["median"]) + " + " + fmt_seconds(c["compile_seconds"]["median"])
+                 + " (" + ", ".join(c.get("hardware", ["?"])) + ")") if c else "—",
                 fmt_seconds(pr.get("cpu_s")),
                 str(c["n_seeds"]) if c else "0",
                 _notes(c),
