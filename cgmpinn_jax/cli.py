@@ -2,6 +2,7 @@
 
     cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N] [--seed S]
                     [--x64] [--lbfgs-backend jaxopt|optax] [--relobralo on|off|adam]
+                    [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet]
     cgmpinn-jax list
 
@@ -120,6 +121,7 @@ def _cmd_run(args) -> int:
             lbfgs_steps=args.lbfgs_steps,
             lbfgs_backend=args.lbfgs_backend,
             relobralo=relo,
+            relobralo_lbfgs_apply=args.relobralo_lbfgs,
             **({"lbfgs_lr": args.lbfgs_lr} if args.lbfgs_lr is not None else {}),
         )
     except ValueError as e:
@@ -159,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--x64", action="store_true", help="train in float64")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default="optax")
     r.add_argument("--relobralo", choices=("on", "off", "adam"), default=None, help="default: the method's")
+    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
+                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (default, as "
+                        "released) or at each weight refresh (faster; see cgmpinn_jax/train.py)")
     r.add_argument("--out", default=None)
     r.add_argument("--no-plots", action="store_true")
     r.add_argument("--quiet", action="store_true")

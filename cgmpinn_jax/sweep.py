@@ -7,12 +7,16 @@ members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``
 inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
 outside, one ``sweep`` per value.
 
-The member axis is sharded over ``jax.devices()`` with a ``NamedSharding`` (one host, any
-number of devices; tested with 4 simulated CPU devices). The number of members is padded up
-to a multiple of the device count; padded members are dropped from the result.
-Multi-host runs (``jax.distributed``) are not supported yet: the inputs are placed with
-``jax.device_put`` from one process's arrays and the results are read back with
-``np.asarray``, which needs every shard to be addressable by this process.
+The member axis is sharded over ``jax.devices()`` with a ``NamedSharding``: all devices of
+all processes. The number of members is padded up to a multiple of the device count; padded
+members are dropped from the result. Multi-host (multi-process) runs work when
+``jax.distributed.initialize()`` was called before: every process calls ``sweep`` with the
+same arguments (SPMD); the seeds and hyperparameters become global arrays through
+``jax.make_array_from_callback`` (each process fills its own shards), the training points
+and networks are created on the shards where they live, and whatever the host reads
+(histories, statuses, predictions) is gathered with ``process_allgather``. Every process
+returns the full result; only process 0 prints progress. Tested with 4 simulated CPU devices
+in one process, and with 2 processes x 2 CPU devices (``jax.distributed`` on localhost).
 
 Members stop independently: a member whose stage stops (a guard, or a tolerance) takes no
 further steps while the others go on.
@@ -40,7 +44,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from . import metrics as metrics_lib
 from .methods import Method, get_method
 from .problems import Problem, get_problem
-from .train import Hyper, StageStatus, TrainConfig, _init_state, _member_history, _resolve, _run_stages, _static_and_engine
+from .train import Hyper, StageStatus, TrainConfig, _init_state, _member_history, _resolve, _run_stages, _static_and_engine, _to_host
 
 __all__ = ["sweep", "SweepResult", "SWEEPABLE"]
 
@@ -95,9 +99,16 @@ class SweepResult:
 
 
 def _mesh_sharding(n_members: int):
-    devices = jax.devices()
+    devices = jax.devices()  # global: every process's devices
     mesh = Mesh(np.asarray(devices), ("members",))
     return NamedSharding(mesh, PartitionSpec("members")), len(devices)
+
+
+def _global_array(x: np.ndarray, sharding: NamedSharding) -> jax.Array:
+    """A global array from a host array that every process holds in full (each process
+    fills the shards of its own devices)."""
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
 
 
 def sweep(
@@ -142,6 +153,8 @@ def sweep(
     if not seeds:
         raise ValueError("seeds is empty")
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    if jax.process_index() != 0:
+        emit = lambda s: None  # noqa: E731  (multi-host: one process reports)
 
     axes = {"seed": seeds, **{k: [float(v) for v in vals] for k, vals in grid.items()}}
     members = list(itertools.product(*axes.values()))
@@ -150,25 +163,30 @@ def sweep(
     dtype = jnp.zeros(()).dtype
     base = Hyper.from_config(config, dtype)
     names = list(axes)
-    hyper = Hyper(*[
-        jnp.asarray([m[names.index(f)] if f in grid else float(getattr(base, f)) for m in members], dtype)
-        for f in Hyper._fields
-    ])
-    keys = jax.vmap(jax.random.key)(jnp.asarray([m[0] for m in members], jnp.uint32))
+    np_dtype = np.dtype(jnp.dtype(dtype).name)
+    hyper_np = [np.asarray([m[names.index(f)] if f in grid else float(getattr(base, f)) for m in members], np_dtype)
+                for f in Hyper._fields]
+    seeds_np = np.asarray([m[0] for m in members], np.uint32)
 
     n_dev = 1
     if shard:
         sharding, n_dev = _mesh_sharding(n)
     pad = (-n) % n_dev
     if pad:
-        keys = jnp.concatenate([keys, keys[:pad]])
-        hyper = Hyper(*[jnp.concatenate([h, h[:pad]]) for h in hyper])
+        seeds_np = np.concatenate([seeds_np, seeds_np[:pad]])
+        hyper_np = [np.concatenate([h, h[:pad]]) for h in hyper_np]
+    if shard and n_dev > 1:
+        seeds_in = _global_array(seeds_np, sharding)
+        hyper = Hyper(*[_global_array(h, sharding) for h in hyper_np])
+    else:
+        seeds_in, hyper = jnp.asarray(seeds_np), Hyper(*[jnp.asarray(h) for h in hyper_np])
 
     with jax.default_matmul_precision("highest"):
         static, eng = _static_and_engine(setup)
-        carry, batch = jax.jit(jax.vmap(lambda k: _init_state(setup, eng, k)))(keys)
-        if shard and n_dev > 1:
-            carry, batch, hyper = jax.device_put((carry, batch, hyper), sharding)
+        # points, networks and optimiser states are created where their member's shard lives
+        init = jax.vmap(lambda s: _init_state(setup, eng, jax.random.key(s)))
+        out_sh = sharding if shard and n_dev > 1 else None
+        carry, batch = jax.jit(init, out_shardings=out_sh)(seeds_in)
         emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
              f"on {n_dev} device(s)")
         out = _run_stages(setup, eng, carry, batch, hyper, emit, batched=True)
@@ -181,8 +199,8 @@ def sweep(
             model = eqx.combine(params, static).model
             return jax.vmap(model)(grid_pts)
 
-        preds = np.asarray(jax.jit(jax.vmap(predict))(carry.params))[:n]
-        e_loss = np.asarray(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, batch))[:n]
+        preds = _to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
+        e_loss = _to_host(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, batch))[:n]
     exact = np.asarray(problem.exact_on(grid_pts))
     per = [metrics_lib.error_metrics(p, exact) for p in preds]
     shape = tuple(len(v) for v in axes.values())

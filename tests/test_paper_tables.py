@@ -1,6 +1,7 @@
 """benchmarks/paper_tables.py and benchmarks/tables_lib.py: tables from hand-written cached
 runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -48,7 +49,7 @@ def run_json(problem, variant, method, seed, rel_e2, *, e_inf, wall, scale=1.0, 
         "evals_per_lbfgs_iteration": 1.5,
         "loss_curve": {"every": 10, "k": [1, 11, 15], "raw_total": [10.0, 1.0, None], "objective": [10.0, 1.0, None]},
         "prediction": None,
-        "machine": {"platform": "Linux-test", "cpu_count": 2, "jax": "0.0", "backend": "cpu", "devices": ["cpu:cpu"]},
+        "machine": {"platform": "Linux-test", "cpu_count": 2, "cpus_available": 2, "jax": "0.0", "backend": "cpu", "devices": ["cpu:cpu"]},
         "command": "python benchmarks/paper_tables.py",
         "finished_at": "2025-01-01T00:00:00",
     }
@@ -139,7 +140,7 @@ def test_markdown(runs_dir):
               "reproduce_command": "python benchmarks/paper_tables.py", "machines": tl.machines_of(runs), "versions": ["0.1.0"]}
     md = tl.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
     assert ("| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | 9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 "
-            "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 | 1018 | 3 |  |") in md
+            "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 (2 CPU cores) | 1018 | 3 |  |") in md
     assert "| CGMPINN | 3.00e-3 [1.00e-4–inf] | 1.81e-4 | 1.05e-3" in md
     assert "CGMPINN beats PINN in **1 of 3** seeds" in md
     assert "3.00e-1 [2.00e-1–4.00e-1] (scale 0.1)" in md  # heat PINN, scaled
@@ -197,6 +198,20 @@ def test_cache_key_and_variant_configs():
     assert (sc.adam_steps, sc.lbfgs_steps) == (10, 20)
     assert pt.planned_variants(["optimizers"], None) == ["cgmpinn", "cgmpinn_adam", "cgmpinn_lbfgs"]
     assert pt.planned_variants(["methods", "ablation"], ["pinn", "cgmpinn"]) == ["cgmpinn", "pinn", "cgmpinn_relobralo_off"]
+    # a later TrainConfig field at the default the cached runs used does not change the key
+    base = pt._cj().TrainConfig()
+    assert "relobralo_lbfgs_apply" not in pt._config_for_key(base)
+    other = dataclasses.replace(base, relobralo_lbfgs_apply="refresh")
+    assert pt._config_for_key(other)["relobralo_lbfgs_apply"] == "refresh"
+
+
+def test_variants_flag_selects_exact_ids(capsys, tmp_path):
+    pt = _load("paper_tables")
+    pt.main(["--variants", "cgmpinn", "--problems", "poisson1d", "--seeds", "0", "--list", "--runs-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "poisson1d            cgmpinn " in out and "relobralo_off" not in out
+    with pytest.raises(SystemExit, match="unknown variant"):
+        pt.main(["--variants", "nope", "--list", "--runs-dir", str(tmp_path)])
 
 
 def test_build_outputs(runs_dir, tmp_path):
@@ -219,3 +234,10 @@ def test_build_outputs(runs_dir, tmp_path):
     if has_mpl:
         assert {p.name for p in out["figures"]} == {"poisson1d_loss.png", "heat_loss.png", "poisson1d_cgmpinn.png",
                                                     "heat_cgmpinn.png"}
+
+
+def test_hardware_label():
+    assert tl.hardware_label({"backend": "gpu", "devices": ["gpu:NVIDIA H200"]}) == "GPU NVIDIA H200"
+    assert tl.hardware_label({"backend": "cpu", "cpus_available": 2, "platform": "Linux-6.1-x86_64"}) == "2 CPU cores"
+    assert tl.hardware_label({"backend": "cpu", "cpus_available": 2, "platform": "Linux-fc-gpu-x86_64"}) == "2 CPU cores of the GPU host"
+    assert tl.hardware_label({}) == "?"

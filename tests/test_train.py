@@ -170,3 +170,29 @@ def test_tiny_run_cuts_error(name):
     before = _initial_rel_e2(p, "cgmpinn", 0)
     res = cj.train(p, "cgmpinn", TrainConfig(**tiny_budget(name)), key=0, quiet=True)
     assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)
+
+
+@pytest.mark.parametrize("apply", ["iteration", "refresh"])
+def test_relobralo_lbfgs_apply(apply):
+    """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
+    iterations and move between chunks; 'iteration': they move within a chunk."""
+    cfg = TrainConfig(adam_steps=20, lbfgs_steps=30, k_upd=10, relobralo="both", relobralo_lbfgs_apply=apply)
+    res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
+    k = np.asarray(res.history.k)
+    lam = np.asarray(res.history.lambdas)
+    assert res.lbfgs_status == StageStatus.COMPLETED
+    spans = [(c.first_k, c.first_k + c.n_steps) for c in refresh_schedule(20, 30, 10) if c.stage == "lbfgs"]
+    chunks = [lam[(k >= a) & (k < b)] for a, b in spans]
+    chunks = [c for c in chunks if len(c) > 1]
+    assert len(chunks) >= 2
+    within = max(float(np.ptp(c, axis=0).max()) for c in chunks)
+    if apply == "refresh":
+        assert within == 0.0
+        assert not np.allclose(chunks[0][0], chunks[1][0])
+    else:
+        assert within > 0.0
+
+
+def test_relobralo_lbfgs_apply_validated():
+    with pytest.raises(ValueError, match="relobralo_lbfgs_apply"):
+        TrainConfig(relobralo_lbfgs_apply="sometimes")
