@@ -163,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--relobralo", choices=("on", "off", "adam"), default=None, help="default: the method's")
     r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
                    help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (default, as "
-                        "released) or at each weight refresh (faster; see cgmpinn_jax/train.py)")
+                        "released) or at each weight refresh (fewer evaluations, measured less accurate; see "
+                        "benchmarks/results/headline.md)")
     r.add_argument("--out", default=None)
     r.add_argument("--no-plots", action="store_true")
     r.add_argument("--quiet", action="store_true")
