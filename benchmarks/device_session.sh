@@ -8,6 +8,9 @@
 # Every finished run is cached as in benchmarks/paper_tables.py, so nothing finished is lost
 # when the deadline stops a job. Results are packed into $OUT/results.tgz.
 # Usage: OUT=/tmp/out DEADLINE_S=530 bash benchmarks/device_session.sh
+# The machine's image has jax, optax and equinox but not jaxopt: put its wheel in .whl/
+# (pip download --no-deps jaxopt==0.8.5 -d .whl) and carry that folder; it is installed first.
+# Run only one JAX process on the GPU at a time (a second one beside it failed here).
 # Options (environment): SKIP_TIMING=1 skips steps 1-2; GPU_TABLE_ARGS replaces the GPU's
 # paper_tables arguments; CPU_METHODS / CPU_SEEDS / CPU_TABLES choose the CPU workers' runs.
 set -u
