@@ -175,7 +175,8 @@ def sweep(
     if pad:
         seeds_np = np.concatenate([seeds_np, seeds_np[:pad]])
         hyper_np = [np.concatenate([h, h[:pad]]) for h in hyper_np]
-    if shard and n_dev > 1:
+    distributed = shard and n_dev > 1
+    if distributed:
         seeds_in = _global_array(seeds_np, sharding)
         hyper = Hyper(*[_global_array(h, sharding) for h in hyper_np])
     else:
@@ -185,8 +186,7 @@ def sweep(
         static, eng = _static_and_engine(setup)
         # points, networks and optimiser states are created where their member's shard lives
         init = jax.vmap(lambda s: _init_state(setup, eng, jax.random.key(s)))
-        out_sh = sharding if shard and n_dev > 1 else None
-        carry, batch = jax.jit(init, out_shardings=out_sh)(seeds_in)
+        carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
         emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
              f"on {n_dev} device(s)")
         out = _run_stages(setup, eng, carry, batch, hyper, emit, batched=True)

@@ -672,7 +672,6 @@ class _Engine:
         dtype = w.dtype
         hist0 = (jnp.zeros(L, dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype), jnp.zeros((L, C), dtype), jnp.zeros(L, jnp.int32))
         opt = carry.opt
-        extra_evals = jnp.int32(0)
         # the lambdas of the objective in this chunk (unless ReLoBRaLo changes them every
         # iteration): ones without ReLoBRaLo, else ReLoBRaLo's latest
         lam_chunk = carry.lambdas
@@ -682,7 +681,6 @@ class _Engine:
             # chunk, so that no iteration pays a loss+gradient evaluation of its own.
             (value, tv), grad = self.value_and_grad(carry.params, w, lam_chunk, batch)
             opt = self.lbfgs.set_point(opt, value, grad, tv)
-            extra_evals = jnp.int32(1)
         carry = eqx.tree_at(lambda c: c.opt, carry, opt)
 
         def cond(s):
@@ -705,7 +703,7 @@ class _Engine:
                     # the per-term values for the guard and the history need one forward pass
                     value, grad = self.lbfgs.stored(opt)[:2]
                     tv = self.term_fn(c.params, batch, w)
-                n_ev = jnp.where(i == 0, extra_evals, 0).astype(jnp.int32)
+                n_ev = jnp.where(i == 0, 1, 0).astype(jnp.int32)  # the chunk's re-basing evaluation
                 lam = lam_chunk
                 if use_relo:  # "refresh": ReLoBRaLo's state moves every iteration, the objective's lambdas per chunk
                     lam_next, bstate = self.balancing.update(jax.lax.stop_gradient(tv.terms), c.bstate)
