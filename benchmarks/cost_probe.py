@@ -62,6 +62,15 @@ def median_evals(variant: str) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+def extrapolate(adam_steps: int, lbfgs_steps: int, t_adam: float, t_it: float, e_probe: float,
+                e_assumed: float | None = None) -> float:
+    """Seconds of a run of ``adam_steps`` + ``lbfgs_steps`` from per-step costs; with ``e_assumed``,
+    the L-BFGS iteration cost is rescaled from ``e_probe`` evaluations per iteration to ``e_assumed``
+    (cost proportional to evaluations + 1, the +1 being the per-iteration forward pass)."""
+    scale = 1.0 if e_assumed is None else (e_assumed + 1.0) / (e_probe + 1.0)
+    return adam_steps * t_adam + lbfgs_steps * t_it * scale
+
+
 def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, assume_evals: float | None) -> dict:
     import dataclasses
 
@@ -77,9 +86,9 @@ def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, ass
     t_it = max(r2.run_seconds - r1.run_seconds, 0.0) / lbfgs
     e_probe = float(r2.evals_per_lbfgs_iteration)
     e_assumed = assume_evals if assume_evals is not None else median_evals(variant)
-    est_probe = full.adam_steps * t_adam + full.lbfgs_steps * t_it
+    est_probe = extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe)
     est_assumed = (None if e_assumed is None
-                   else full.adam_steps * t_adam + full.lbfgs_steps * t_it * (e_assumed + 1) / (e_probe + 1))
+                   else extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe, e_assumed))
     cached = cached_full_runs(problem.name, variant)
     rec = {
         "problem": problem.name, "variant": variant, "seed": seed,
