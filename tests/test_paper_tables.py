@@ -130,7 +130,7 @@ def test_verdicts(runs_dir):
     for a in ("cgmpinn", "cgmpinn_relobralo_off"):
         av = tl.authors_verdict("poisson1d", a, "pinn")
         assert (av["wins"], av["n"]) == (3, 5)
-    for variant, d in tl.AUTHORS_RERUN["poisson1d"].items():
+    for d in tl.AUTHORS_RERUN["poisson1d"].values():
         assert tl.stats(d["rel_e2"])["median"] == pytest.approx(d["median"])
 
 
