@@ -572,8 +572,13 @@ def machines_of(runs: Iterable[dict]) -> list[dict]:
 # loss curves
 
 
-def median_curve(runs: list[dict], series: str = "raw_total") -> tuple[np.ndarray, np.ndarray]:
-    """Median over runs of a downsampled loss curve, aligned on k (missing / None -> NaN)."""
+def median_curve(runs: list[dict], series: str = "raw_total", min_fraction: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Median over runs of a downsampled loss curve, aligned on k (missing / None -> NaN).
+
+    Only steps where at least ``min_fraction`` of the runs still have a value get a median (NaN
+    elsewhere): runs stop at different steps (loss tolerance, divergence guard), and the tail
+    where one run is left would otherwise show that run alone, e.g. the rejected trial loss a
+    diverged L-BFGS stage records last."""
     curves = [r.get("loss_curve") or {} for r in runs]
     ks = sorted({int(k) for c in curves for k in c.get("k", [])})
     if not ks:
@@ -586,6 +591,8 @@ def median_curve(runs: list[dict], series: str = "raw_total") -> tuple[np.ndarra
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
         med = np.nanmedian(mat, axis=0)
+    present = np.isfinite(mat).sum(axis=0)
+    med[present < math.ceil(min_fraction * len(curves))] = np.nan
     return np.asarray(ks), med
 
 

@@ -158,6 +158,12 @@ def test_median_curve():
     k, med = tl.median_curve([a, b])
     assert k.tolist() == [1, 11, 21]
     assert med.tolist() == pytest.approx([2.0, 0.1, 0.5])
+    # three runs: a step that only one of them reached gets no median
+    c = tl.fake_run("heat", "pinn", 2, 1.0)
+    c["loss_curve"] = {"every": 10, "k": [1, 11], "raw_total": [1.0, 0.2], "objective": [1.0, 0.2]}
+    k, med = tl.median_curve([a, b, c])
+    assert k.tolist() == [1, 11, 21]
+    assert med[:2].tolist() == pytest.approx([1.0, 0.15]) and math.isnan(med[2])
 
 
 def test_downsample_curve():
