@@ -40,25 +40,15 @@ OUT_JSON = pt.RESULTS / "cost_probe.json"
 OUT_MD = pt.RESULTS / "cost_probe.md"
 
 
-def cached_full_runs(problem: str, variant: str) -> list[dict]:
-    """Paper-budget (unscaled) cached runs of ``variant`` on ``problem``."""
-    if not pt.RUNS.is_dir():
-        return []
-    out = []
-    for r in tl.load_runs(pt.RUNS):
-        s = r["spec"]
-        if s["problem"] == problem and s["variant"] == variant and float(s["budget_scale"]) == 1.0:
-            out.append(r)
-    return out
+def full_budget_runs() -> list[dict]:
+    """The cached paper-budget (unscaled) runs of ``benchmarks/results/runs/``, read once per probe session."""
+    return [r for r in tl.load_runs(pt.RUNS) if float(r["spec"]["budget_scale"]) == 1.0]
 
 
-def median_evals(variant: str) -> float | None:
-    """Median evaluations per L-BFGS iteration over all cached paper-budget runs of ``variant``."""
-    if not pt.RUNS.is_dir():
-        return None
-    vals = [float(r["evals_per_lbfgs_iteration"]) for r in tl.load_runs(pt.RUNS)
-            if r["spec"]["variant"] == variant and float(r["spec"]["budget_scale"]) == 1.0
-            and r.get("evals_per_lbfgs_iteration") is not None]
+def median_evals(runs: list[dict], variant: str) -> float | None:
+    """Median evaluations per L-BFGS iteration over ``runs`` of ``variant``."""
+    vals = [float(r["evals_per_lbfgs_iteration"]) for r in runs
+            if r["spec"]["variant"] == variant and r.get("evals_per_lbfgs_iteration") is not None]
     return statistics.median(vals) if vals else None
 
 
@@ -71,7 +61,9 @@ def extrapolate(adam_steps: int, lbfgs_steps: int, t_adam: float, t_it: float, e
     return adam_steps * t_adam + lbfgs_steps * t_it * scale
 
 
-def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, assume_evals: float | None) -> dict:
+def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, assume_evals: float | None,
+          full_runs: list[dict]) -> dict:
+    """Probe one (problem, variant); ``full_runs``: the cached paper-budget runs (``full_budget_runs``)."""
     import dataclasses
 
     cj = pt._cj()
@@ -85,11 +77,11 @@ def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, ass
     t_adam = r1.run_seconds / adam
     t_it = max(r2.run_seconds - r1.run_seconds, 0.0) / lbfgs
     e_probe = float(r2.evals_per_lbfgs_iteration)
-    e_assumed = assume_evals if assume_evals is not None else median_evals(variant)
+    e_assumed = assume_evals if assume_evals is not None else median_evals(full_runs, variant)
     est_probe = extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe)
     est_assumed = (None if e_assumed is None
                    else extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe, e_assumed))
-    cached = cached_full_runs(problem.name, variant)
+    cached = [r for r in full_runs if r["spec"]["problem"] == problem.name and r["spec"]["variant"] == variant]
     rec = {
         "problem": problem.name, "variant": variant, "seed": seed,
         "probe_adam_steps": adam, "probe_lbfgs_steps": lbfgs,
@@ -144,6 +136,11 @@ def render(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _ident(rec: dict) -> tuple:
+    """What a new probe replaces: an earlier one of the same problem, variant and probe budget."""
+    return rec["problem"], rec["variant"], rec["probe_adam_steps"], rec["probe_lbfgs_steps"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", default="fisher_kpp")
@@ -157,11 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.adam < 1 or args.lbfgs < 1:
         ap.error("--adam and --lbfgs must be at least 1")
     old = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else []
-    new = [probe(p, v, args.adam, args.lbfgs, args.seed, args.assume_evals)
+    full_runs = full_budget_runs()
+    new = [probe(p, v, args.adam, args.lbfgs, args.seed, args.assume_evals, full_runs)
            for p in args.problems.split(",") for v in args.variants.split(",")]
-    ident = {(r["problem"], r["variant"], r["probe_adam_steps"], r["probe_lbfgs_steps"]) for r in new}
-    recs = [r for r in old if (r["problem"], r["variant"], r["probe_adam_steps"], r["probe_lbfgs_steps"]) not in ident]
-    recs += new
+    ident = {_ident(r) for r in new}
+    recs = [r for r in old if _ident(r) not in ident] + new
     OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
     OUT_JSON.write_text(json.dumps(recs, indent=1))
     OUT_MD.write_text(render(recs))
