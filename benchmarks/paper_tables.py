@@ -40,7 +40,7 @@ Usage (from the repository root)::
     python benchmarks/paper_tables.py --tables optimizers --timeout-hours 6
     python benchmarks/paper_tables.py --budget-scale 0.1           # quick, marked "(scale 0.1)"
     python benchmarks/paper_tables.py --build-only                 # tables + figures from the cache
-    python benchmarks/paper_tables.py --list                       # planned runs, cached or not
+    python benchmarks/paper_tables.py --list                       # planned runs, cached or not, CPU minutes left
 """
 
 from __future__ import annotations
@@ -338,6 +338,28 @@ def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS):
     return out
 
 
+def cpu_minutes_per_run(runs: list[dict]) -> dict:
+    """Median wall minutes of one cached paper-budget CPU run, for planning a sitting.
+
+    Returns ``{(problem, variant): (minutes, n_runs)}`` and ``{(problem, None): ...}`` (the
+    median over every variant of that problem, the fallback for a variant never run there).
+    Only unscaled runs whose ``machine.backend`` is ``cpu`` and whose timing is "single"
+    count; they were measured on whatever CPU ran them (``machine`` in each file), often with
+    another run sharing the machine, so the figures are a guide, not a benchmark.
+    """
+    groups: dict = {}
+    for r in runs:
+        spec = r.get("spec", {})
+        machine = r.get("machine") or {}
+        sec = r.get("wall_seconds")
+        if (float(spec.get("budget_scale", 1.0)) != 1.0 or machine.get("backend") != "cpu"
+                or r.get("timing") != "single" or not isinstance(sec, (int, float))):
+            continue
+        for key in ((spec["problem"], spec["variant"]), (spec["problem"], None)):
+            groups.setdefault(key, []).append(sec / 60.0)
+    return {k: (float(np.median(v)), len(v)) for k, v in groups.items()}
+
+
 def expected_keys(problems, seeds, scale) -> set[str]:
     keys = set()
     for p in problems:
@@ -520,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", default="methods,optimizers,ablation", help="which tables' runs to train")
     p.add_argument("--budget-scale", type=float, default=1.0, help="scale Adam and L-BFGS steps (tables mark scaled runs)")
     p.add_argument("--build-only", action="store_true", help="no training: rebuild tables and figures from the cache")
-    p.add_argument("--list", action="store_true", help="print the planned runs and whether they are cached, then exit")
+    p.add_argument("--list", action="store_true", help="print the planned runs, whether they are cached, and the estimated CPU time of the missing ones (median wall time of cached CPU runs), then exit")
     p.add_argument("--no-vmap", action="store_true", help="train seeds one by one with cj.train instead of cj.sweep")
     p.add_argument("--max-vmap", type=int, default=0, help="at most this many seeds per vmapped call (0 = all)")
     p.add_argument("--figure-seed", type=int, default=None,
@@ -582,8 +604,23 @@ def main(argv: list[str] | None = None) -> int:
           f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
           f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); cache {runs_dir}", flush=True)
     if args.list:
+        est = cpu_minutes_per_run(tl.load_runs(runs_dir)) if scale == 1.0 else {}
+        total, unknown = 0.0, 0
         for p, v, missing, cached in todo:
-            print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}")
+            note = ""
+            if missing and est:
+                m, n = est.get((p, v)) or est.get((p, None)) or (None, 0)
+                if m is None:
+                    unknown += len(missing)
+                    note = "  (no CPU estimate)"
+                else:
+                    total += m * len(missing)
+                    src = "this cell" if (p, v) in est else "any variant on this problem"
+                    note = f"  ~{m:.0f} CPU min/run (median of {n} cached, {src})"
+            print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}{note}")
+        if est:
+            print(f"missing runs: ~{total / 60:.1f} CPU core-hours at the cached runs' median wall times"
+                  + (f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)" if unknown else ""))
         return 0
 
     machine = machine_info()

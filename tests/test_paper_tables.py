@@ -242,6 +242,38 @@ def test_build_outputs(runs_dir, tmp_path):
                                                     "heat_cgmpinn.png"}
 
 
+def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
+    pt = _load("paper_tables")
+    cpu = {"backend": "cpu"}
+
+    def run(variant, seed, wall, machine=cpu, **kw):
+        r = tl.fake_run("heat", variant, seed, 1e-3, wall=wall, **kw)
+        r["machine"] = machine
+        return r
+
+    runs = [run("pinn", 0, 60.0), run("pinn", 1, 180.0), run("pinn", 2, 240.0),  # median 3 min
+            run("clpinn", 0, 600.0),
+            run("pinn", 3, 6000.0, machine={"backend": "gpu"}),  # GPU: ignored
+            run("pinn", 4, 6000.0, scale=0.5)]  # scaled: ignored
+    vm = run("pinn", 5, 6000.0)
+    vm["timing"] = "vmapped-share"  # a sweep's share: ignored
+    est = pt.cpu_minutes_per_run(runs + [vm])
+    assert est[("heat", "pinn")] == (3.0, 3)
+    assert est[("heat", "clpinn")] == (10.0, 1)
+    assert est[("heat", None)] == (pytest.approx(3.5), 4)  # median of 1, 3, 4, 10 minutes
+    assert ("heat", "gpinn") not in est
+
+    for r in runs:
+        (tmp_path / f"{r['key']}.json").write_text(json.dumps(r))
+    pt.main(["--variants", "pinn,gpinn", "--problems", "heat,poisson1d", "--seeds", "0,1", "--list",
+             "--runs-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "~3 CPU min/run (median of 3 cached, this cell)" in out
+    assert "~4 CPU min/run (median of 4 cached, any variant on this problem)" in out  # gpinn on heat
+    # 2 pinn + 2 gpinn heat runs at 3 and 3.5 min; 4 poisson1d runs without an estimate
+    assert "~0.2 CPU core-hours" in out and "4 run(s) without an estimate" in out
+
+
 def test_hardware_label():
     assert tl.hardware_label({"backend": "gpu", "devices": ["gpu:NVIDIA H200"]}) == "GPU NVIDIA H200"
     assert tl.hardware_label({"backend": "cpu", "cpus_available": 2, "platform": "Linux-6.1-x86_64"}) == "2 CPU cores"
