@@ -7,12 +7,12 @@ and per L-BFGS iteration, which are scaled to the paper's budget. An L-BFGS iter
 grows with its loss+gradient evaluations (one to ten line-search trials, plus one forward pass
 for the per-term losses), and a short probe sits early in the L-BFGS stage where fewer trials
 are needed, so the estimate is given twice: at the probe's evaluations per iteration, and at
-``--assume-evals`` (default: the median over the cached paper-budget runs of that variant in
-``benchmarks/results/runs/``), with the iteration cost taken proportional to evaluations + 1.
+``--assume-evals`` (default: the median over the recorded paper-budget runs of that variant in
+``benchmarks/results/paper_runs.json``), with the iteration cost taken proportional to evaluations + 1.
 
 Where cached paper-budget runs of the same (problem, variant) exist, their median wall seconds
 stand beside the estimate as a check of the extrapolation (they may have run on other hardware
-or beside another job: the machine of each is in its run file).
+or beside another job: the machine of each is in its record entry).
 
 Reproduce (one problem at a time, on an otherwise idle core):
 
@@ -41,8 +41,9 @@ OUT_MD = pt.RESULTS / "cost_probe.md"
 
 
 def full_budget_runs() -> list[dict]:
-    """The cached paper-budget (unscaled) runs of ``benchmarks/results/runs/``, read once per probe session."""
-    return [r for r in tl.load_runs(pt.RUNS) if float(r["spec"]["budget_scale"]) == 1.0]
+    """The recorded paper-budget (unscaled) runs (``benchmarks/results/paper_runs.json`` and the
+    local cache), read once per probe session."""
+    return [r for r in pt.all_runs() if float(r["spec"]["budget_scale"]) == 1.0]
 
 
 def median_evals(runs: list[dict], variant: str) -> float | None:

@@ -8,15 +8,20 @@ Reproduce (on an otherwise idle machine; runs are sequential, one at a time):
     python benchmarks/headline.py                       # everything (long)
     python benchmarks/headline.py --only poisson1d      # the 1D Poisson part
     python benchmarks/headline.py --seeds 1224          # one seed
+    python benchmarks/headline.py --report-only         # rewrite headline.md from the record
 
-Each finished run is cached in benchmarks/results/headline_runs/<name>.json, so the script
-resumes where it stopped. It writes benchmarks/results/headline.{md,json}.
+Each finished run is one entry of the committed record benchmarks/results/headline.json
+(study "headline" of benchmarks/runcache.py; its full file goes to the git-ignored
+benchmarks/cache/headline/<name>.json), so the script resumes where it stopped: a run in the
+record of the current package version counts as done. It writes benchmarks/results/headline.md
+from every run in the record. With ``--tag gpu-h200`` the study is "headline-gpu-h200"
+(record headline-gpu-h200.json, report headline-gpu-h200.md); the GPU command is in
+benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -29,9 +34,15 @@ import numpy as np
 
 import cgmpinn_jax as cj
 
-RESULTS = Path(__file__).parent / "results"
-CACHE = RESULTS / "headline_runs"
-TAG = ""  # --tag: a machine label; outputs go to headline-<tag>.{md,json}, cache headline_runs-<tag>/
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runcache  # noqa: E402
+
+RESULTS = runcache.RESULTS
+TAG = ""  # --tag: a machine label; study (record, cache folder, report) headline-<tag>
+
+
+def study() -> runcache.Study:
+    return runcache.Study(f"headline{TAG}")
 
 # REFERENCE §6 items 19-20: the authors' PyTorch code rerun on a 2-core CPU
 AUTHORS = {
@@ -60,13 +71,12 @@ def machine() -> str:
 
 
 def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, backend: str) -> dict:
-    CACHE.mkdir(parents=True, exist_ok=True)
     slug = f"{problem}-{label.replace(' ', '_').replace('(', '').replace(')', '').replace(',', '')}-{backend}-seed{seed}"
-    path = CACHE / f"{slug}.json"
-    if path.exists():
-        rec = json.loads(path.read_text())
-        if rec.get("version") == cj.__version__:
-            return rec
+    return study().run(slug, lambda: _train(slug, problem, label, method, overrides, seed, backend),
+                       accept=lambda rec: rec.get("version") == cj.__version__)
+
+
+def _train(slug: str, problem: str, label: str, method: str, overrides: dict, seed: int, backend: str) -> dict:
     cfg = cj.TrainConfig(lbfgs_backend=backend, **overrides)
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=True)
@@ -82,10 +92,14 @@ def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, b
         "lbfgs_iterations_run": int(lb.sum()),
         "machine": machine(), "version": cj.__version__,
     }
-    path.write_text(json.dumps(rec, indent=1))
     print(f"  {slug}: rel_e2={rec['rel_e2']:.3e} wall={wall:.1f}s (compile {rec['compile_s']:.1f}s) "
           f"evals/it={rec['evals_per_lbfgs_iteration']:.2f} {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
     return rec
+
+
+def _floats(rec: dict) -> dict:
+    """A record entry with its non-finite floats (stored as "nan" / "inf") as floats."""
+    return {k: float(v) if v in ("nan", "inf", "-inf") else v for k, v in rec.items()}
 
 
 def fmt(v):
@@ -97,38 +111,50 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated problems")
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default per problem)")
     ap.add_argument("--backend", default="optax", choices=("optax", "jaxopt"))
-    ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): separate cache and output files")
+    ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): separate record, cache and report")
+    ap.add_argument("--report-only", action="store_true", help="no training: rewrite the report from the record")
     args = ap.parse_args(argv)
-    global CACHE, TAG
+    global TAG
     if args.tag:
         TAG = "-" + args.tag
-        CACHE = RESULTS / f"headline_runs{TAG}"
-    problems = args.only.split(",") if args.only else list(VARIANTS)
+    problems = [] if args.report_only else args.only.split(",") if args.only else list(VARIANTS)
     all_recs = []
     for problem in problems:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else DEFAULT_SEEDS[problem]
         for label, method, overrides in VARIANTS[problem]:
             for seed in seeds:
                 all_recs.append(run_one(problem, label, method, overrides, seed, args.backend))
-    # everything cached (also from other invocations) goes into the report
-    recs = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
+    # everything recorded (also by other invocations, and full files copied into the cache) goes into the report
+    study().sync()
+    lines = render(list(study().load().values()), machine())
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"headline{TAG}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def render(entries: list[dict], machine_text: str) -> list[str]:
+    """The report's lines from the record's entries; ``machine_text``: this machine (``machine()``)."""
+    recs = [_floats(r) for r in entries]
     # a run of an older version is reported (with its version) only where no run of this
-    # version with the same name exists: the files share their names, so a rerun replaces it
+    # version with the same key exists: a rerun replaces it in the record
     lines = [
         "# Headline runs: CGMPINN at the paper's budgets",
         "",
-        f"Machine: {machine()}. float32. cgmpinn-jax {cj.__version__}. Runs one at a time. "
+        f"Machine: {machine_text}. float32. cgmpinn-jax {cj.__version__}. Runs one at a time. "
         f"Command: `python benchmarks/headline.py{' --tag ' + TAG[1:] if TAG else ''}` "
-        f"(cached per run in `benchmarks/results/{CACHE.name}/`).",
+        f"(one record entry per run in `benchmarks/results/headline{TAG}.json`).",
         "Wall = compile + run of `cj.train` (points and metrics excluded, like the paper's CPU seconds).",
         "",
-        "Runs marked 0.1.0 were not repeated with 0.2.0. The only change between them: without ReLoBRaLo "
-        "in the L-BFGS stage, an iteration starts from its line search's last value and gradient (one "
-        "evaluation less, same iterates); the ReLoBRaLo-on path is unchanged, and the five 1D Poisson "
-        "ReLoBRaLo-on runs repeated with 0.2.0 gave bit-identical errors. Wall seconds of 0.1.0 runs were "
-        "measured in an earlier sitting of the same machine.",
-        "",
     ]
+    if any(r.get("version") == "0.1.0" for r in recs):
+        lines += [
+            "Runs marked 0.1.0 were not repeated with 0.2.0. The only change between them: without ReLoBRaLo "
+            "in the L-BFGS stage, an iteration starts from its line search's last value and gradient (one "
+            "evaluation less, same iterates); the ReLoBRaLo-on path is unchanged, and the five 1D Poisson "
+            "ReLoBRaLo-on runs repeated with 0.2.0 gave bit-identical errors. Wall seconds of 0.1.0 runs were "
+            "measured in an earlier sitting of the same machine.",
+            "",
+        ]
     for problem in VARIANTS:
         prs = [r for r in recs if r["problem"] == problem]
         if not prs:
@@ -154,10 +180,7 @@ def main(argv=None):
                          f"{sum(x <= 1e-3 for x in rel)}/{len(rs)} | {statistics.median(r['wall_s'] for r in rs):.1f} | "
                          f"{statistics.median(r['evals_per_lbfgs_iteration'] for r in rs):.2f} | {auth_s} |")
         lines.append("")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"headline{TAG}.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / f"headline{TAG}.json").write_text(json.dumps(recs, indent=1))
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

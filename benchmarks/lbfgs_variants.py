@@ -8,17 +8,19 @@ total evaluations, and the evaluations per iteration in the first 1000 iteration
 them (where the loss has plateaued).
 
 Reproduce:  python benchmarks/lbfgs_variants.py [--seeds 1224,3]
-Cached per run in benchmarks/results/lbfgs_variants_runs/; writes
-benchmarks/results/lbfgs_variants.{md,json}. Wall seconds are recorded but are a timing only
-when the machine was otherwise idle (the file says what else ran).
+Each run is one entry of the committed record benchmarks/results/lbfgs_variants.json (study
+"lbfgs_variants" of benchmarks/runcache.py, full files in the git-ignored
+benchmarks/cache/lbfgs_variants/); a run in the record of the current package version counts
+as done. Writes benchmarks/results/lbfgs_variants.md. Wall seconds are recorded but are a
+timing only when the machine was otherwise idle (the file says what else ran).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -27,8 +29,11 @@ import numpy as np
 
 import cgmpinn_jax as cj
 
-RESULTS = Path(__file__).parent / "results"
-CACHE = RESULTS / "lbfgs_variants_runs"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runcache  # noqa: E402
+
+RESULTS = runcache.RESULTS
+STUDY = "lbfgs_variants"
 VARIANTS = {
     "default (10 ls steps, patience 1000)": {},
     "patience 300": {"lbfgs_tol_patience": 300},
@@ -37,13 +42,14 @@ VARIANTS = {
 
 
 def run_one(label: str, overrides: dict, seed: int) -> dict:
-    CACHE.mkdir(parents=True, exist_ok=True)
     slug = "".join(c if c.isalnum() else "_" for c in label) + f"-seed{seed}"
-    path = CACHE / f"{slug}.json"
-    if path.exists():
-        rec = json.loads(path.read_text())
-        if rec.get("version") == cj.__version__:
-            return rec
+    rec = runcache.cached_run(STUDY, slug, lambda: _train(label, overrides, seed),
+                              accept=lambda r: r.get("version") == cj.__version__)
+    # the record stores non-finite floats as "nan" / "inf"
+    return {k: float(v) if v in ("nan", "inf", "-inf") else v for k, v in rec.items()}
+
+
+def _train(label: str, overrides: dict, seed: int) -> dict:
     cfg = cj.TrainConfig(relobralo="none", **overrides)
     t0 = time.perf_counter()
     res = cj.train("poisson1d", "cgmpinn", cfg, key=seed, quiet=True)
@@ -61,7 +67,6 @@ def run_one(label: str, overrides: dict, seed: int) -> dict:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, {jax.default_backend()}",
         "load_at_start": os.getloadavg()[0],
     }
-    path.write_text(json.dumps(rec, indent=1))
     print(f"  {label} seed {seed}: rel_e2={rec['rel_e2']:.3e} iters={rec['iterations']} evals/it={rec['evals_per_iteration']:.2f} "
           f"total={rec['evals_total']} wall={wall:.1f}s", flush=True)
     return rec
@@ -89,7 +94,6 @@ def main(argv=None):
                      f"{r['lbfgs_status']} |")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "lbfgs_variants.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "lbfgs_variants.json").write_text(json.dumps(recs, indent=1))
     print("\n".join(lines))
 
 

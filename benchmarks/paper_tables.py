@@ -12,11 +12,14 @@ call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Var
 * ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode REFERENCE §5.3) and
   CGMPINN (= the ``cgmpinn`` runs, reused).
 
-Cache: every finished run is one JSON file in ``benchmarks/results/runs/`` named
-``<problem>__<variant>__seed<s>[__scale<x>]__<key>.json``, where ``key`` is 16 hex digits
+Record and cache (``benchmarks/runcache.py``, study ``paper_runs``): every finished run is one
+line of the committed compact record ``benchmarks/results/paper_runs.json`` and one full JSON
+file in the git-ignored cache ``benchmarks/cache/paper_runs/``, both under the run key
+``<problem>__<variant>__seed<s>[__scale<x>]__<key>``, where ``key`` is 16 hex digits
 of sha256 over {problem, problem_params, method, variant, config (TrainConfig.to_dict()),
-seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips cached runs, so a
-long reproduction resumes where it stopped. Fields of a run file (``format`` =
+seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every run in the
+record or the cache, so a long reproduction resumes where it stopped, on any checkout. Fields
+of a full run file (``format`` =
 ``cgmpinn-jax/paper-run/1``): ``key``, ``spec`` (the hashed dict), ``label``, ``seed``,
 ``resolved`` (adam_steps, lbfgs_steps, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2),
 ``e_loss``, ``statuses`` ({adam, lbfgs}: StageStatus names), ``compile_seconds``,
@@ -26,12 +29,19 @@ long reproduction resumes where it stopped. Fields of a run file (``format`` =
 PDE+IC+BC, objective}: every 10th step and the last; None where a stopped run took no step),
 ``prediction`` (CGMPINN variants at the figure seed only: {shape, values} on the test grid,
 float32 rounded to 7 digits; else null), ``machine``, ``command``, ``finished_at``. Non-finite
-floats are stored as the strings "nan"/"inf".
+floats are stored as the strings "nan"/"inf". The compact record holds the same fields without
+``loss_curve`` and ``prediction`` (plus ``run_key``); a full file in the cache whose run is not in
+the record yet (e.g. copied back from a GPU session's ``benchmarks/cache/paper_runs/``) is added
+to it by the next build.
 
-Outputs (rebuilt from the whole cache after every group and with ``--build-only``):
-``benchmarks/results/{methods,optimizers,ablation}.md``, ``paper_tables.json`` and
-``figures/<problem>_loss.png`` (median unweighted loss curves of every variant) and
-``figures/<problem>_cgmpinn.png`` (CGMPINN prediction, exact solution, absolute error).
+Outputs (rebuilt from the record and the cache after every group and with ``--build-only``):
+``benchmarks/results/{methods,optimizers,ablation}.md`` (committed), and, git-ignored,
+``benchmarks/cache/paper_tables.json`` (the tables' statistics) and the figures in
+``benchmarks/figures/``: ``<problem>_rel_e2.png`` (relative e2 of every run, by variant; from
+the record alone), ``<problem>_loss.png`` (median unweighted loss curves of every variant; only
+from runs whose full file is in the local cache) and ``<problem>_cgmpinn.png`` (CGMPINN
+prediction, exact solution, absolute error; only where the cache holds the figure seed's full
+CGMPINN file).
 
 Usage (from the repository root)::
 
@@ -39,7 +49,7 @@ Usage (from the repository root)::
     python benchmarks/paper_tables.py --problems poisson1d --methods pinn,cgmpinn --seeds 0,1,2
     python benchmarks/paper_tables.py --tables optimizers --timeout-hours 6
     python benchmarks/paper_tables.py --budget-scale 0.1           # quick, marked "(scale 0.1)"
-    python benchmarks/paper_tables.py --build-only                 # tables + figures from the cache
+    python benchmarks/paper_tables.py --build-only                 # tables + figures from record + cache
     python benchmarks/paper_tables.py --list                       # planned runs, cached or not, CPU minutes left
 """
 
@@ -49,8 +59,6 @@ import argparse
 import dataclasses
 import datetime as _dt
 import json
-import os
-import platform
 import shlex
 import sys
 import time
@@ -62,11 +70,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
 
+import runcache  # noqa: E402
 import tables_lib as tl  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
-RUNS = RESULTS / "runs"
-FIGURES = RESULTS / "figures"
+RESULTS = runcache.RESULTS  # benchmarks/results: committed .md tables and the compact record
+STUDY = "paper_runs"
+RECORD_NAME = f"{STUDY}.json"  # benchmarks/results/paper_runs.json
+RUNS = runcache.CACHE / STUDY  # benchmarks/cache/paper_runs: full run files (git-ignored)
+TABLES_JSON = runcache.CACHE / "paper_tables.json"  # git-ignored
+FIGURES = ROOT / "benchmarks" / "figures"  # git-ignored
 CURVE_EVERY = 10
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
@@ -144,25 +156,28 @@ def run_path(spec: dict, runs_dir: Path = RUNS) -> Path:
     return Path(runs_dir) / tl.run_filename(spec)
 
 
-def machine_info() -> dict:
-    import jax
-    import jaxlib
+def run_key(spec: dict) -> str:
+    """The run's key in the record and the cache: its file name without ``.json``."""
+    return tl.run_filename(spec)[: -len(".json")]
 
-    try:
-        avail = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        avail = os.cpu_count()
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "cpus_available": avail,
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jaxlib": getattr(jaxlib, "__version__", "?"),
-        "backend": jax.default_backend(),
-        "devices": [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in jax.devices()],
-    }
+
+def study(runs_dir: Path = RUNS, record: Path | None = None) -> runcache.Study:
+    """The ``paper_runs`` study: compact record ``record`` (default
+    ``benchmarks/results/paper_runs.json``), full files in ``runs_dir``."""
+    return runcache.Study(STUDY, record=record if record is not None else RESULTS / RECORD_NAME, folder=runs_dir)
+
+
+def all_runs(runs_dir: Path = RUNS, record: Path | None = None) -> list[dict]:
+    """Every run: the compact record's, with the full file from ``runs_dir`` in place of the
+    compact entry where the cache has one (same run key = file name)."""
+    by_key = {k: r for k, r in study(runs_dir, record).load().items() if r.get("format") == tl.RUN_FORMAT}
+    for r in tl.load_runs(runs_dir):
+        by_key[Path(r["_path"]).stem] = r
+    return [by_key[k] for k in sorted(by_key)]
+
+
+def machine_info() -> dict:
+    return runcache.machine_info()
 
 
 def command_line() -> str:
@@ -224,13 +239,6 @@ def _record(spec, *, resolved, metrics, e_loss, statuses, compile_s, run_s, timi
     })
 
 
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=None, separators=(",", ":"), allow_nan=False))
-    os.replace(tmp, path)
-
-
 class _Throttle:
     """Forward the engine's progress lines at most every ``seconds`` (stage stops and
     "done" lines always)."""
@@ -246,8 +254,10 @@ class _Throttle:
 
 
 def train_group(problem_name: str, variant: str, seeds: list[int], scale: float, *, vmap: bool,
-                figure_seed: int | None, machine: dict, progress_seconds: float = 60.0, runs_dir: Path = RUNS) -> list[dict]:
-    """Train ``seeds`` of one (problem, variant), write each run's JSON, return the records."""
+                figure_seed: int | None, machine: dict, progress_seconds: float = 60.0, runs_dir: Path = RUNS,
+                record: Path | None = None) -> list[dict]:
+    """Train ``seeds`` of one (problem, variant); write each run's full JSON to ``runs_dir`` and
+    its compact form to the record; return the full records."""
     cj = _cj()
     problem = cj.get_problem(problem_name)
     method = cj.get_method(tl.VARIANTS[variant][1])
@@ -260,8 +270,10 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
     grid = problem.test_grid()
     records = []
 
+    st = study(runs_dir, record)
+
     def save(seed, rec):
-        _write_json(run_path(rec["spec"], runs_dir), rec)
+        st.save(run_key(rec["spec"]), rec)
         records.append(rec)
 
     def train_one(seed):
@@ -326,14 +338,18 @@ def planned_variants(tables: list[str], methods: list[str] | None) -> list[str]:
     return [v for v in RUN_ORDER if v in want]
 
 
-def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS):
-    """[(problem, variant, [missing seeds], [cached seeds])] in execution order."""
+def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS, record: Path | None = None):
+    """[(problem, variant, [missing seeds], [cached seeds])] in execution order; a run counts as
+    cached when it is in the compact record or its full file is in ``runs_dir``."""
     out = []
+    done = set(study(runs_dir, record).load())
     for v in variants:
         for p in problems:
             missing, cached = [], []
             for s in seeds:
-                (cached if run_path(run_spec(p, v, s, scale), runs_dir).exists() else missing).append(s)
+                spec = run_spec(p, v, s, scale)
+                hit = run_key(spec) in done or run_path(spec, runs_dir).exists()
+                (cached if hit else missing).append(s)
             out.append((p, v, missing, cached))
     return out
 
@@ -391,9 +407,17 @@ def reproduce_command(selected: dict) -> str:
 
 
 def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, runs_dir: Path = RUNS,
-                  results: Path = RESULTS, quiet: bool = False) -> dict:
+                  results: Path = RESULTS, record: Path | None = None, figures_dir: Path = FIGURES,
+                  tables_json: Path = TABLES_JSON, quiet: bool = False) -> dict:
+    """Tables (``results/{methods,optimizers,ablation}.md``, ``tables_json``) and figures
+    (``figures_dir``) from the compact record (default ``results/paper_runs.json``) and the full
+    files of ``runs_dir``; full files missing from the record are added to it first."""
     cj = _cj()
-    runs = tl.load_runs(runs_dir)
+    record = Path(record) if record is not None else Path(results) / RECORD_NAME
+    added = study(runs_dir, record).sync(accept=lambda r: r.get("format") == tl.RUN_FORMAT)
+    if added and not quiet:
+        print(f"{len(added)} cached run(s) added to {record}", flush=True)
+    runs = all_runs(runs_dir, record)
     selected = tl.select_runs(runs, expected, cj.__version__)
     used = [r for rs in selected.values() for r in rs]
     paper = load_paper()
@@ -414,17 +438,19 @@ def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, run
     doc = {"header": header, "tables": tables, "authors_rerun": tl.AUTHORS_RERUN, "authors_rerun_note": tl.AUTHORS_RERUN_NOTE,
            "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); wall_seconds = compile + run "
                     "seconds (vmapped runs: share of the sweep); paper numbers: one PyTorch CPU run each."}
-    (results / "paper_tables.json").write_text(json.dumps(tl.enc(doc), indent=1, allow_nan=False))
+    tables_json = Path(tables_json)
+    tables_json.parent.mkdir(parents=True, exist_ok=True)
+    tables_json.write_text(json.dumps(tl.enc(doc), indent=1, allow_nan=False))
     fig_paths = []
     if figures and used:
         try:
-            fig_paths = make_figures(selected, results / "figures")
+            fig_paths = make_figures(selected, Path(figures_dir))
         except ImportError as e:  # matplotlib missing
             print(f"(no figures: {e})", file=sys.stderr)
     if not quiet:
-        print(f"tables: {len(used)} runs used of {len(runs)} cached -> "
-              + ", ".join(str((results / f'{n}.md').relative_to(ROOT)) for n in tables)
-              + f", paper_tables.json; {len(fig_paths)} figures", flush=True)
+        print(f"tables: {len(used)} runs used of {len(runs)} recorded -> "
+              + ", ".join(str(results / f'{n}.md') for n in tables)
+              + f", {tables_json}; {len(fig_paths)} figures in {figures_dir}", flush=True)
     return {"tables": tables, "header": header, "figures": fig_paths}
 
 
@@ -440,7 +466,10 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
     problems = [p for p in tl.PROBLEM_ORDER if any(k[0] == p for k in selected)]
     for p in problems:
         title = tl.PROBLEM_TITLES.get(p, p)
-        # loss curves: method table variants | optimizer variants
+        paths.append(_rel_e2_figure(plt, selected, p, title, folder))
+        # loss curves (full run files only): method table variants | optimizer variants
+        if not any((r.get("loss_curve") or {}).get("k") for (q, _v), rs in selected.items() if q == p for r in rs):
+            continue
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
         for ax, tname in zip(axes, ("methods", "optimizers")):
             boundary = None
@@ -522,6 +551,37 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
     return paths
 
 
+def _rel_e2_figure(plt, selected: dict, p: str, title: str, folder: Path) -> Path:
+    """Relative e2 of every run of problem ``p`` (one dot per seed, the median as a bar), the
+    methods table's variants then the optimizer variants: needs only the compact record."""
+    variants = [v for _, v, _ in tl.TABLES["methods"]]
+    variants += [v for _, v, _ in tl.TABLES["optimizers"] if v not in variants]
+    rows = [(tl.VARIANTS[v][0], v) for v in variants]
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    labels = []
+    for i, (label, v) in enumerate(rows):
+        labels.append(label)
+        vals = [tl.dec(r["metrics"]["rel_e2"]) for r in selected.get((p, v), [])]
+        if not vals:
+            continue
+        shown = [x if np.isfinite(x) else np.nan for x in vals]
+        ax.scatter([i] * len(shown), shown, s=14, color="C0" if v.startswith("cgmpinn") else "C1", zorder=3)
+        med = tl.stats(vals)["median"]
+        if np.isfinite(med):
+            ax.hlines(med, i - 0.3, i + 0.3, color="k", lw=1.2, zorder=4)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("relative e2 (dots: seeds, bar: median)")
+    ax.set_title(f"{title}: relative e2 per run (non-finite runs not shown)")
+    ax.grid(axis="y", which="major", lw=0.3)
+    fig.tight_layout()
+    path = folder / f"{p}_rel_e2.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 # ------------------------------------------------------------------------------------------
 # CLI
 
@@ -553,7 +613,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress-seconds", type=float, default=60.0,
                    help="print the engine's progress lines at most this often (0 = every chunk)")
     p.add_argument("--runs-dir", default=str(RUNS), help=argparse.SUPPRESS)
-    p.add_argument("--results-dir", default=str(RESULTS), help=argparse.SUPPRESS)
+    p.add_argument("--results-dir", default=str(RESULTS), help=argparse.SUPPRESS)  # .md tables and the record
+    p.add_argument("--figures-dir", default=str(FIGURES), help=argparse.SUPPRESS)
     return p
 
 
@@ -583,6 +644,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--budget-scale must be > 0")
     scale = float(args.budget_scale)
     runs_dir, results = Path(args.runs_dir), Path(args.results_dir)
+    record = results / RECORD_NAME
+    out_kw = dict(runs_dir=runs_dir, results=results, record=record, figures_dir=Path(args.figures_dir))
     figure_seed = seeds[0] if args.figure_seed is None else args.figure_seed
     variants = planned_variants(tables, methods)
     if args.variants:
@@ -594,17 +657,18 @@ def main(argv: list[str] | None = None) -> int:
     expected = expected_keys(problems, seeds, scale)
 
     if args.build_only:
-        build_outputs(expected=expected, figures=not args.no_figures, runs_dir=runs_dir, results=results)
+        build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
         return 0
 
-    todo = plan(problems, variants, seeds, scale, runs_dir)
+    todo = plan(problems, variants, seeds, scale, runs_dir, record)
     n_missing = sum(len(m) for _, _, m, _ in todo)
     n_cached = sum(len(c) for _, _, _, c in todo)
     print(f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "
           f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
-          f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); cache {runs_dir}", flush=True)
+          f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); record {record}, cache {runs_dir}",
+          flush=True)
     if args.list:
-        est = cpu_minutes_per_run(tl.load_runs(runs_dir)) if scale == 1.0 else {}
+        est = cpu_minutes_per_run(all_runs(runs_dir, record)) if scale == 1.0 else {}
         total, unknown = 0.0, 0
         for p, v, missing, cached in todo:
             note = ""
@@ -641,14 +705,14 @@ def main(argv: list[str] | None = None) -> int:
                       f"L-BFGS {cfg.lbfgs_steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
                 tg = time.time()
                 recs = train_group(p, v, chunk, scale, vmap=not args.no_vmap, figure_seed=figure_seed, machine=machine,
-                                   progress_seconds=args.progress_seconds, runs_dir=runs_dir)
+                                   progress_seconds=args.progress_seconds, runs_dir=runs_dir, record=record)
                 done_runs += len(recs)
                 rel = ", ".join(f"s{r['seed']}={tl.fmt_sci(r['metrics']['rel_e2'])}" for r in recs)
                 print(f"    done in {time.time() - tg:.1f} s: rel_e2 {rel}", flush=True)
-            build_outputs(expected=expected, figures=False, runs_dir=runs_dir, results=results, quiet=True)
+            build_outputs(expected=expected, figures=False, quiet=True, **out_kw)
     finally:
         print(f"trained {done_runs} run(s) in {(time.time() - t0) / 60:.1f} min; rebuilding tables", flush=True)
-        build_outputs(expected=expected, figures=not args.no_figures, runs_dir=runs_dir, results=results)
+        build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
     return 0
 
 

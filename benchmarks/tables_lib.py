@@ -1,8 +1,10 @@
 """Pure helpers behind ``benchmarks/paper_tables.py``: the run catalogue, the cache key, the
 cached-run format, and the table building / rendering (no jax import; tests call these).
 
-A cached run is one JSON file in ``benchmarks/results/runs/`` (see :data:`RUN_FORMAT` and
-``paper_tables.py``'s docstring for the fields). Tables are built from a list of such dicts:
+A run is one line of the committed record ``benchmarks/results/paper_runs.json`` and, on the
+machine that trained it, one full JSON file in the git-ignored ``benchmarks/cache/paper_runs/``
+(see :data:`RUN_FORMAT` and ``paper_tables.py``'s docstring for the fields; the record drops the
+loss curve and the predictions). Tables are built from a list of such dicts:
 
 >>> runs = [fake_run("poisson1d", "cgmpinn", 0, 1e-4), fake_run("poisson1d", "pinn", 0, 1e-3)]
 >>> verdict(runs, "poisson1d")["wins"]

@@ -213,11 +213,12 @@ def test_cache_key_and_variant_configs():
 
 def test_variants_flag_selects_exact_ids(capsys, tmp_path):
     pt = _load("paper_tables")
-    pt.main(["--variants", "cgmpinn", "--problems", "poisson1d", "--seeds", "0", "--list", "--runs-dir", str(tmp_path)])
+    iso = ["--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
+    pt.main(["--variants", "cgmpinn", "--problems", "poisson1d", "--seeds", "0", "--list", *iso])
     out = capsys.readouterr().out
     assert "poisson1d            cgmpinn " in out and "relobralo_off" not in out
     with pytest.raises(SystemExit, match="unknown variant"):
-        pt.main(["--variants", "nope", "--list", "--runs-dir", str(tmp_path)])
+        pt.main(["--variants", "nope", "--list", *iso])
 
 
 def test_build_outputs(runs_dir, tmp_path):
@@ -230,16 +231,62 @@ def test_build_outputs(runs_dir, tmp_path):
         r["prediction"] = {"shape": [n] if n == 200 else [100, 100], "values": [0.5] * n}
         (runs_dir / f"{problem}_pred.json").write_text(json.dumps(r))
     has_mpl = importlib.util.find_spec("matplotlib") is not None  # an optional extra
-    out = pt.build_outputs(runs_dir=runs_dir, results=tmp_path / "results", figures=has_mpl, quiet=True)
-    for name in ("methods.md", "optimizers.md", "ablation.md", "paper_tables.json"):
+    kw = dict(results=tmp_path / "results", figures_dir=tmp_path / "figures", tables_json=tmp_path / "build" / "tables.json",
+              figures=has_mpl, quiet=True)
+    out = pt.build_outputs(runs_dir=runs_dir, **kw)
+    for name in ("methods.md", "optimizers.md", "ablation.md", "paper_runs.json"):
         assert (tmp_path / "results" / name).exists()
-    doc = json.loads((tmp_path / "results" / "paper_tables.json").read_text())
+    doc = json.loads((tmp_path / "build" / "tables.json").read_text())
     assert doc["header"]["n_runs_cached"] == 11 and doc["header"]["n_runs_used"] == 9
     v = doc["tables"]["methods"]["poisson1d"]["verdicts"][0]
     assert (v["wins"], v["n"]) == (1, 3)
+    per_run = ("poisson1d_rel_e2.png", "heat_rel_e2.png")
     if has_mpl:
         assert {p.name for p in out["figures"]} == {"poisson1d_loss.png", "heat_loss.png", "poisson1d_cgmpinn.png",
-                                                    "heat_cgmpinn.png"}
+                                                    "heat_cgmpinn.png", *per_run}
+
+    # the compact record: every valid run file, one line each, without loss curves and predictions
+    record = tmp_path / "results" / "paper_runs.json"
+    runs = json.loads(record.read_text())["runs"]
+    assert len(runs) == 11 and len(record.read_text().splitlines()) == 11 + 2
+    assert sorted(runs) == sorted(p.stem for p in runs_dir.glob("*.json") if p.stem not in ("other", "broken"))
+    assert not any("loss_curve" in r or "prediction" in r for r in runs.values())
+
+    # without the cache (a fresh checkout): the same tables from the record, only the per-run figures
+    md = (tmp_path / "results" / "methods.md").read_text()
+    out2 = pt.build_outputs(runs_dir=tmp_path / "no-cache", **kw)
+    strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith(("Generated", "Tables built"))]
+    assert strip((tmp_path / "results" / "methods.md").read_text()) == strip(md)
+    if has_mpl:
+        assert {p.name for p in out2["figures"]} == set(per_run)
+
+
+def test_recorded_run_counts_as_done(tmp_path):
+    """A run in the compact record is not trained again, although no cache file exists."""
+    pt = _load("paper_tables")
+    spec = pt.run_spec("heat", "pinn", 1, 1.0)
+    rec = tl.fake_run("heat", "pinn", 1, 1e-3)
+    rec.update(key=tl.cache_key(spec), spec=spec)
+    record = tmp_path / "results" / "paper_runs.json"
+    pt.study(tmp_path / "cache", record).save(pt.run_key(spec), rec)
+    (tmp_path / "cache" / f"{pt.run_key(spec)}.json").unlink()  # only the record is left
+    todo = pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record)
+    assert todo == [("heat", "pinn", [0], [1])]
+    assert [r["seed"] for r in pt.all_runs(tmp_path / "cache", record)] == [1]
+
+
+def test_committed_results_are_compact():
+    """benchmarks/results/ stays small: no run files, logs or figures, records without curves."""
+    results = BENCH / "results"
+    files = [p for p in results.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) < 3 * 2 ** 20
+    assert {p.suffix for p in files} <= {".md", ".json"} and all(p.parent == results for p in files)
+    runs = json.loads((results / "paper_runs.json").read_text())["runs"]
+    assert len(runs) >= 224
+    for key, r in runs.items():
+        assert r["format"] == tl.RUN_FORMAT and key == tl.run_filename(r["spec"])[:-5]
+        assert "loss_curve" not in r and "prediction" not in r
+        assert {"metrics", "statuses", "compile_seconds", "run_seconds", "evals_per_lbfgs_iteration", "machine"} <= set(r)
 
 
 def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
@@ -266,7 +313,7 @@ def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
     for r in runs:
         (tmp_path / f"{r['key']}.json").write_text(json.dumps(r))
     pt.main(["--variants", "pinn,gpinn", "--problems", "heat,poisson1d", "--seeds", "0,1", "--list",
-             "--runs-dir", str(tmp_path)])
+             "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")])
     out = capsys.readouterr().out
     assert "~3 CPU min/run (median of 3 cached, this cell)" in out
     assert "~4 CPU min/run (median of 4 cached, any variant on this problem)" in out  # gpinn on heat

@@ -1,0 +1,108 @@
+"""benchmarks/runcache.py: full runs in the (ignored) cache, compact runs in the committed
+record, a recorded run counts as done."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+rc = _load("runcache")
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"}
+
+
+def test_cached_run_trains_once(dirs, tmp_path):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        return {"metrics": {"rel_e2": np.float32(1e-3), "e_inf": float("nan")}, "config": {"beta": 1.0},
+                "run_seconds": 2.5, "loss_curve": np.arange(5.0), "prediction": [0.1, 0.2]}
+
+    a = rc.cached_run("precision", "p1-f32-seed0", fn, **dirs)
+    b = rc.cached_run("precision", "p1-f32-seed0", fn, **dirs)
+    assert len(calls) == 1 and a == b
+    assert a["run_key"] == "p1-f32-seed0" and a["metrics"]["e_inf"] == "nan"
+    assert a["metrics"]["rel_e2"] == pytest.approx(1e-3)
+    assert "loss_curve" not in a and "prediction" not in a
+    assert {"machine", "finished_at", "call_seconds"} <= set(a)
+
+    full = rc.Study("precision", **dirs).load_full("p1-f32-seed0")
+    assert full["loss_curve"] == [0.0, 1.0, 2.0, 3.0, 4.0] and full["prediction"] == [0.1, 0.2]
+    assert (tmp_path / "cache" / "precision" / "p1-f32-seed0.json").exists()
+
+    # the record is valid JSON with one line per run
+    rc.cached_run("precision", "p1-f32-seed1", lambda: {"metrics": {"rel_e2": 2e-3}}, **dirs)
+    text = (tmp_path / "results" / "precision.json").read_text()
+    doc = json.loads(text)
+    assert doc["format"] == rc.RECORD_FORMAT and doc["study"] == "precision"
+    assert sorted(doc["runs"]) == ["p1-f32-seed0", "p1-f32-seed1"] and len(text.splitlines()) == 4
+
+
+def test_recorded_run_is_done_without_cache(dirs, tmp_path):
+    st = rc.Study("s", **dirs)
+    st.save("k", {"metrics": {"x": 1.0}, "history": [1, 2, 3]})
+    (tmp_path / "cache" / "s" / "k.json").unlink()  # a fresh checkout: the record only
+    assert st.is_done("k") and st.load_full("k") is None
+
+    def boom():
+        raise AssertionError("must not retrain a recorded run")
+
+    assert st.run("k", boom)["metrics"] == {"x": 1.0}
+    assert not st.is_done("other")
+
+
+def test_accept_reruns_and_replaces(dirs):
+    st = rc.Study("s", **dirs)
+    st.save("k", {"version": "0.1.0", "v": 1})
+    rec = st.run("k", lambda: {"version": "0.2.0", "v": 2}, accept=lambda r: r["version"] == "0.2.0")
+    assert rec["v"] == 2 and st.load()["k"]["v"] == 2 and st.load_full("k")["v"] == 2
+
+
+def test_sync_adds_cached_full_runs_and_keeps_extra_keys(dirs, tmp_path):
+    st = rc.Study("s", **dirs)
+    st.save("a", {"v": 1})
+    doc = json.loads(st.record_path.read_text())
+    doc["note"] = "hand-written note"
+    st.record_path.write_text(json.dumps(doc))
+    (tmp_path / "cache" / "s" / "b.json").write_text(json.dumps({"v": 2, "loss_curve": [1.0]}))
+    (tmp_path / "cache" / "s" / "broken.json").write_text("{nope")
+    assert st.sync() == ["b"]
+    assert st.sync() == []
+    runs = st.load()
+    assert runs["b"] == {"v": 2, "run_key": "b"}
+    assert json.loads(st.record_path.read_text())["note"] == "hand-written note"
+    # a full file in the cache is used by run() too, without calling fn
+    (tmp_path / "cache" / "s" / "c.json").write_text(json.dumps({"v": 3}))
+    assert st.run("c", lambda: 1 / 0)["v"] == 3 and "c" in st.load()
+
+
+def test_custom_compact_and_bad_input(dirs):
+    st = rc.Study("s", **dirs)
+    rec = st.save("k", {"metrics": {"a": 1}, "big": list(range(10))}, compact=lambda f: {"metrics": f["metrics"]})
+    assert set(rec) == {"metrics", "run_key", "machine", "finished_at"}
+    with pytest.raises(TypeError):
+        st.run("j", lambda: [1, 2])
+    with pytest.raises(ValueError):
+        st.run("../escape", lambda: {})
+    assert rc.to_json({"x": np.array([1.0, math.inf]), (1, 2): np.int64(3)}) == {"x": [1.0, "inf"], "(1, 2)": 3}
