@@ -1,0 +1,219 @@
+"""The README's "Results" numbers come from the committed results files.
+
+Two things, both from ``benchmarks/results/`` alone (no training, no jax):
+
+* the README's tables between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated -->``
+  are rebuilt: ``headline`` (1D Poisson headline over five seeds, from ``headline.json``) and
+  ``paper-overview`` (median relative e2 of every method on the six problems, paper in
+  parentheses, from ``paper_runs.json``, as ``paper_tables.py`` builds ``methods.md``);
+* every number in the README's Results section (scientific notation such as ``3.51e-04``,
+  decimals such as ``112.5``, and integers with a unit of seconds such as ``2316 s``) must be
+  written, at the same precision (``9.5e-4`` = ``9.50e-04``), in one of the reports
+  ``benchmarks/results/*.md``, which the benchmark scripts generate from the records
+  ``benchmarks/results/*.json``. Not checked: ratios written with an ``x`` (``2.7x``, derived
+  from two checked numbers) and ranges of them (``1.9-21x``), ``k of n`` counts,
+  approximations written with ``~`` or ``about``, and version strings. A number in the wrong
+  place that happens to be written somewhere else in the reports also passes: the check
+  catches numbers no report contains (a typo, a stale number, one never recorded).
+
+Usage::
+
+    python benchmarks/readme_tables.py            # rewrite the generated blocks of README.md
+    python benchmarks/readme_tables.py --check    # exit 1 if a block is stale or a number unsourced
+
+``tests/test_readme_numbers.py`` runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+README = ROOT / "README.md"
+sys.path.insert(0, str(BENCH))
+
+import tables_lib as tl  # noqa: E402
+
+BLOCK_RE = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
+
+
+def _load_record(path: Path) -> dict:
+    return json.loads(path.read_text())["runs"]
+
+
+def _paper() -> dict:
+    return json.loads((ROOT / "cgmpinn_jax" / "data" / "paper_tables.json").read_text())
+
+
+# ------------------------------------------------------------------------------------------
+# generated blocks
+
+
+HEADLINE_ROWS = (  # (README label, headline.json label, paper_tables variant, show "k/n seeds <= 1e-3")
+    ("CGMPINN, ReLoBRaLo on (as released)", "CGMPINN (ReLoBRaLo on)", "cgmpinn", True),
+    ("CGMPINN, ReLoBRaLo off", "CGMPINN (ReLoBRaLo off)", "cgmpinn_relobralo_off", True),
+    ("PINN (same engine)", "PINN", "pinn", False),
+)
+PAPER_HEADLINE = {"cgmpinn": ("methods", "CGMPINN"), "pinn": ("methods", "PINN")}
+
+
+def _e(x: float) -> str:
+    return f"{x:.2e}"
+
+
+def headline_table(results: Path = RESULTS) -> str:
+    """The 1D Poisson headline table: our five seeds (median [min - max]), the paper's single
+    run, the authors' code over five seeds (REFERENCE §6.19)."""
+    runs = [r for r in _load_record(results / "headline.json").values()
+            if r["problem"] == "poisson1d" and r.get("backend", "optax") == "optax"]
+    paper = _paper()
+    lines = ["| variant | ours | paper (1 run) | authors' code, 5 seeds (REFERENCE §6.19) |", "|---|---|---|---|"]
+    for label, rec_label, variant, goal in HEADLINE_ROWS:
+        rel = [tl.dec(r["rel_e2"]) for r in runs if r["label"] == rec_label]
+        if not rel:
+            raise ValueError(f"headline.json has no 1D Poisson run of {rec_label!r}")
+        st = tl.stats(rel)
+        ours = f"{_e(st['median'])} [{_e(st['min'])} - {_e(st['max'])}]"
+        if goal:
+            ours += f", {sum(x <= 1e-3 for x in rel)}/{len(rel)} seeds <= 1e-3"
+        src = PAPER_HEADLINE.get(variant)
+        p = paper[src[0]]["poisson1d"][src[1]]["rel_e2"] if src else None
+        authors = tl.AUTHORS_RERUN["poisson1d"][variant]["median"]
+        lines.append(f"| {label} | {ours} | {'-' if p is None else _e(p)} | median {_e(authors)} |")
+    return "\n".join(lines) + "\n"
+
+
+def overview_table(results: Path = RESULTS) -> str:
+    """Median relative e2 over seeds of every method on the six problems (paper in parentheses)."""
+    runs = [r for r in _load_record(results / "paper_runs.json").values() if r.get("format") == tl.RUN_FORMAT]
+    table = tl.build_methods_table(tl.select_runs(runs), _paper())
+    probs = list(table)
+    lines = ["| method | " + " | ".join(tl.PROBLEM_TITLES[p] for p in probs) + " |",
+             "|---|" + "|".join("---" for _ in probs) + "|"]
+    for i, row in enumerate(table[probs[0]]["rows"]):
+        cells = []
+        for p in probs:
+            r = table[p]["rows"][i]
+            c = r["ours"]
+            ours = "—" if c is None else tl.fmt_sci(c["rel_e2"]["median"]) + tl.scale_mark(c)
+            pr = (r["paper"] or {}).get("rel_e2")
+            cells.append(ours + (f" ({tl.fmt_sci(pr)})" if pr is not None else ""))
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"headline": headline_table, "paper-overview": overview_table}
+
+
+def render(readme: str, results: Path = RESULTS) -> str:
+    """``readme`` with every generated block rebuilt; an unknown block name is an error."""
+    def sub(m):
+        name = m.group(2)
+        if name not in BLOCKS:
+            raise ValueError(f"unknown generated block {name!r}; known: {', '.join(BLOCKS)}")
+        return m.group(1) + BLOCKS[name](results) + m.group(4)
+
+    return BLOCK_RE.sub(sub, readme)
+
+
+# ------------------------------------------------------------------------------------------
+# every number of the Results section
+
+
+def results_section(readme: str) -> str:
+    m = re.search(r"^## Results\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+    if not m:
+        raise ValueError("README has no '## Results' section")
+    return m.group(1)
+
+
+# a number not glued to letters, dots or digits ("0.10.2", "x86_64", "H200", "float32", "§6.19"
+# are skipped): scientific (3.51e-04, 1e-3), decimal (112.5) or integer
+NUMBER_RE = re.compile(r"(?<![\w.§])(\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?![\w.]*\d)(?!\.\d)")
+RATIO_AFTER = re.compile(r"(?:\s?-\s?\d+(?:\.\d+)?)?x")  # "2.7x", "1.9-21x", "3.5-4.4x"
+
+
+def readme_numbers(text: str) -> list[str]:
+    """The numbers of ``text`` that must be sourced: every scientific or decimal number and every
+    integer followed by " s", except ratios (``2.7x``, ``1.9-21x``) and approximations (``~7 s``,
+    ``about 4 s``)."""
+    out = []
+    for m in NUMBER_RE.finditer(text):
+        tok, after = m.group(1), text[m.end():m.end() + 12]
+        before = text[max(0, m.start() - 6):m.start()]
+        if RATIO_AFTER.match(after) or before.endswith(("~", "about ")):
+            continue
+        if "e" in tok or "." in tok or re.match(r" s\b", after):
+            out.append(tok)
+    return out
+
+
+def canonical(tok: str) -> Decimal:
+    """The value of ``tok`` at its written precision, trailing zeros dropped: "9.50e-04",
+    "9.5e-4" and "0.00095" are the same number, "9.51e-4" is not."""
+    return Decimal(tok).normalize()
+
+
+def number_pool(results: Path = RESULTS) -> set[Decimal]:
+    """Every number written in a report (``*.md``) of ``results``; the reports are generated from
+    the records (``*.json``) by the benchmark scripts, at the precision the README quotes."""
+    pool: set[Decimal] = set()
+    for p in sorted(results.glob("*.md")):
+        for t in re.findall(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", p.read_text()):
+            pool.add(canonical(t))
+    return pool
+
+
+def unsourced_numbers(readme: str, results: Path = RESULTS) -> list[str]:
+    """The numbers of the README's Results section written in no report of ``results``."""
+    pool = number_pool(results)
+    return [t for t in readme_numbers(results_section(readme)) if canonical(t) not in pool]
+
+
+def check(readme: str, results: Path = RESULTS) -> list[str]:
+    """Problems found (empty: the README is up to date and every Results number is sourced)."""
+    problems = []
+    names = [m.group(2) for m in BLOCK_RE.finditer(readme)]
+    for name in BLOCKS:
+        if name not in names:
+            problems.append(f"README has no generated block {name!r}")
+    if render(readme, results) != readme:
+        problems.append("generated tables are stale: run `python benchmarks/readme_tables.py`")
+    missing = unsourced_numbers(readme, results)
+    if missing:
+        problems.append("numbers in README 'Results' found in no file of benchmarks/results/: " + ", ".join(missing))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="only check; exit 1 on a stale table or an unsourced number")
+    ap.add_argument("--readme", default=str(README), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    path = Path(args.readme)
+    text = path.read_text()
+    if args.check:
+        problems = check(text)
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
+    new = render(text)
+    if new != text:
+        path.write_text(new)
+        print(f"{path}: generated tables rewritten")
+    missing = unsourced_numbers(new)
+    if missing:
+        print("numbers in README 'Results' found in no file of benchmarks/results/: " + ", ".join(missing))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
