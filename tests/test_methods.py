@@ -117,10 +117,12 @@ def test_unknown_method_lists_names():
 # + 2000 L-BFGS, k_upd 200, see test_train.tiny_budget) must cut the test error 5x. Sixteen
 # compilations: marked slow, run with `pytest -m slow`.
 _PAPER_FAILURES = {
-    # The paper itself reports these two failing on 1D Poisson (relative e2 4.22 and 2.01);
-    # REFERENCE §5.1 explains GMMPINN's. Measured here (5000 Adam + 2000 L-BFGS, seed 0):
-    # lbPINN 0.52 and GMMPINN 0.74 from 1.09 at init. Kept as non-strict xfails.
-    ("lbpinn", "poisson1d"): "lbPINN fails on 1D Poisson in the paper too (rel e2 4.22)",
+    # The paper reports GMMPINN failing on 1D Poisson (relative e2 2.01; REFERENCE §5.1 explains
+    # why); measured here (5000 Adam + 2000 L-BFGS, seed 0): 0.74 from 1.09 at init. Asserted as
+    # measured: it stays finite and lowers the error, but by less than 5x (a change that makes it
+    # succeed or diverge fails the test, and this table is updated with the new measurement).
+    # lbPINN, which the paper also reports failing there (4.22), cuts the error 22x (0.0497) at
+    # this budget and is held to the 5x cut like the other methods.
     ("gmmpinn", "poisson1d"): "GMMPINN fails on 1D Poisson in the paper too (rel e2 2.01)",
 }
 
@@ -128,9 +130,7 @@ _PAPER_FAILURES = {
 def _method_cases():
     for method in cj.METHODS:
         for problem in ("poisson1d", "heat"):
-            reason = _PAPER_FAILURES.get((method, problem))
-            marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-            yield pytest.param(method, problem, marks=marks, id=f"{method}-{problem}")
+            yield pytest.param(method, problem, id=f"{method}-{problem}")
 
 
 @pytest.mark.slow
@@ -141,4 +141,7 @@ def test_each_method_cuts_error(method, problem):
     p = cj.get_problem(problem)
     before = _initial_rel_e2(p, method, 0)
     res = cj.train(p, method, TrainConfig(**tiny_budget(problem)), key=0, quiet=True)
-    assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)
+    if (method, problem) in _PAPER_FAILURES:  # fails as in the paper, without diverging
+        assert before / 5 <= res.metrics.rel_e2 < before, (_PAPER_FAILURES[method, problem], before, res.metrics.rel_e2)
+    else:
+        assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)
