@@ -1,10 +1,15 @@
 """The ``cgmpinn-jax`` command.
 
-    cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N] [--seed S]
+    cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N]
+                    [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
                     [--x64] [--lbfgs-backend jaxopt|optax] [--relobralo on|off|adam]
                     [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet]
     cgmpinn-jax list
+
+``PROBLEM`` is a registry name or ``package.module:ClassName`` of a user's Problem subclass
+(the current directory is importable). ``cgmpinn-jax run --help`` shows every option with
+its default; ``cgmpinn-jax list`` lists the problems, the methods and the ReLoBRaLo modes.
 
 ``run`` defaults to the paper's headline: 1D Poisson, CGMPINN, 5000 Adam + 10000 L-BFGS
 steps, float32. It prints e_loss, e2, relative e2, e_inf and seconds beside the paper's
@@ -88,18 +93,53 @@ def _table(result, paper: dict | None) -> str:
     return "\n".join(lines)
 
 
+RELOBRALO_MODES = {
+    "on": ("both", "ReLoBRaLo rebalances the loss terms in both stages (Adam and the second stage)"),
+    "adam": ("adam", "ReLoBRaLo rebalances during Adam only; the second stage keeps the last Adam lambdas fixed"),
+    "off": ("none", "no balancing: every loss term has weight 1"),
+}
+
+
 def _cmd_list(_args) -> int:
     from .methods import METHODS
     from .problems import PROBLEMS
 
-    print("problems:")
+    print("problems (or your own Problem subclass: cgmpinn-jax run package.module:ClassName):")
     for name, cls in PROBLEMS.items():
         d = cls.defaults
         print(f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.lbfgs_steps}, width {d.width}")
-    print("methods:")
+    print("methods (relobralo = the method's default --relobralo mode, on the heat problem):")
+    internal = {v[0]: k for k, v in RELOBRALO_MODES.items()}
+    probe = PROBLEMS["heat"]()
+
+    def short(f, suffix):
+        return getattr(f, "__name__", str(f)).removesuffix(suffix)
+
     for name, m in METHODS.items():
-        print(f"  {name:<22} network={m.network}, weighting={m.weighting}, relobralo={m.relobralo}")
+        relo = internal.get(m.settings(probe).relobralo, m.settings(probe).relobralo)
+        print(f"  {name:<22} {m.label or name:<10} network={short(m.network, '_network')}, "
+              f"weighting={short(m.weighting, '_weights')}, relobralo={relo}")
+    print("ReLoBRaLo modes (--relobralo MODE; internal names in parentheses):")
+    for mode, (internal, text) in RELOBRALO_MODES.items():
+        print(f"  {mode:<5} ({internal}): {text}")
     return 0
+
+
+def config_kwargs(args: argparse.Namespace) -> dict:
+    """The :class:`~cgmpinn_jax.TrainConfig` keyword arguments the ``run`` options set
+    (options left at their default are left out, so the config's own defaults apply)."""
+    kw = {
+        "adam_steps": args.adam_steps,
+        "lbfgs_steps": args.lbfgs_steps,
+        "k_upd": args.k_upd,
+        "width": args.width,
+        "depth": args.depth,
+        "lbfgs_lr": args.lbfgs_lr,
+        "second_stage": args.lbfgs_backend,
+        "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
+        "relobralo_lbfgs_apply": args.relobralo_lbfgs,
+    }
+    return {k: v for k, v in kw.items() if v is not None}
 
 
 def _cmd_run(args) -> int:
@@ -108,23 +148,18 @@ def _cmd_run(args) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     from . import io
+    from .config import TrainConfig
+    from .driver import train
     from .methods import get_method
-    from .problems import get_problem
-    from .train import TrainConfig, train
+    from .problems import get_problem, validate_problem
 
+    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
     try:
-        problem = get_problem(args.problem)
+        problem = validate_problem(get_problem(args.problem))
         method = get_method(args.method)
-        relo = {"on": "both", "both": "both", "off": "none", "none": "none", "adam": "adam", None: None}[args.relobralo]
-        config = TrainConfig(
-            adam_steps=args.adam_steps,
-            lbfgs_steps=args.lbfgs_steps,
-            lbfgs_backend=args.lbfgs_backend,
-            relobralo=relo,
-            relobralo_lbfgs_apply=args.relobralo_lbfgs,
-            **({"lbfgs_lr": args.lbfgs_lr} if args.lbfgs_lr is not None else {}),
-        )
-    except ValueError as e:
+        config = TrainConfig(**config_kwargs(args))
+    except (ValueError, TypeError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -148,28 +183,83 @@ def _cmd_run(args) -> int:
     return 0
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, unless the text already states it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            return text
+        if isinstance(action, argparse._StoreTrueAction):
+            return text + " (default: off)"
+        return text + " (default: %(default)s)"
+
+
+def _problem_defaults_text(attr: str) -> str:
+    """``"5000; fisher_kpp 8000"``: the registry problems' default for one setting."""
+    from .problems import PROBLEMS
+
+    values = {name: getattr(cls.defaults, attr) for name, cls in PROBLEMS.items()}
+    common = max(set(values.values()), key=list(values.values()).count)
+    others = [f"{n} {v}" for n, v in values.items() if v != common]
+    return "; ".join([str(common)] + others)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cgmpinn-jax", description="CGMPINN in JAX: train and compare PINNs")
+    from .methods import METHODS
+    from .problems import PROBLEMS
+
+    p = argparse.ArgumentParser(prog="cgmpinn-jax", description="CGMPINN in JAX: train and compare PINNs",
+                                formatter_class=_HelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="train one method on one problem (default: the paper's 1D Poisson CGMPINN run)")
-    r.add_argument("problem", nargs="?", default="poisson1d")
-    r.add_argument("--method", default="cgmpinn")
-    r.add_argument("--adam-steps", type=int, default=None, help="default: the problem's (5000; Fisher-KPP 8000)")
-    r.add_argument("--lbfgs-steps", type=int, default=None, help="default: the problem's (10000; Fisher-KPP 12000)")
-    r.add_argument("--lbfgs-lr", type=float, default=None, help="L-BFGS initial (and largest) line-search step (default 1.0)")
-    r.add_argument("--seed", type=int, default=1224)
-    r.add_argument("--x64", action="store_true", help="train in float64")
-    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default="optax")
-    r.add_argument("--relobralo", choices=("on", "off", "adam"), default=None, help="default: the method's")
+    r = sub.add_parser(
+        "run", formatter_class=_HelpFormatter,
+        help="train one method on one problem (default: the paper's 1D Poisson CGMPINN run)",
+        description="Train one method on one problem, print its metrics beside the paper's, and write "
+                    "metrics.json, history.json, the model and plots into --out.",
+        epilog="examples:\n"
+               "  cgmpinn-jax run                                   # the paper's headline run\n"
+               "  cgmpinn-jax run heat --method pinn --adam-steps 2000 --lbfgs-steps 1000\n"
+               "  cgmpinn-jax run cgmpinn_jax.examples:ViscousBurgers --width 32 --depth 3\n"
+               "  cgmpinn-jax run mypde:MyProblem                   # ./mypde.py, class MyProblem",
+    )
+    r.add_argument("problem", nargs="?", default="poisson1d", metavar="PROBLEM",
+                   help=f"a registry problem ({', '.join(PROBLEMS)}) or your own Problem subclass as "
+                        "package.module:ClassName (the current directory is importable)")
+    r.add_argument("--method", default="cgmpinn", metavar="NAME",
+                   help=f"the method: {', '.join(METHODS)}")
+    r.add_argument("--adam-steps", type=int, default=None, metavar="N",
+                   help=f"Adam steps (default: the problem's: {_problem_defaults_text('adam_steps')})")
+    r.add_argument("--lbfgs-steps", type=int, default=None, metavar="N",
+                   help=f"second-stage (L-BFGS) iterations (default: the problem's: {_problem_defaults_text('lbfgs_steps')})")
+    r.add_argument("--k-upd", type=int, default=None, metavar="N",
+                   help="steps between refreshes of the per-point weights (default: the method's on this problem: "
+                        f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)")
+    r.add_argument("--width", type=int, default=None, metavar="N",
+                   help=f"hidden width of the network (default: the problem's: {_problem_defaults_text('width')})")
+    r.add_argument("--depth", type=int, default=None, metavar="N",
+                   help=f"number of hidden layers (default: the problem's: {_problem_defaults_text('depth')})")
+    r.add_argument("--lbfgs-lr", type=float, default=None, metavar="STEP",
+                   help="the L-BFGS line search's initial (and largest) step (default: 1.0)")
+    r.add_argument("--seed", type=int, default=1224, metavar="S",
+                   help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
+    r.add_argument("--x64", action="store_true", help="train in float64 instead of float32")
+    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default="optax",
+                   help="the L-BFGS implementation of the second stage")
+    r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
+                   help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
+                        + " (default: the method's; see `cgmpinn-jax list`)")
     r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
-                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (default, as "
-                        "released) or at each weight refresh (fewer evaluations, measured less accurate; see "
+                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
+                        "at each weight refresh (fewer evaluations, measured less accurate; see "
                         "benchmarks/results/headline.md)")
-    r.add_argument("--out", default=None)
-    r.add_argument("--no-plots", action="store_true")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: runs/<problem>-<method>-<time>)")
+    r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
+    r.add_argument("--quiet", action="store_true", help="no progress output while training")
     r.set_defaults(func=_cmd_run)
-    l = sub.add_parser("list", help="list problems and methods")
+    l = sub.add_parser("list", formatter_class=_HelpFormatter,
+                       help="list the problems, the methods and the ReLoBRaLo modes")
     l.set_defaults(func=_cmd_list)
     return p
 

@@ -3,11 +3,15 @@
 A saved run is a folder with
 
 * ``model.eqx``: the network's leaves (``eqx.tree_serialise_leaves``),
-* ``model.json``: what is needed to rebuild the network skeleton (problem name and
-  parameters, method, width, depth, dtype) plus the config, metrics and summary.
+* ``model.json``: what is needed to rebuild the network skeleton (the problem's name,
+  class path ``"package.module:ClassName"`` and field values; method, width, depth, dtype)
+  plus the config, metrics and summary.
 
-``load_model(folder)`` rebuilds the skeleton and deserialises the leaves, so predictions
-are reproduced bit for bit.
+``load_model(folder)`` rebuilds the problem and the skeleton and deserialises the leaves, so
+predictions are reproduced bit for bit. This works for any problem, a user's own subclass
+included, as long as its class can be imported again (defined at module level in an
+importable module); otherwise pass the problem: ``load_model(folder, problem=MyPDE())``.
+Models saved before class paths were recorded name a registry problem and still load.
 
 Example::
 
@@ -30,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .methods import get_method
-from .problems import get_problem
+from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
 
-__all__ = ["save_result", "load_model", "to_jsonable"]
+__all__ = ["save_result", "load_model", "load_problem", "to_jsonable"]
 
 
 def to_jsonable(x: Any) -> Any:
@@ -54,7 +58,59 @@ def to_jsonable(x: Any) -> Any:
 
 
 def _problem_params(problem) -> dict:
-    return {f.name: getattr(problem, f.name) for f in dataclasses.fields(problem)}
+    return {f.name: getattr(problem, f.name) for f in dataclasses.fields(problem) if f.init}
+
+
+def _decode_params(cls: type, params: dict) -> dict:
+    """Field values from model.json: lists back to tuples, 'nan'/'inf' back to floats for
+    float fields (what :func:`to_jsonable` changed)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+
+    def untuple(v):
+        return tuple(untuple(x) for x in v) if isinstance(v, list) else v
+
+    out = {}
+    for k, v in params.items():
+        v = untuple(v)
+        f = fields.get(k)
+        if isinstance(v, str) and v in ("nan", "inf", "-inf") and f is not None and (
+            isinstance(f.default, float) or "float" in str(f.type)
+        ):
+            v = float(v)
+        out[k] = v
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _problem_record(problem: Problem) -> dict:
+    """model.json's problem entries: name, class path, coordinates, field values, and
+    whether those values survive JSON exactly (else loading needs ``problem=``)."""
+    params = _problem_params(problem)
+    encoded = {}
+    for k, v in params.items():
+        try:
+            encoded[k] = json.loads(json.dumps(to_jsonable(v)))
+        except (TypeError, ValueError):
+            encoded[k] = repr(v)  # for the record only; loading then needs problem=
+    try:
+        decoded = _decode_params(type(problem), json.loads(json.dumps(encoded)))
+        exact = all(_same(decoded[k], v) for k, v in params.items())
+    except Exception:  # noqa: BLE001 - anything unusual simply means "not exactly stored"
+        exact = False
+    return {
+        "problem": problem.name,
+        "problem_class": class_path(type(problem)),
+        "problem_coords": list(problem.coords),
+        "problem_params": encoded,
+        "problem_params_exact": exact,
+    }
 
 
 def save_result(result, folder: str | Path) -> Path:
@@ -64,8 +120,7 @@ def save_result(result, folder: str | Path) -> Path:
     eqx.tree_serialise_leaves(folder / "model.eqx", result.model)
     leaves = jax.tree_util.tree_leaves(eqx.filter(result.model, eqx.is_array))
     info = {
-        "problem": result.problem.name,
-        "problem_params": _problem_params(result.problem),
+        **_problem_record(result.problem),
         "method": result.method.name,
         "width": _width(result.model),
         "depth": _depth(result.model),
@@ -99,15 +154,93 @@ def _depth(model) -> int:
     return len(model.blocks[0]) - 1
 
 
-def load_model(folder: str | Path):
-    """Rebuild a saved model. Returns ``(model, info)`` where ``info`` is model.json's dict."""
-    from .train import build_model
-
-    folder = Path(folder)
+def _read_info(folder: Path) -> dict:
     if not (folder / "model.json").exists() or not (folder / "model.eqx").exists():
         raise FileNotFoundError(f"{folder} has no model.json / model.eqx (not a saved run)")
-    info = json.loads((folder / "model.json").read_text())
-    problem = get_problem(info["problem"], **info.get("problem_params", {}))
+    return json.loads((folder / "model.json").read_text())
+
+
+def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
+    saved = info["problem"]
+    params = info.get("problem_params", {})
+    hint = f"pass the problem explicitly: load_model({str(folder)!r}, problem=YourProblem(...))"
+    if problem is not None:
+        if isinstance(problem, Problem):
+            cls = type(problem)
+        elif isinstance(problem, (str, type)):
+            cls = type(get_problem(problem)) if isinstance(problem, str) else problem  # validates the name
+        else:
+            raise TypeError(f"load_model: problem must be a Problem instance, a Problem subclass or a name, "
+                            f"got {type(problem).__name__}")
+        name = problem.name if isinstance(problem, Problem) else getattr(cls, "name", None)
+        got = problem.coords if isinstance(problem, Problem) else getattr(cls, "coords", None)
+        coords = info.get("problem_coords")
+        if name != saved or (coords is not None and list(got or ()) != list(coords)):
+            raise ValueError(
+                f"load_model: the model in {folder} was trained on the problem {saved!r}"
+                + (f" with coords {tuple(coords)!r}" if coords is not None else "")
+                + f", but problem= is {cls.__name__} {name!r} with coords {tuple(got or ())!r}"
+            )
+        if not isinstance(problem, Problem):
+            problem = get_problem(cls, **_decode_params(cls, params))
+        return problem
+    path = info.get("problem_class")
+    if path is None:  # saved before class paths were recorded: a registry name
+        if saved not in PROBLEMS:
+            raise ValueError(f"load_model: the model in {folder} names the problem {saved!r}, which is not in the "
+                             f"registry ({', '.join(PROBLEMS)}), and records no class path; {hint}")
+        cls = PROBLEMS[saved]
+    else:
+        try:
+            cls = import_problem_class(path)
+        except ValueError as e:
+            if path.startswith("cgmpinn_jax.") and saved in PROBLEMS:  # a benchmark whose module moved
+                cls = PROBLEMS[saved]
+            else:
+                raise ValueError(f"load_model: cannot rebuild the problem {saved!r} of {folder}: {e}. "
+                                 f"Define the class at module level in an importable module, or {hint}") from e
+    if not info.get("problem_params_exact", True):
+        raise ValueError(f"load_model: the field values of {cls.__name__} could not be stored exactly in "
+                         f"{folder / 'model.json'}; {hint}")
+    kwargs = _decode_params(cls, params)
+    try:
+        return cls(**kwargs)
+    except Exception as e:  # noqa: BLE001 - re-raised with the class named
+        raise ValueError(f"load_model: cannot rebuild {cls.__name__}(**{kwargs!r}) (from {folder}): "
+                         f"{type(e).__name__}: {e}; {hint}") from e
+
+
+def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
+    """The problem a saved run was trained on, rebuilt as :func:`load_model` does."""
+    folder = Path(folder)
+    return _rebuild_problem(_read_info(folder), problem, folder)
+
+
+def load_model(folder: str | Path, *, problem: Any = None):
+    """Rebuild a saved model. Returns ``(model, info)`` where ``info`` is model.json's dict.
+
+    Args:
+        folder: a folder written by :func:`save_result`.
+        problem: optional; the problem the model was trained on (an instance, a Problem
+            subclass, a registry name or ``"package.module:ClassName"``). By default it is
+            rebuilt from the class path and field values recorded in model.json; pass it when
+            that class cannot be imported (defined in a notebook, a script's ``__main__`` or
+            a function). Its name and coordinates must match the saved ones.
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a saved run.
+        ValueError: the problem cannot be rebuilt (the message says why and how to pass it),
+            or ``problem`` does not match the saved one.
+
+    Example:
+        >>> model, info = load_model("runs/demo")  # doctest: +SKIP
+        >>> model, info = load_model("runs/burgers", problem=ViscousBurgers())  # doctest: +SKIP
+    """
+    from .methods import build_model
+
+    folder = Path(folder)
+    info = _read_info(folder)
+    problem = _rebuild_problem(info, problem, folder)
     method = get_method(info["method"])
     dtype = jnp.dtype(info["dtype"])
     if dtype == jnp.float64 and not jax.config.jax_enable_x64:

@@ -4,7 +4,8 @@
   table of the paper) calls the "L2 error"; the paper's text writes the plain 2-norm.
 * ``rel_e2`` = RMS(err) / RMS(u) (= ||err||_2 / ||u||_2), ``inf`` when RMS(u) <= 1e-10.
 * ``e_inf`` = max |u_hat - u|.
-* ``l2`` = the plain vector 2-norm ||u_hat - u||_2, for completeness.
+* ``l2`` = the plain vector 2-norm ||u_hat - u||_2 (= e2 * sqrt(M) for M test points), the
+  "L2 error" as the paper's text writes it.
 
 Example:
     >>> import numpy as np
@@ -24,12 +25,26 @@ __all__ = ["Metrics", "error_metrics", "evaluate"]
 
 
 class Metrics(NamedTuple):
+    """Errors of a prediction ``u_hat`` against the exact solution ``u`` on ``M`` test points.
+
+    Attributes:
+        e2: RMS error ``sqrt(mean((u_hat - u)^2))``, what the reference code and every table
+            of the paper call the "L2 error".
+        rel_e2: relative error ``RMS(u_hat - u) / RMS(u)`` (= ``||u_hat - u||_2 / ||u||_2``);
+            ``inf`` when ``RMS(u) <= 1e-10``.
+        e_inf: max error ``max |u_hat - u|``.
+        l2: the plain vector 2-norm ``||u_hat - u||_2`` (= ``e2 * sqrt(M)``), as the paper's
+            text writes the L2 error; it grows with the number of test points, so compare it
+            only between runs on the same test grid.
+    """
+
     e2: float
     rel_e2: float
     e_inf: float
     l2: float
 
     def as_dict(self) -> dict[str, float]:
+        """``{"e2": ..., "rel_e2": ..., "e_inf": ..., "l2": ...}`` as plain floats."""
         return {k: float(v) for k, v in self._asdict().items()}
 
 
@@ -49,7 +64,7 @@ def error_metrics(pred: Any, exact: Any) -> Metrics:
 
 
 def evaluate(problem, model, *, points: Any = None) -> Metrics:
-    """Metrics of ``model`` (a function of one point) on ``problem``'s test grid (or
+    """Metrics of ``model`` (a function of one point) on ``problem``'s ``test_grid()`` (or
     ``points`` (M, d)). The exact solution is evaluated in the model's dtype, like the reference."""
     pts = problem.test_grid().points if points is None else points
     pts = jax.numpy.asarray(pts, dtype=jax.numpy.zeros(()).dtype)

@@ -17,6 +17,9 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # this checkout's cgmpinn_jax, even when not installed
+
+from cgmpinn_jax.examples import example_source  # noqa: E402  (the custom-PDE notebook's class)
 
 
 def _md(text):
@@ -178,8 +181,9 @@ CUSTOM = [
     _md("""
 # Your own PDE: viscous Burgers
 
-A new PDE is a small subclass of `cj.Problem` (the README's "Your own PDE"; the same class
-is `cgmpinn_jax.examples.ViscousBurgers`): the exact solution and the operator are stated
+A new PDE is a small subclass of `cj.Problem` (the README's "Your own PDE"; the class below
+is the source of `cgmpinn_jax/examples.py`, copied here by `make_notebooks.py`;
+`help(cj.Problem)` lists what to define): the exact solution and the operator are stated
 once, the source and every initial/boundary target follow by automatic differentiation.
 Here $u_t + u u_x - \\nu u_{xx} = 0$ on $[-1, 1] \\times [0, 1]$, $\\nu = 0.05$, with the
 Cole-Hopf travelling wave $u^* = \\tfrac12\\left(1 - \\tanh\\frac{x - t/2}{4\\nu}\\right)$: a viscous
@@ -188,56 +192,7 @@ shock moving right, the kind of localised feature the curriculum is meant for.
     _params("""
 BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
 """),
-    _code("""
-import dataclasses
-
-import jax
-import jax.numpy as jnp
-import matplotlib.pyplot as plt
-import numpy as np
-
-import cgmpinn_jax as cj
-from cgmpinn_jax.derivatives import partial
-from cgmpinn_jax.problems import Dirichlet, grid, uniform
-from cgmpinn_jax.problems.heat import edge_pair, initial_line
-
-
-@dataclasses.dataclass(frozen=True)
-class ViscousBurgers(cj.Problem):
-    nu: float = 0.05
-    n_pde: int = 2000
-    n_ic: int = 200
-    n_bc: int = 200
-
-    name = "burgers"
-    coords = ("x", "t")
-    lower = (-1.0, 0.0)
-    upper = (1.0, 1.0)
-    terms = ("ic", "bc")
-    homogeneous = True  # no source term
-
-    def exact(self, z):  # one point z = (x, t)
-        return 0.5 * (1.0 - jnp.tanh((z[0] - 0.5 * z[1]) / (4.0 * self.nu)))
-
-    def operator(self, u, z):  # N[u] = u_t + u u_x - nu u_xx
-        return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
-
-    def pieces(self):  # u = u* at t = 0, and on x = -1 and x = 1
-        return {"ic": (Dirichlet(),), "bc": (Dirichlet(), Dirichlet())}
-
-    def sample_points(self, key):
-        k_pde, k_ic, k_bc = jax.random.split(key, 3)
-        x_ic = uniform(k_ic, self.n_ic, (-1.0,), (1.0,))[:, 0]
-        t_bc = uniform(k_bc, self.n_bc, (0.0,), (1.0,))[:, 0]
-        return {
-            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
-            "ic": (initial_line(x_ic),),
-            "bc": edge_pair(t_bc, -1.0, 1.0),
-        }
-
-    def test_points(self):
-        return grid(self.lower, self.upper, (201, 101))
-
+    _code(example_source() + """
 
 problem = ViscousBurgers()
 """),
@@ -256,6 +211,9 @@ result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 print(result.metrics)
 """),
     _code("""
+import matplotlib.pyplot as plt
+import numpy as np
+
 g = problem.test_grid()
 nx, nt = g.shape
 u_exact = np.asarray(problem.exact_on(g.points)).reshape(nx, nt)

@@ -1,5 +1,6 @@
 """The custom-PDE example (cgmpinn_jax/examples.py) and the "Your own PDE" docs section."""
 
+import json
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
+from cgmpinn_jax import examples
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.examples import ViscousBurgers
 
@@ -98,3 +100,28 @@ def test_doc_block_runs(capsys):
     kb = jax.random.key(3)
     for a, b in zip(jax.tree.leaves(doc_p.sample(kb)), jax.tree.leaves(ex_p.sample(kb))):
         np.testing.assert_array_equal(a, b)
+
+
+def test_one_source_for_the_example(tmp_path, capsys):
+    """examples.py is the single source: the README's block and the notebook's class cell are
+    generated from it, and the generator detects and repairs a stale README."""
+    src = examples.example_source()
+    assert src.startswith("import dataclasses\n") and "class ViscousBurgers(cj.Problem):" in src
+    assert "from cgmpinn_jax.problems import Dirichlet, edge_pair, grid, initial_line, uniform" in src
+    assert "problems.heat" not in src  # the public helpers, not a benchmark module
+    # the README holds exactly the generated block
+    assert examples.main(["--check-readme", str(DOC)]) == 0
+    assert examples.readme_block() in DOC.read_text(encoding="utf-8")
+    assert doc_code_block() == src + "\n\n" + examples.README_USAGE.strip("\n") + "\n"
+    assert examples.main(["--print"]) == 0
+    assert capsys.readouterr().out.strip() == examples.readme_block()
+    # a stale copy is detected and rewritten
+    stale = tmp_path / "README.md"
+    stale.write_text(DOC.read_text(encoding="utf-8").replace("nu: float = 0.05", "nu: float = 0.5"), encoding="utf-8")
+    assert examples.main(["--check-readme", str(stale)]) == 1
+    assert examples.main(["--write-readme", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")
+    # the notebook's class cell is the same source
+    nb = json.loads((ROOT / "notebooks" / "03_custom_pde.ipynb").read_text(encoding="utf-8"))
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert any(c.startswith(src) for c in cells)

@@ -160,3 +160,137 @@ def test_wrong_point_dimension():
         p.pde_residuals(p.exact, jnp.ones((10, 3)))
     with pytest.raises(ValueError, match=r"\(n, 2\)"):
         p.exact_on(jnp.ones((10,)))
+
+
+# ---- validation, point helpers, naming (issue 21) -----------------------------------------
+
+from cgmpinn_jax.problems import box_edges, edge_pair, initial_line, validate_problem  # noqa: E402
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_benchmarks_pass_validation(name):
+    p = get_problem(name)
+    assert validate_problem(p) is p
+
+
+def test_validation_traces_once_and_checks_exact():
+    """validate_problem looks at shapes only (eval_shape): it must not run sample_points on
+    concrete data, and must still reject an exact solution of the wrong shape."""
+    import dataclasses
+
+    from cgmpinn_jax.problems import Heat
+
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Traced(Heat):
+        def sample_points(self, key):
+            calls.append(isinstance(key, jax.core.Tracer))
+            return Heat.sample_points(self, key)
+
+    validate_problem(Traced(n_pde=7))
+    assert calls == [True]  # traced once, abstractly
+    validate_problem(Traced(n_pde=7))
+    assert calls == [True]  # cached per problem
+
+    @dataclasses.dataclass(frozen=True)
+    class Vector(Heat):
+        def exact(self, z):
+            return jnp.stack([Heat.exact(self, z)])
+
+    with pytest.raises(ValueError, match=r"Vector\.exact\(z\): must return a scalar"):
+        validate_problem(Vector())
+
+
+def test_sample_names_a_piece_count_mismatch():
+    import dataclasses
+
+    from cgmpinn_jax.problems import Heat
+
+    @dataclasses.dataclass(frozen=True)
+    class OneEdge(Heat):
+        def sample_points(self, key):
+            pts = Heat.sample_points(self, key)
+            return {**pts, "bc": pts["bc"][:1]}
+
+    with pytest.raises(ValueError, match=r"OneEdge\.sample_points\(key\)\['bc'\]: has 1 point array.*2 piece"):
+        OneEdge().sample(jax.random.key(0))
+
+
+def test_box_edges():
+    # deterministic: the 2D Poisson benchmark's four edges, bit for bit
+    p = get_problem("poisson2d")
+    for a, b in zip(p.sample_points(jax.random.key(0))["bc"], box_edges(p.lower, p.upper, 250)):
+        np.testing.assert_array_equal(a, b)
+    # random points on the faces of a 3D box, in face order (axis 0 lo/hi, axis 1 lo/hi, ...)
+    lo, hi = (0.0, -1.0, 2.0), (1.0, 1.0, 5.0)
+    faces = box_edges(lo, hi, 50, key=jax.random.key(1))
+    assert len(faces) == 6
+    for i, f in enumerate(faces):
+        axis, side = divmod(i, 2)
+        f = np.asarray(f)
+        assert f.shape == (50, 3)
+        assert np.all(f[:, axis] == (hi if side else lo)[axis])
+        others = [j for j in range(3) if j != axis]
+        assert np.all(f[:, others] >= np.array(lo)[others]) and np.all(f[:, others] <= np.array(hi)[others])
+        assert len(np.unique(f[:, others[0]])) == 50
+    assert [e.tolist() for e in box_edges((0.0,), (2.0,), 9)] == [[[0.0]], [[2.0]]]
+    with pytest.raises(ValueError, match="box_edges"):
+        box_edges((0.0, 0.0), (1.0,), 4)
+
+
+def test_edge_pair_and_initial_line():
+    from cgmpinn_jax.problems import heat
+
+    assert heat.edge_pair is edge_pair and heat.initial_line is initial_line  # old import path kept
+    t = jnp.array([0.1, 0.7])
+    left, right = edge_pair(t, -2.0, 3.0)
+    f32 = lambda a: np.asarray(a, np.float32)
+    np.testing.assert_array_equal(left, f32([[-2.0, 0.1], [-2.0, 0.7]]))
+    np.testing.assert_array_equal(right, f32([[3.0, 0.1], [3.0, 0.7]]))
+    np.testing.assert_array_equal(initial_line(t, 0.5), f32([[0.1, 0.5], [0.7, 0.5]]))
+
+
+def test_test_grid_is_the_one_name():
+    """Subclasses define test_grid(); a subclass written with the former name test_points()
+    still works, and test_points() stays callable."""
+    import dataclasses
+
+    from cgmpinn_jax.problems import Poisson1D, grid
+
+    for cls in (type(get_problem(n)) for n in NAMES):
+        assert "test_grid" in cls.__dict__ and "test_points" not in cls.__dict__, cls
+
+    @dataclasses.dataclass(frozen=True)
+    class Legacy(Poisson1D):
+        def test_points(self):
+            return grid(self.lower, self.upper, (7,))
+
+    assert Legacy().test_grid().points.shape == (7, 1)
+    assert Legacy().test_points().points.shape == (7, 1)
+    assert get_problem("heat").test_points().points.shape == (10000, 2)
+
+
+def test_get_problem_by_class_path_and_class():
+    from cgmpinn_jax.examples import ViscousBurgers
+
+    p = get_problem("cgmpinn_jax.examples:ViscousBurgers", nu=0.1)
+    assert type(p) is ViscousBurgers and p.nu == 0.1
+    assert get_problem(ViscousBurgers, n_pde=10).n_pde == 10
+    with pytest.raises(ValueError, match=r"ViscousBurgers.*'nope'"):
+        get_problem(ViscousBurgers, nope=1)
+    with pytest.raises(ValueError, match=r"'cgmpinn_jax.examples' has no 'Missing'"):
+        get_problem("cgmpinn_jax.examples:Missing")
+    with pytest.raises(ValueError, match=r"not a Problem subclass"):
+        get_problem("cgmpinn_jax.examples:readme_block")
+
+
+def test_problem_docstring_lists_what_to_define():
+    from cgmpinn_jax.problems import DerivativeMatch, Problem
+
+    doc = Problem.__doc__
+    for item in ("name", "coords", "lower", "upper", "terms", "homogeneous", "defaults", "exact(self, z)",
+                 "operator(self, u, z)", "pieces(self)", "sample_points(self, key)", "test_grid(self)"):
+        assert f"``{item}" in doc, item
+    assert "pairs with" in doc and "**sum**" in doc
+    assert "indexes the problem's ``coords``" in DerivativeMatch.__doc__

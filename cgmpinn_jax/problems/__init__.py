@@ -1,6 +1,16 @@
-"""The six benchmark problems of the paper and a registry by name."""
+"""The Problem interface, point helpers, the six benchmark problems of the paper and a
+registry by name.
+
+A problem is named by a registry name (``"heat"``, one of :data:`PROBLEMS`), or by the
+import path of a user's :class:`Problem` subclass, ``"package.module:ClassName"``; both
+work with :func:`get_problem`, :func:`~cgmpinn_jax.train` and the ``cgmpinn-jax run``
+command.
+"""
 
 from __future__ import annotations
+
+import importlib
+import sys
 
 from .advection_diffusion import AdvectionDiffusion
 from .base import (
@@ -14,10 +24,12 @@ from .base import (
     check_points,
     grid,
     uniform,
+    validate_problem,
 )
 from .damped_wave import DampedWave
 from .fisher_kpp import FisherKPP
 from .heat import Heat
+from .points import box_edges, edge_pair, initial_line
 from .poisson1d import Poisson1D
 from .poisson2d import Poisson2D
 
@@ -26,21 +38,74 @@ PROBLEMS: dict[str, type[Problem]] = {
 }
 
 
-def get_problem(name: str | Problem, **params) -> Problem:
-    """The benchmark called ``name`` (one of :data:`PROBLEMS`), with optional parameter
-    overrides (e.g. ``get_problem("heat", n_pde=500)``). A Problem instance is returned as is."""
-    if isinstance(name, Problem):
-        return name
+def class_path(cls: type) -> str:
+    """``"package.module:QualName"`` of a class, as :func:`import_problem_class` reads it."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def import_problem_class(path: str) -> type[Problem]:
+    """The :class:`Problem` subclass at ``"package.module:ClassName"``.
+
+    Raises:
+        ValueError: naming the path, when the module cannot be imported, has no such
+            attribute, or the attribute is not a Problem subclass.
+    """
+    module_name, sep, qualname = path.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ValueError(f"problem class path must look like 'package.module:ClassName', got {path!r}")
+    if "<locals>" in qualname:
+        raise ValueError(f"problem class {path!r} was defined inside a function and cannot be imported; "
+                         "define it at module level")
     try:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001 - re-raised with the path named
+        raise ValueError(f"cannot import the module {module_name!r} of problem class {path!r}: "
+                         f"{type(e).__name__}: {e}") from e
+    obj = module
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"module {module_name!r} has no {qualname!r} (problem class {path!r})")
+        obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, Problem)):
+        raise ValueError(f"{path!r} is not a Problem subclass (got {obj!r})")
+    return obj
+
+
+def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
+    """A problem instance, with optional parameter overrides (``get_problem("heat", n_pde=500)``).
+
+    ``name`` is one of :data:`PROBLEMS`, an import path ``"package.module:ClassName"`` of
+    a user's subclass (the module must be importable), or a :class:`Problem` subclass;
+    each is instantiated with ``params``. A Problem instance is returned as is.
+    """
+    if isinstance(name, Problem):
+        if params:
+            raise ValueError(f"get_problem: parameters {sorted(params)} given with a Problem instance; "
+                             "use dataclasses.replace(problem, ...) instead")
+        return name
+    if isinstance(name, type) and issubclass(name, Problem):
+        cls = name
+    elif isinstance(name, str) and ":" in name:
+        cls = import_problem_class(name)
+    elif isinstance(name, str) and name in PROBLEMS:
         cls = PROBLEMS[name]
-    except KeyError:
-        raise ValueError(f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}") from None
-    return cls(**params)
+    else:
+        raise ValueError(
+            f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}, or 'package.module:ClassName' "
+            "of your own Problem subclass (or pass an instance)"
+        )
+    try:
+        return cls(**params)
+    except TypeError as e:
+        raise ValueError(f"cannot build {cls.__name__}(**{params!r}): {e}") from e
 
 
 __all__ = [
     "PROBLEMS",
     "get_problem",
+    "class_path",
+    "import_problem_class",
+    "validate_problem",
     "Problem",
     "ProblemDefaults",
     "TestGrid",
@@ -51,6 +116,9 @@ __all__ = [
     "check_points",
     "grid",
     "uniform",
+    "box_edges",
+    "edge_pair",
+    "initial_line",
     "Poisson1D",
     "Poisson2D",
     "Heat",

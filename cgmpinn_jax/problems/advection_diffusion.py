@@ -54,5 +54,5 @@ class AdvectionDiffusion(Problem):
             "bc": (pairs, pairs),
         }
 
-    def test_points(self):
+    def test_grid(self):
         return grid(self.lower, self.upper, (100, 100))

@@ -59,5 +59,5 @@ class DampedWave(Problem):
             "bc": edge_pair(t_bc, 0.0, 1.0),
         }
 
-    def test_points(self):
+    def test_grid(self):
         return grid(self.lower, self.upper, (100, 100))

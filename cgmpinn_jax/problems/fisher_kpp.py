@@ -76,5 +76,5 @@ class FisherKPP(Problem):
             "bc": edge_pair(t_bc, -5.0, 5.0),
         }
 
-    def test_points(self):
+    def test_grid(self):
         return grid(self.lower, self.upper, (100, 100))

@@ -47,5 +47,5 @@ class Poisson1D(Problem):
             "bc": (jnp.zeros((1, 1), dtype), jnp.ones((1, 1), dtype)),
         }
 
-    def test_points(self):
+    def test_grid(self):
         return grid(self.lower, self.upper, (200,))

@@ -50,5 +50,5 @@ class Poisson2D(Problem):
         )
         return {"pde": uniform(key, self.n_pde, self.lower, self.upper), "bc": edges}
 
-    def test_points(self):
+    def test_grid(self):
         return grid(self.lower, self.upper, (100, 100))
