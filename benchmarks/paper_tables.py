@@ -17,8 +17,11 @@ line of the committed compact record ``benchmarks/results/paper_runs.json`` and 
 file in the git-ignored cache ``benchmarks/cache/paper_runs/``, both under the run key
 ``<problem>__<variant>__seed<s>[__scale<x>]__<key>``, where ``key`` is 16 hex digits
 of sha256 over {problem, problem_params, method, variant, config (TrainConfig.to_dict()),
-seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every run in the
-record or the cache, so a long reproduction resumes where it stopped, on any checkout. Fields
+seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every (problem,
+variant, seed, budget scale, dtype) that the record or the cache holds, under any key (a new
+package version or TrainConfig field changes the key, not the run; ``--retrain-stale`` retrains
+runs recorded under another key), so a long reproduction resumes where it stopped, on any
+checkout; the tables prefer, per cell and seed, the run under the current key. Fields
 of a full run file (``format`` =
 ``cgmpinn-jax/paper-run/1``): ``key``, ``spec`` (the hashed dict), ``label``, ``seed``,
 ``resolved`` (adam_steps, lbfgs_steps, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2),
@@ -338,17 +341,29 @@ def planned_variants(tables: list[str], methods: list[str] | None) -> list[str]:
     return [v for v in RUN_ORDER if v in want]
 
 
-def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS, record: Path | None = None):
-    """[(problem, variant, [missing seeds], [cached seeds])] in execution order; a run counts as
-    cached when it is in the compact record or its full file is in ``runs_dir``."""
+def run_identity(spec: dict) -> tuple:
+    """What a table cell's run is, whatever the package version or TrainConfig fields it was
+    trained under: (problem, variant, seed, budget scale, dtype)."""
+    dtype = "float64" if spec.get("x64") else (spec.get("config") or {}).get("precision", "float32")
+    return (spec["problem"], spec["variant"], int(spec["seed"]), float(spec.get("budget_scale", 1.0)), dtype)
+
+
+def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS, record: Path | None = None, *,
+         exact_keys: bool = False):
+    """[(problem, variant, [missing seeds], [cached seeds])] in execution order. A run counts as
+    cached when the compact record or ``runs_dir`` holds a run of the same problem, variant,
+    seed, budget scale and dtype (:func:`run_identity`), so a package version or a TrainConfig
+    refactor (new fields, renamed ones: a new cache key) retrains nothing; with ``exact_keys``
+    only a run under the current cache key counts (``--retrain-stale``)."""
     out = []
     done = set(study(runs_dir, record).load())
+    ids = set() if exact_keys else {run_identity(r["spec"]) for r in all_runs(runs_dir, record)}
     for v in variants:
         for p in problems:
             missing, cached = [], []
             for s in seeds:
                 spec = run_spec(p, v, s, scale)
-                hit = run_key(spec) in done or run_path(spec, runs_dir).exists()
+                hit = run_key(spec) in done or run_path(spec, runs_dir).exists() or run_identity(spec) in ids
                 (cached if hit else missing).append(s)
             out.append((p, v, missing, cached))
     return out
@@ -610,6 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-hours", type=float, default=None, help="start no new group after this many hours")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--x64", action="store_true", help="train in float64 (a different cache key)")
+    p.add_argument("--retrain-stale", action="store_true",
+                   help="a recorded run counts as done only under the current cache key (package version and "
+                        "TrainConfig); default: any recorded run of the same problem, variant, seed, scale and dtype")
     p.add_argument("--progress-seconds", type=float, default=60.0,
                    help="print the engine's progress lines at most this often (0 = every chunk)")
     p.add_argument("--runs-dir", default=str(RUNS), help=argparse.SUPPRESS)
@@ -660,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
         return 0
 
-    todo = plan(problems, variants, seeds, scale, runs_dir, record)
+    todo = plan(problems, variants, seeds, scale, runs_dir, record, exact_keys=args.retrain_stale)
     n_missing = sum(len(m) for _, _, m, _ in todo)
     n_cached = sum(len(c) for _, _, _, c in todo)
     print(f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "

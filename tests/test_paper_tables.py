@@ -273,6 +273,17 @@ def test_recorded_run_counts_as_done(tmp_path):
     todo = pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record)
     assert todo == [("heat", "pinn", [0], [1])]
     assert [r["seed"] for r in pt.all_runs(tmp_path / "cache", record)] == [1]
+    # a run recorded under another key (older package version, other TrainConfig fields) is done
+    # too, unless exact keys are asked for (--retrain-stale); another budget scale or dtype is not
+    spec2 = {**pt.run_spec("heat", "pinn", 0, 1.0), "version": "0.0.1", "config": {"renamed_field": 1}}
+    rec2 = tl.fake_run("heat", "pinn", 0, 2e-3)
+    rec2.update(key=tl.cache_key(spec2), spec=spec2)
+    pt.study(tmp_path / "cache", record).save(pt.run_key(spec2), rec2)
+    assert pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record) == [("heat", "pinn", [], [0, 1])]
+    assert pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record, exact_keys=True) == [
+        ("heat", "pinn", [0], [1])]
+    assert pt.plan(["heat"], ["pinn"], [0], 0.5, tmp_path / "cache", record) == [("heat", "pinn", [0], [])]
+    assert pt.run_identity({**spec2, "x64": True}) != pt.run_identity(spec2)
 
 
 def test_committed_results_are_compact():
@@ -312,7 +323,8 @@ def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
 
     for r in runs:
         (tmp_path / f"{r['key']}.json").write_text(json.dumps(r))
-    pt.main(["--variants", "pinn,gpinn", "--problems", "heat,poisson1d", "--seeds", "0,1", "--list",
+    # seeds the cached runs do not have (a cached seed would count as done: test_recorded_run_counts_as_done)
+    pt.main(["--variants", "pinn,gpinn", "--problems", "heat,poisson1d", "--seeds", "6,7", "--list",
              "--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")])
     out = capsys.readouterr().out
     assert "~3 CPU min/run (median of 3 cached, this cell)" in out
