@@ -3,15 +3,25 @@
 >>> import cgmpinn_jax as cj
 >>> sorted(cj.PROBLEMS)[:2]
 ['advection_diffusion', 'damped_wave']
+
+``cj.train`` is the training function (:func:`cgmpinn_jax.driver.train`); there is no
+``cgmpinn_jax.train`` module. The engine is split one idea per module: ``config`` (options),
+``schedule`` (resolved settings, refresh schedule), ``objective`` (loss terms),
+``second_stage`` (L-BFGS and dense quasi-Newton members), ``engine`` (jittable chunks),
+``driver`` (host loop, compile cache, ``train``), ``records`` (statuses, histories, results),
+``precision`` (scoped float64).
 """
 
-from . import balancing, derivatives, gmm, methods, metrics, nets, problems, weighting
+from . import balancing, config, derivatives, driver, engine, gmm, methods, metrics, nets, objective, precision, problems, records, second_stage, weighting
 from .io import load_model, save_result
 from .methods import METHODS, Method, get_method
 from .metrics import Metrics, error_metrics, evaluate
 from .problems import PROBLEMS, Problem, get_problem
 from .sweep import SweepResult, sweep
-from .train import StageStatus, TrainConfig, TrainResult, refresh_schedule, train
+from .config import PRESETS, TrainConfig
+from .driver import CompileCache, train
+from .records import History, StageStatus, TrainResult
+from .schedule import refresh_schedule
 
 __version__ = "0.2.0"
 
@@ -42,4 +52,7 @@ __all__ = [
     "TrainResult",
     "refresh_schedule",
     "train",
+    "PRESETS",
+    "CompileCache",
+    "History",
 ]

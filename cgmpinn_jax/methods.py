@@ -1,7 +1,7 @@
-"""Methods: a network factory + loss terms + a sample weighting + a loss balancing.
+"""Methods: a record of behaviour -- network factory, weighting factory, balancing, loss.
 
-Every method, CGMPINN and the baselines alike, is a frozen :class:`Method` record that
-:func:`cgmpinn_jax.train.train` interprets; nothing else differs between them.
+Every method, CGMPINN and the baselines alike, is a frozen :class:`Method` whose fields are
+the pieces the engine calls; nothing is interpreted from strings elsewhere.
 
 ==========  =============  ===========  =============  ==========================================
 name        network        weighting    ReLoBRaLo      loss
@@ -17,109 +17,204 @@ gmmpinn     MLP            GMM (§5.1)   per problem    ablation: exp(+beta d) v
 clpinn      MLP            CL (§5.2)    per problem    ablation: per-point min-max of r^2
 ==========  =============  ===========  =============  ==========================================
 
-Problem-specific settings (REFERENCE §1.2, §5.3): only CGMPINN and its ablation use the
-Fisher-KPP input map (x/5, t-1), Xavier-normal init and (CGMPINN only) k_upd = 100 with the
-refit before the L-BFGS step; the baselines use raw inputs and PyTorch's default init on
-every problem, as in the reference code. The ablation runs use k_upd = 200 everywhere and
-ReLoBRaLo as the reference's ablation script did: off for 1D Poisson, Adam stage only for
-Fisher-KPP, both stages elsewhere.
+Problem-specific settings (REFERENCE §1.2, §5.3) belong to the method, not to the problem
+(:class:`MethodSettings`, from the method's ``settings(problem)``): only CGMPINN and its
+ablations use the Fisher-KPP input map (x/5, t-1), Xavier-normal init and (CGMPINN only)
+k_upd = 100 with the refit before the L-BFGS step; the baselines use raw inputs and PyTorch's
+default init on every problem, as in the reference code. The ablation runs use k_upd = 200
+everywhere and ReLoBRaLo as the reference's ablation script did: off for 1D Poisson, Adam
+stage only for Fisher-KPP, both stages elsewhere.
+
+A new method is a new record, e.g. CGMPINN without the precision factor::
+
+    Method("cgm_novar", network=mlp_network,
+           weighting=lambda cfg, hyper: weighting.cgm_weighting(beta=hyper.beta, eps=hyper.eps,
+                                                               variance_factor=False),
+           settings=cgm_settings)
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Callable, Literal, Optional
 
+import jax
+
+from . import nets
+from . import weighting as weighting_lib
 from .problems import Problem
 
-__all__ = ["Method", "METHODS", "get_method"]
+__all__ = [
+    "Method", "MethodSettings", "LossSpec", "METHODS", "get_method", "build_model",
+    "mlp_network", "lnn_network", "star_network", "plain_settings", "cgm_settings", "ablation_settings",
+]
+
+InputMap = Optional[tuple[tuple[float, ...], tuple[float, ...]]]
+Stages = Literal["both", "adam", "none"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodSettings:
+    """How a method is set up on one problem.
+
+    Attributes:
+        relobralo: stages with ReLoBRaLo: "both", "adam" or "none".
+        k_upd: steps between weight refreshes; ``None`` = the problem's ``defaults.k_upd``.
+        init: network init, "torch" (PyTorch's default) or "xavier" (Xavier normal).
+        input_map: static affine input map ``(scale, shift)`` or ``None``.
+        refit_before_lbfgs_step: the L-BFGS refresh comes before the step (Fisher-KPP CGMPINN).
+    """
+
+    relobralo: Stages = "none"
+    k_upd: Optional[int] = None
+    init: str = "torch"
+    input_map: InputMap = None
+    refit_before_lbfgs_step: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class LossSpec:
+    """How the loss terms are formed (the method's loss transform).
+
+    Attributes:
+        aggregation: "sum" of per-piece MSEs (reference PINN/CGMPINN) or "concat" (one MSE
+            over the concatenated residuals of a term, lbPINN).
+        learnable_balance: lbPINN's trainable log-variances s_c.
+        grad_weight: gPINN's weight of the residual-gradient term (0 = off).
+    """
+
+    aggregation: Literal["sum", "concat"] = "sum"
+    learnable_balance: bool = False
+    grad_weight: float = 0.0
+
+    def __post_init__(self):
+        if self.aggregation not in ("sum", "concat"):
+            raise ValueError(f"LossSpec.aggregation must be 'sum' or 'concat', got {self.aggregation!r}")
+        if not self.grad_weight >= 0:
+            raise ValueError(f"LossSpec.grad_weight must be >= 0, got {self.grad_weight}")
+
+
+# ---- network factories: (key, in_dim, width, depth, init, input_map) -> eqx.Module --------
+
+
+def mlp_network(key, in_dim, width, depth, init, input_map):
+    return nets.mlp(key, in_dim, width, depth, init=init, input_map=input_map)
+
+
+def lnn_network(key, in_dim, width, depth, init, input_map):
+    return nets.lnn_pinn(key, in_dim, width, depth, init=init, input_map=input_map)
+
+
+def star_network(key, in_dim, width, depth, init, input_map):
+    """STAR-PINN: 3 blocks of 2 hidden layers whatever ``depth`` (as the reference)."""
+    return nets.star_pinn(key, in_dim, width, init=init, input_map=input_map)
+
+
+# ---- weighting factories: (config, hyper) -> weighting.Weighting ----------------------------
+
+
+def uniform_weights(cfg, hyper):
+    return weighting_lib.uniform_weighting()
+
+
+def cgm_weights(cfg, hyper):
+    return weighting_lib.cgm_weighting(n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps,
+                                       variance_factor=cfg.variance_factor)
+
+
+def gmm_weights(cfg, hyper):
+    return weighting_lib.gmmpinn_weighting(n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps)
+
+
+def cl_weights(cfg, hyper):
+    return weighting_lib.clpinn_weighting(beta=hyper.beta, eps=hyper.eps)
+
+
+# ---- per-problem settings -----------------------------------------------------------------
+
+#: The reference's Fisher-KPP CGMPINN script normalises its inputs to (x/5, t-1), uses
+#: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step (§1.2, §1.6).
+_CGM_FISHER_KPP = dict(input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_lbfgs_step=True)
+#: ReLoBRaLo in the reference's ablation script (§5.3): elsewhere both stages.
+_ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}
+
+
+def plain_settings(problem: Problem) -> MethodSettings:
+    """The baselines: raw inputs, PyTorch's init, the problem's k_upd, no ReLoBRaLo."""
+    return MethodSettings()
+
+
+def cgm_settings(problem: Problem) -> MethodSettings:
+    if problem.name == "fisher_kpp":
+        return MethodSettings(relobralo="both", k_upd=100, **_CGM_FISHER_KPP)
+    return MethodSettings(relobralo="both")
+
+
+def ablation_settings(problem: Problem) -> MethodSettings:
+    relo = _ABLATION_RELOBRALO.get(problem.name, "both")
+    extra = _CGM_FISHER_KPP if problem.name == "fisher_kpp" else {}  # the ablation refits before the step too (§5)
+    return MethodSettings(relobralo=relo, k_upd=200, **extra)
 
 
 @dataclasses.dataclass(frozen=True)
 class Method:
-    """A training method, declaratively.
+    """A training method as a record of behaviour.
 
     Attributes:
         name: registry name.
-        network: "mlp", "lnn" (LNN-PINN) or "star" (STAR-PINN).
-        weighting: per-point PDE weights: "uniform", "cgm", "gmm" (GMMPINN) or "cl" (CLPINN).
-        relobralo: which stages use ReLoBRaLo: "both", "adam", "none", or "ablation" (the
-            problem's ``defaults.ablation_relobralo``).
-        aggregation: "sum" of per-piece MSEs (reference PINN/CGMPINN) or "concat" (one MSE
-            over the concatenated residuals of a term, lbPINN).
-        learnable_balance: lbPINN's trainable log-variances.
-        grad_weight: gPINN's weight of the residual-gradient term (0 = off).
-        problem_settings: "cgm" to use the problem's CGMPINN input map / init / k_upd /
-            refit order, "ablation" for its input map / init with the ablation k_upd, or "none".
+        network: ``(key, in_dim, width, depth, init, input_map) -> eqx.Module`` (one point to
+            a scalar).
+        weighting: ``(TrainConfig, Hyper) -> weighting.Weighting``, the per-point PDE weights.
+        loss: :class:`LossSpec` (aggregation, lbPINN's learnable balance, gPINN's term).
+        settings: ``problem -> MethodSettings`` (ReLoBRaLo stages, k_upd, init, input map).
+        label: the name the paper uses.
     """
 
     name: str
-    network: str = "mlp"
-    weighting: str = "uniform"
-    relobralo: str = "none"
-    aggregation: str = "sum"
-    learnable_balance: bool = False
-    grad_weight: float = 0.0
-    problem_settings: str = "none"
+    network: Callable[..., Any] = mlp_network
+    weighting: Callable[..., Any] = uniform_weights
+    loss: LossSpec = LossSpec()
+    settings: Callable[[Problem], MethodSettings] = plain_settings
+    label: str = ""
 
     def __post_init__(self):
-        allowed = {
-            "network": ("mlp", "lnn", "star"),
-            "weighting": ("uniform", "cgm", "gmm", "cl"),
-            "relobralo": ("both", "adam", "none", "ablation"),
-            "aggregation": ("sum", "concat"),
-            "problem_settings": ("cgm", "ablation", "none"),
-        }
-        for field, values in allowed.items():
-            if getattr(self, field) not in values:
-                raise ValueError(f"Method.{field} must be one of {values}, got {getattr(self, field)!r}")
-        if self.grad_weight < 0:
-            raise ValueError(f"Method.grad_weight must be >= 0, got {self.grad_weight}")
+        for field in ("network", "weighting", "settings"):
+            if not callable(getattr(self, field)):
+                raise ValueError(f"Method.{field} must be callable, got {getattr(self, field)!r}")
+        if not isinstance(self.loss, LossSpec):
+            raise ValueError(f"Method.loss must be a LossSpec, got {self.loss!r}")
 
-    def relobralo_stages(self, problem: Problem) -> str:
-        """"both", "adam" or "none" for this problem."""
-        if self.relobralo == "ablation":
-            return problem.defaults.ablation_relobralo
-        return self.relobralo
 
-    def input_map(self, problem: Problem):
-        return problem.defaults.cgm_input_map if self.problem_settings != "none" else None
-
-    def init(self, problem: Problem) -> str:
-        return problem.defaults.cgm_init if self.problem_settings != "none" else "torch"
-
-    def k_upd(self, problem: Problem) -> int:
-        d = problem.defaults
-        if self.problem_settings == "cgm" and d.cgm_k_upd is not None:
-            return d.cgm_k_upd
-        if self.problem_settings == "ablation":
-            return d.ablation_k_upd
-        return d.k_upd
-
-    def refit_before_lbfgs_step(self, problem: Problem) -> bool:
-        # The Fisher-KPP CGMPINN and its ablation refit before the L-BFGS step (§1.6, §5).
-        return self.problem_settings != "none" and problem.defaults.cgm_refit_before_lbfgs_step
+def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
+    """The method's network for ``problem`` (with the method's init and input map there)."""
+    s = method.settings(problem)
+    return method.network(key, problem.dim, width, depth, s.init, s.input_map)
 
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("cgmpinn", weighting="cgm", relobralo="both", problem_settings="cgm"),
-        Method("pinn"),
-        Method("lbpinn", aggregation="concat", learnable_balance=True),
-        Method("gpinn", grad_weight=0.01),
-        Method("lnn_pinn", network="lnn"),
-        Method("star_pinn", network="star"),
-        Method("gmmpinn", weighting="gmm", relobralo="ablation", problem_settings="ablation"),
-        Method("clpinn", weighting="cl", relobralo="ablation", problem_settings="ablation"),
+        Method("cgmpinn", weighting=cgm_weights, settings=cgm_settings, label="CGMPINN"),
+        Method("pinn", label="PINN"),
+        Method("lbpinn", loss=LossSpec(aggregation="concat", learnable_balance=True), label="lbPINN"),
+        Method("gpinn", loss=LossSpec(grad_weight=0.01), label="gPINN"),
+        Method("lnn_pinn", network=lnn_network, label="LNN-PINN"),
+        Method("star_pinn", network=star_network, label="STAR-PINN"),
+        Method("gmmpinn", weighting=gmm_weights, settings=ablation_settings, label="GMMPINN"),
+        Method("clpinn", weighting=cl_weights, settings=ablation_settings, label="CLPINN"),
     )
 }
 
 
 def get_method(name: str | Method) -> Method:
-    """The method called ``name`` (one of :data:`METHODS`); a Method is returned as is."""
+    """The method called ``name`` (one of :data:`METHODS`); a Method is returned as is.
+
+    >>> get_method("cgmpinn").settings(__import__("cgmpinn_jax").get_problem("fisher_kpp")).k_upd
+    100
+    """
     if isinstance(name, Method):
         return name
     try:
         return METHODS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"unknown method {name!r}; valid names: {', '.join(METHODS)}") from None

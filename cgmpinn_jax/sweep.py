@@ -2,7 +2,7 @@
 
 ``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
 every member of the Cartesian product seeds x beta x ... with the same engine as
-:func:`cgmpinn_jax.train.train`: each chunk of k_upd steps is one jitted call vmapped over the
+:func:`cgmpinn_jax.train`: each chunk of k_upd steps is one jitted call vmapped over the
 members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept
 inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
 outside, one ``sweep`` per value.
@@ -43,8 +43,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import metrics as metrics_lib
 from .methods import Method, get_method
-from .problems import Problem, get_problem
-from .train import Hyper, StageStatus, TrainConfig, _init_state, _member_history, _resolve, _run_stages, _static_and_engine, _to_host
+from .problems import Problem, get_problem, validate_problem
+from .config import Hyper, TrainConfig
+from .driver import COMPILE_CACHE, CompileCache, init_state, member_history, run_stages, to_host
+from .precision import precision_scope
+from .records import StageStatus
+from .schedule import resolve
 
 __all__ = ["sweep", "SweepResult", "SWEEPABLE"]
 
@@ -122,22 +126,25 @@ def sweep(
     shard: bool = True,
     keep_histories: bool = False,
     print_fn: Callable[[str], None] | None = None,
+    cache: CompileCache = COMPILE_CACHE,
 ) -> SweepResult:
     """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
 
     Args:
-        problem, method, config: as for :func:`cgmpinn_jax.train.train`; ``config``'s values
+        problem, method, config: as for :func:`cgmpinn_jax.train`; ``config``'s values
             of the swept hyperparameters are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
         grid: ``{name: values}`` for names in :data:`SWEEPABLE`.
         shard: shard the member axis over ``jax.devices()``.
-        keep_histories: keep every member's :class:`~cgmpinn_jax.train.History`.
+        keep_histories: keep every member's :class:`~cgmpinn_jax.records.History`.
+        cache: the :class:`~cgmpinn_jax.driver.CompileCache` to use (shared with ``train``).
 
     Returns:
         :class:`SweepResult` with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
     """
     problem = get_problem(problem)
+    validate_problem(problem)  # before anything is compiled
     method = get_method(method)
     config = config or TrainConfig()
     grid = dict(grid or {})
@@ -157,9 +164,17 @@ def sweep(
         emit = lambda s: None  # noqa: E731  (multi-host: one process reports)
 
     axes = {"seed": seeds, **{k: [float(v) for v in vals] for k, vals in grid.items()}}
+    setup = resolve(problem, method, config)
+    if config.precision == "mixed":
+        raise ValueError("sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member")
+    with precision_scope(config.precision, "adam"):
+        return _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache)
+
+
+def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache) -> SweepResult:
+    problem, method, config = setup.problem, setup.method, setup.config
     members = list(itertools.product(*axes.values()))
     n = len(members)
-    setup = _resolve(problem, method, config)
     dtype = jnp.zeros(()).dtype
     base = Hyper.from_config(config, dtype)
     names = list(axes)
@@ -183,14 +198,14 @@ def sweep(
         seeds_in, hyper = jnp.asarray(seeds_np), Hyper(*[jnp.asarray(h) for h in hyper_np])
 
     with jax.default_matmul_precision("highest"):
-        static, eng = _static_and_engine(setup)
+        static, eng = cache.engine(setup)
         # points, networks and optimiser states are created where their member's shard lives
-        init = jax.vmap(lambda s: _init_state(setup, eng, jax.random.key(s)))
+        init = jax.vmap(lambda s: init_state(setup, eng, jax.random.key(s)))
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
         emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
              f"on {n_dev} device(s)")
-        out = _run_stages(setup, eng, carry, batch, hyper, emit, batched=True)
-        carry = out.carry
+        out = run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache)
+        carry = out.state
         out_devices = len(jax.tree_util.tree_leaves(carry.params)[0].sharding.device_set)
 
         grid_pts = jnp.asarray(problem.test_grid().points, dtype)
@@ -199,8 +214,8 @@ def sweep(
             model = eqx.combine(params, static).model
             return jax.vmap(model)(grid_pts)
 
-        preds = _to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
-        e_loss = _to_host(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, batch))[:n]
+        preds = to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
+        e_loss = to_host(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, out.batch))[:n]
     exact = np.asarray(problem.exact_on(grid_pts))
     per = [metrics_lib.error_metrics(p, exact) for p in preds]
     shape = tuple(len(v) for v in axes.values())
@@ -217,7 +232,7 @@ def sweep(
         run_seconds=out.run_seconds,
         n_devices=n_dev,
         output_devices=out_devices,
-        histories=[_member_history(out.history, b) for b in range(n)] if keep_histories else None,
+        histories=[member_history(out.history, b) for b in range(n)] if keep_histories else None,
     )
     emit(f"[sweep {problem.name}/{method.name}] done: median rel_e2={np.median(metrics['rel_e2']):.3e} "
          f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")

@@ -8,20 +8,21 @@ import equinox as eqx
 
 import cgmpinn_jax as cj
 from cgmpinn_jax import nets
-from cgmpinn_jax.train import TrainConfig, Trainable, _resolve, build_model, make_term_fn
+from cgmpinn_jax.config import TrainConfig
+from cgmpinn_jax.methods import build_model
+from cgmpinn_jax.objective import Trainable, make_term_fn
 
 
 def _term_fn(problem, method, x64=False):
     problem = cj.get_problem(problem) if isinstance(problem, str) else problem
     method = cj.get_method(method)
-    setup = _resolve(problem, method, TrainConfig())
     dtype = jnp.float64 if x64 else jnp.float32
     model = build_model(problem, method, jax.random.key(0), width=8, depth=2)
     if x64:
         model = jax.tree_util.tree_map(lambda x: x.astype(dtype) if eqx.is_array(x) else x, model)
-    log_vars = jnp.array([0.3, -0.2, 0.1][: len(problem.loss_terms)], dtype) if method.learnable_balance else None
+    log_vars = jnp.array([0.3, -0.2, 0.1][: len(problem.loss_terms)], dtype) if method.loss.learnable_balance else None
     params, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
-    return problem, model, params, make_term_fn(setup, static)
+    return problem, model, params, make_term_fn(problem, method, static)
 
 
 def test_lbpinn_loss_by_hand():
@@ -92,17 +93,24 @@ def test_lnn_star_parameter_counts(in_dim):
 
 def test_fisher_settings_only_for_cgmpinn_and_ablation():
     p = cj.get_problem("fisher_kpp")
+    from cgmpinn_jax.schedule import resolve
+
+    k_upd = lambda name, prob: resolve(prob, cj.get_method(name), TrainConfig()).k_upd
     for name in ("pinn", "lbpinn", "gpinn", "lnn_pinn", "star_pinn"):
-        m = cj.get_method(name)
-        assert m.input_map(p) is None and m.init(p) == "torch" and m.k_upd(p) == 200
-    cg = cj.get_method("cgmpinn")
-    assert cg.input_map(p) == ((0.2, 1.0), (0.0, -1.0)) and cg.init(p) == "xavier" and cg.k_upd(p) == 100
-    assert cg.refit_before_lbfgs_step(p)
-    assert cj.get_method("gmmpinn").k_upd(p) == 200  # the ablation uses 200 everywhere
+        s = cj.get_method(name).settings(p)
+        assert s.input_map is None and s.init == "torch" and k_upd(name, p) == 200 and s.relobralo == "none"
+    cg = cj.get_method("cgmpinn").settings(p)
+    assert cg.input_map == ((0.2, 1.0), (0.0, -1.0)) and cg.init == "xavier" and k_upd("cgmpinn", p) == 100
+    assert cg.refit_before_lbfgs_step and cg.relobralo == "both"
+    assert k_upd("gmmpinn", p) == 200 and k_upd("cgmpinn", cj.get_problem("heat")) == 200  # the ablation: 200 everywhere
+    assert cj.get_method("gmmpinn").settings(p).refit_before_lbfgs_step  # the ablation refits before the step too
     # ReLoBRaLo in the ablation (§5.3)
-    assert cj.get_method("clpinn").relobralo_stages(cj.get_problem("poisson1d")) == "none"
-    assert cj.get_method("clpinn").relobralo_stages(p) == "adam"
-    assert cj.get_method("gmmpinn").relobralo_stages(cj.get_problem("heat")) == "both"
+    assert cj.get_method("clpinn").settings(cj.get_problem("poisson1d")).relobralo == "none"
+    assert cj.get_method("clpinn").settings(p).relobralo == "adam"
+    assert cj.get_method("gmmpinn").settings(cj.get_problem("heat")).relobralo == "both"
+    # a run's Setup takes them (the config may override)
+    assert resolve(p, cj.get_method("clpinn"), TrainConfig()).relobralo_stages == "adam"
+    assert resolve(p, cj.get_method("clpinn"), TrainConfig(relobralo=False)).relobralo_stages == "none"
 
 
 def test_unknown_method_lists_names():

@@ -13,12 +13,12 @@ import pytest
 import cgmpinn_jax as cj
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import Poisson1D
-from cgmpinn_jax.train import StageStatus, TrainConfig, refresh_schedule
+from cgmpinn_jax import StageStatus, TrainConfig, refresh_schedule
 
 
 def _initial_rel_e2(problem, method, key):
     """Relative e2 of the untrained network that train() builds from the same key."""
-    from cgmpinn_jax.train import build_model
+    from cgmpinn_jax.methods import build_model
 
     _, k_net, _ = jax.random.split(jax.random.key(key), 3)
     d = problem.defaults
@@ -132,8 +132,17 @@ def test_config_validation():
         TrainConfig(adam_steps=-1)
     with pytest.raises(ValueError, match="c_sat"):
         TrainConfig(c_sat=0.0)
-    with pytest.raises(ValueError, match="lbfgs_backend"):
-        TrainConfig(lbfgs_backend="scipy")
+    with pytest.raises(ValueError, match="second_stage"):
+        TrainConfig(second_stage="scipy")
+    with pytest.raises(ValueError, match="lbfgs_linesearch.*jaxopt"):  # a jaxopt option with the optax member
+        TrainConfig(lbfgs_linesearch="backtracking")
+    TrainConfig(second_stage="jaxopt", lbfgs_linesearch="backtracking")  # fine there
+    for name in ("beta", "eps", "adam_lr", "c_sat", "lbfgs_lr", "divergence_ratio", "relobralo_alpha", "lbfgs_gtol"):
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(ValueError, match=name):
+                TrainConfig(**{name: bad})
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="float16")
     with pytest.raises(ValueError, match="beta"):
         TrainConfig(beta=-1.0)
 

@@ -1,0 +1,256 @@
+"""Training options: :class:`TrainConfig`, its named presets, and the traceable :class:`Hyper`.
+
+Every field has the reference code's default (REFERENCE §1.4-1.7, §2.7); ``None`` means
+"the problem's or the method's own default". A user changes settings here, never by editing
+code; the dataclass is frozen (hashable: it keys the compile cache) and validated on
+construction, so a mistake fails before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal, NamedTuple, Optional, get_args
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRESETS", "stop_rule"]
+
+Precision = Literal["float32", "float64", "mixed"]
+SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"]
+RelobraloStages = Literal["both", "adam", "none"]
+
+# options that only the jaxopt L-BFGS reads, with their defaults
+_JAXOPT_ONLY = {"lbfgs_linesearch": "zoom", "lbfgs_linesearch_init": "increase", "lbfgs_reset_on_failure": False}
+_DENSE = ("bfgs", "ssbfgs", "ssbroyden")
+
+
+class StopRule(NamedTuple):
+    """The second stage's tolerances, resolved for one precision (see :func:`stop_rule`)."""
+
+    gtol: float  # stop (GRAD_TOL) when max|g| <= gtol * max(1, |objective|)
+    ftol: float  # relative improvement of the best unweighted loss that resets the stall count
+    patience: int  # stop (LOSS_TOL) after this many iterations without such an improvement
+
+
+#: Default tolerances per second-stage precision (float32: the values every table run used).
+#: float32 -- measured on 1D Poisson (seed 1224): no gain from L-BFGS iteration ~3000 on
+#: while failing line searches burned 6-8 evaluations per iteration, and running the full
+#: budget made the error worse (7.5e-5 -> 4.9e-4): stop after 1000 iterations without a 0.1%
+#: gain. float64 -- the loss keeps falling slowly for the whole budget (PINN 1D Poisson: the
+#: 0.1%/1000 rule stopped at iteration 4174 with 6.4e-5, the full budget reached 1.4e-5), so the
+#: rule only catches a true stall: no relative gain of 1e-9 (~1e7 ulp of float64, what a
+#: line search still resolves) in 2000 iterations; the gradient tolerance is relative to the
+#: objective and far below what float32 resolves. See benchmarks/results/precision.md.
+_STOP_DEFAULTS = {
+    "float32": StopRule(gtol=1e-7, ftol=1e-3, patience=1000),
+    "float64": StopRule(gtol=1e-12, ftol=1e-9, patience=2000),
+}
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training options (the reference code's defaults; ``None`` = the problem's or method's).
+
+    Budget and network:
+        adam_steps: Adam steps (paper: 5000; Fisher-KPP 5000). ``None``: the problem's.
+        lbfgs_steps: second-stage iterations (paper: 10000 L-BFGS). ``None``: the problem's.
+        k_upd: steps between two refreshes of the per-point weights (paper k_upd; reference
+            200, Fisher-KPP CGMPINN 100). ``None``: the method's on this problem.
+        width, depth: hidden width and number of hidden layers (reference 50 x 4).
+
+    Adam stage:
+        adam_lr: Adam's learning rate (1e-3).
+
+    Precision:
+        precision: ``"float32"`` (default: the faithful setting), ``"float64"`` (the whole run),
+            or ``"mixed"`` (Adam in float32; parameters, points, targets and optimizer states
+            cast to float64 at the hand-off, the second stage in float64). jax's global
+            configuration is untouched: the run scopes ``jax_enable_x64`` and restores it.
+
+    Second stage (one iteration per outer step, the objective frozen within it):
+        second_stage: ``"optax"`` (optax L-BFGS with its zoom line search; the default),
+            ``"jaxopt"`` (jaxopt.LBFGS), or a dense inverse-Hessian quasi-Newton method for
+            small networks: ``"bfgs"``, ``"ssbfgs"`` (self-scaled BFGS), ``"ssbroyden"``
+            (self-scaled Broyden); see :mod:`cgmpinn_jax.second_stage`.
+        lbfgs_lr: the line search's first trial step (1.0; the reference's torch lr is 0.8).
+        lbfgs_history: L-BFGS memory (100, as the reference). L-BFGS members only.
+        lbfgs_max_linesearch: at most this many line-search evaluations per iteration (10).
+        lbfgs_linesearch, lbfgs_linesearch_init, lbfgs_reset_on_failure: jaxopt only
+            (``"zoom"``/``"hager-zhang"``/``"backtracking"``; ``"increase"``/``"max"``/
+            ``"current"``; restart the curvature memory after a failed line search).
+            Setting them with another ``second_stage`` is an error, not silently ignored.
+        dense_max_params: the dense members refuse networks with more parameters (20000).
+        lbfgs_gtol, lbfgs_ftol, lbfgs_tol_patience: the stop rule (GRAD_TOL, LOSS_TOL);
+            ``None`` = the default for the second stage's precision (:func:`stop_rule`).
+        divergence_ratio: a stage stops (DIVERGED, best parameters restored) when the
+            unweighted loss exceeds this multiple of the best seen in the stage (1e6).
+
+    CGM weighting (paper §2.2-2.4):
+        n_components: K, the GMM components (4), or ``"bic"`` (K in 1..6 by BIC each refresh).
+        beta: the difficulty exponent beta (1).
+        eps: the epsilon of the min-max normalisations (1e-6).
+        c_sat: tau reaches 1 at c_sat * k_max (0.8).
+        variance_factor: multiply by the precision factor v_m (True).
+
+    ReLoBRaLo (loss balancing):
+        relobralo: ``None`` = the method's default, ``"both"`` stages, ``"adam"`` stage only,
+            ``"none"``; ``True``/``False`` mean ``"both"``/``"none"``.
+        relobralo_alpha, relobralo_rho, relobralo_temperature: alpha (0.999), rho (0.99),
+            T (1).
+        relobralo_variant: ``"reference"`` (the released code) or ``"original"`` (the paper).
+        relobralo_lbfgs_apply: ``"iteration"`` (new lambdas in the objective every second-stage
+            iteration, as the reference) or ``"refresh"`` (only at the weight refreshes).
+
+    Example:
+        >>> TrainConfig(adam_steps=100, precision="float64").precision
+        'float64'
+        >>> TrainConfig.preset("accurate").second_stage
+        'ssbfgs'
+    """
+
+    adam_steps: Optional[int] = None
+    lbfgs_steps: Optional[int] = None
+    k_upd: Optional[int] = None
+    width: Optional[int] = None
+    depth: Optional[int] = None
+    adam_lr: float = 1e-3
+    precision: Precision = "float32"
+    second_stage: SecondStage = "optax"
+    lbfgs_lr: float = 1.0
+    lbfgs_history: int = 100
+    lbfgs_max_linesearch: int = 10
+    lbfgs_linesearch: str = "zoom"
+    lbfgs_linesearch_init: str = "increase"
+    lbfgs_reset_on_failure: bool = False
+    dense_max_params: int = 20_000
+    lbfgs_gtol: Optional[float] = None
+    lbfgs_ftol: Optional[float] = None
+    lbfgs_tol_patience: Optional[int] = None
+    divergence_ratio: float = 1e6
+    n_components: Any = 4
+    beta: float = 1.0
+    eps: float = 1e-6
+    c_sat: float = 0.8
+    variance_factor: bool = True
+    relobralo: Any = None
+    relobralo_alpha: float = 0.999
+    relobralo_rho: float = 0.99
+    relobralo_temperature: float = 1.0
+    relobralo_variant: str = "reference"
+    relobralo_lbfgs_apply: str = "iteration"
+
+    def __post_init__(self):
+        self._check_ints()
+        self._check_floats()
+        self._check_choices()
+
+    def _check_ints(self):
+        for name in ("adam_steps", "lbfgs_steps"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"TrainConfig.{name} must be a non-negative int, got {v!r}")
+        if self.n_components != "bic" and (not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1):
+            raise ValueError(f"TrainConfig.n_components must be a positive int or 'bic', got {self.n_components!r}")
+        for name in ("k_upd", "width", "depth", "lbfgs_history", "lbfgs_max_linesearch", "lbfgs_tol_patience", "dense_max_params"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {v!r}")
+
+    def _check_floats(self):
+        floats = ("adam_lr", "lbfgs_lr", "lbfgs_gtol", "lbfgs_ftol", "divergence_ratio", "beta", "eps", "c_sat",
+                  "relobralo_alpha", "relobralo_rho", "relobralo_temperature")
+        for name in floats:
+            v = getattr(self, name)
+            if v is None and name in ("lbfgs_gtol", "lbfgs_ftol"):
+                continue
+            if not _is_real(v) or not math.isfinite(float(v)):
+                raise ValueError(f"TrainConfig.{name} must be a finite number, got {v!r}")
+        for name in ("adam_lr", "lbfgs_lr", "eps", "divergence_ratio", "relobralo_temperature"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("lbfgs_gtol", "lbfgs_ftol"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.beta < 0:
+            raise ValueError(f"TrainConfig.beta must be >= 0, got {self.beta}")
+        if not 0 < self.c_sat <= 1:
+            raise ValueError(f"TrainConfig.c_sat must be in (0, 1], got {self.c_sat}")
+        for name in ("relobralo_alpha", "relobralo_rho"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"TrainConfig.{name} must be in [0, 1], got {getattr(self, name)}")
+
+    def _check_choices(self):
+        choices = {
+            "precision": get_args(Precision),
+            "second_stage": get_args(SecondStage),
+            "lbfgs_linesearch": ("zoom", "hager-zhang", "backtracking"),
+            "lbfgs_linesearch_init": ("increase", "max", "current"),
+            "relobralo_lbfgs_apply": ("iteration", "refresh"),
+            "relobralo_variant": ("reference", "original"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"TrainConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.relobralo not in (None, True, False, "both", "adam", "none"):
+            raise ValueError(f"TrainConfig.relobralo must be None, a bool, 'both', 'adam' or 'none', got {self.relobralo!r}")
+        if self.second_stage != "jaxopt":
+            for name, default in _JAXOPT_ONLY.items():
+                if getattr(self, name) != default:
+                    raise ValueError(f"TrainConfig.{name} is a jaxopt L-BFGS option; it has no effect with "
+                                     f"second_stage={self.second_stage!r} (use second_stage='jaxopt')")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def second_stage_dtype(self) -> str:
+        return "float32" if self.precision == "float32" else "float64"
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "TrainConfig":
+        """A named setting from :data:`PRESETS`, with ``overrides`` on top.
+
+        ``"faithful"`` is the default (the reference's float32 run); ``"accurate"`` is the
+        best measured setting for accuracy (``benchmarks/results/precision.md``)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; valid names: {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+#: Named settings for :meth:`TrainConfig.preset` (fields that differ from the defaults).
+PRESETS: dict[str, dict] = {
+    "faithful": {},
+    "accurate": {"precision": "float64", "second_stage": "ssbfgs"},
+}
+
+
+def stop_rule(config: TrainConfig) -> StopRule:
+    """The second stage's tolerances: the config's, or the defaults of its precision."""
+    d = _STOP_DEFAULTS[config.second_stage_dtype]
+    return StopRule(
+        gtol=d.gtol if config.lbfgs_gtol is None else float(config.lbfgs_gtol),
+        ftol=d.ftol if config.lbfgs_ftol is None else float(config.lbfgs_ftol),
+        patience=d.patience if config.lbfgs_tol_patience is None else int(config.lbfgs_tol_patience),
+    )
+
+
+class Hyper(NamedTuple):
+    """Array-valued hyperparameters: chunk functions take them as (traceable) inputs so a
+    sweep can vmap over them (see :mod:`cgmpinn_jax.sweep`)."""
+
+    beta: jax.Array
+    eps: jax.Array
+    c_sat: jax.Array
+    adam_lr: jax.Array
+
+    @classmethod
+    def from_config(cls, cfg: TrainConfig, dtype=None) -> "Hyper":
+        dtype = dtype or jnp.zeros(()).dtype
+        return cls(*(jnp.asarray(getattr(cfg, f), dtype) for f in cls._fields))

@@ -1,0 +1,318 @@
+"""The host side: :func:`train`, the loop over chunks, and an explicit compile cache.
+
+The host is touched once per chunk (k_upd steps): it calls the compiled chunk, collects its
+:class:`~cgmpinn_jax.records.ChunkHistory` and prints progress. :class:`CompileCache` holds
+the engines and the ahead-of-time compiled chunks keyed by the run's :class:`Setup` and the
+arguments' shapes, dtypes and shardings, so repeated runs (seeds, tests, benchmarks, sweeps)
+reuse compilations; :data:`COMPILE_CACHE` is the one :func:`train` and
+:func:`~cgmpinn_jax.sweep` use unless given another.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import metrics as metrics_lib
+from .config import Hyper, TrainConfig
+from .engine import Engine, State, restore_best
+from .methods import Method, build_model, get_method
+from .objective import Trainable
+from .precision import cast_floats, precision_scope
+from .problems import Problem, get_problem, validate_problem
+from .records import ChunkHistory, History, StageStatus, TrainResult
+from .schedule import Setup, resolve
+
+__all__ = ["train", "CompileCache", "COMPILE_CACHE", "RunOutput", "init_state", "run_stages", "member_history", "to_host", "as_key"]
+
+
+class CompileCache:
+    """Engines and AOT-compiled chunk functions, with the seconds spent compiling.
+
+    >>> cache = CompileCache(max_entries=8)
+    >>> len(cache)
+    0
+    """
+
+    def __init__(self, max_entries: int = 64):
+        self.max_entries = max_entries
+        self._engines: dict = {}
+        self._compiled: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._compiled)
+
+    def clear(self) -> None:
+        self._engines.clear()
+        self._compiled.clear()
+
+    def engine(self, setup: Setup) -> tuple[Any, Engine]:
+        """``(static, engine)``: the non-array part of the trainable (the same for every key)
+        and the engine of ``setup``."""
+        if setup not in self._engines:
+            if len(self._engines) >= self.max_entries:
+                self.clear()
+            model = jax.eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth),
+                                   jax.random.key(0))
+            log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
+            arrays, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+            n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(arrays))
+            self._engines[setup] = (static, Engine(setup, static, n_params))
+        return self._engines[setup]
+
+    def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
+        """``(compiled fn, seconds spent compiling it now)``, compiled once per signature."""
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
+        key = (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64))
+        if key in self._compiled:
+            return self._compiled[key], 0.0
+        t0 = time.perf_counter()
+        self._compiled[key] = jax.jit(fn).lower(*args).compile()
+        return self._compiled[key], time.perf_counter() - t0
+
+
+COMPILE_CACHE = CompileCache()
+
+
+def as_key(key) -> tuple[jax.Array, int | None]:
+    """``(PRNG key, seed or None)`` from an int seed or a JAX key; anything else is an error."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return jax.random.key(int(key)), int(key)
+    if isinstance(key, jax.Array) and (jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+                                       or (key.dtype == jnp.uint32 and key.shape == (2,))):
+        return key, None
+    raise TypeError(f"key must be an int seed or a JAX PRNG key (jax.random.key(...)), got {type(key).__name__} {key!r}")
+
+
+def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
+    """Training points and the initial state from one key (pure; vmappable over keys)."""
+    k_pts, k_net, k_bal = jax.random.split(key, 3)
+    batch = setup.problem.sample(k_pts)
+    model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth)
+    dtype = jnp.zeros(()).dtype
+    log_vars = jnp.zeros(setup.n_terms, dtype) if setup.method.loss.learnable_balance else None
+    params, _ = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+    state = State(
+        params=params, opt=eng.adam_init(params), wstate=eng.weighting_init(batch["pde"][0].shape[0]),
+        bstate=eng.balancing.init(k_bal), lambdas=jnp.ones(setup.n_terms, dtype), best_params=params,
+        best_raw=jnp.asarray(jnp.inf, dtype), status=jnp.int32(0), stall=jnp.int32(0),
+    )
+    return state, batch
+
+
+def to_host(x) -> np.ndarray:
+    """The whole of ``x`` as a numpy array, also when its shards live in other processes
+    (multi-host sweeps: gathered with ``process_allgather``; every process must call this)."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(x)
+
+
+class RunOutput(NamedTuple):
+    state: State
+    w: jax.Array
+    batch: Any  # the training points (cast to the second stage's dtype in a mixed run)
+    history: dict  # arrays with a leading member axis
+    statuses: dict  # stage -> (B,) int array
+    compile_seconds: float
+    run_seconds: float
+
+
+class _Recorder:
+    """Collects chunk histories (leading member axis) into the arrays of :class:`History`."""
+
+    def __init__(self, lead):
+        self.lead = lead
+        self.rows: dict = {k: [] for k in ("k", "loss", "terms", "raw", "lambdas", "evals")}
+        self.refresh: dict = {k: [] for k in ("k", "tau", "spread", "status")}
+        self.weights: list = []
+
+    def add(self, chunk, h: ChunkHistory, w) -> tuple[int, np.ndarray]:
+        n_done = self.lead(h.n_done).reshape(-1)
+        n = int(n_done.max())
+        past = np.arange(n)[None, :] >= n_done[:, None]  # steps a stopped member did not take
+        self.rows["k"].append(np.arange(chunk.first_k, chunk.first_k + n))
+        for name in ("loss", "terms", "raw", "lambdas"):
+            arr = self.lead(getattr(h, name))[:, :n].astype(float)
+            arr[past] = np.nan
+            self.rows[name].append(arr)
+        evals = self.lead(h.evals)[:, :n].astype(np.int64)
+        evals[past] = 0
+        self.rows["evals"].append(evals)
+        self.refresh["k"].append(chunk.tau_k)
+        for name, field in (("tau", "tau"), ("spread", "spread"), ("status", "weighting_status")):
+            self.refresh[name].append(self.lead(getattr(h, field)).reshape(-1))
+        self.weights.append(self.lead(w))
+        return n, n_done
+
+    def history(self, B: int, C: int, snapshot_refreshes: int) -> dict:
+        cat = lambda xs, axis, shape: np.concatenate(xs, axis=axis) if xs else np.zeros(shape)
+        stack = lambda xs, dt=float: np.stack(xs, 1).astype(dt) if xs else np.zeros((B, 0), dt)
+        n_snap = len(self.weights)
+        idx = sorted(set(np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap)).round().astype(int).tolist())) if n_snap else []
+        return dict(
+            k=cat(self.rows["k"], 0, (0,)).astype(np.int64),
+            loss=cat(self.rows["loss"], 1, (B, 0)),
+            terms=cat(self.rows["terms"], 1, (B, 0, C)),
+            raw=cat(self.rows["raw"], 1, (B, 0, C)),
+            lambdas=cat(self.rows["lambdas"], 1, (B, 0, C)),
+            evals=cat(self.rows["evals"], 1, (B, 0)).astype(np.int64),
+            refresh_k=np.asarray(self.refresh["k"], np.int64),
+            refresh_tau=stack(self.refresh["tau"]),
+            refresh_spread=stack(self.refresh["spread"]),
+            refresh_status=stack(self.refresh["status"], np.int64),
+            snapshots={i: self.weights[i] for i in idx},
+        )
+
+
+def _reset_stage(state: State) -> State:
+    return eqx.tree_at(
+        lambda s: (s.status, s.stall, s.best_raw, s.best_params), state,
+        (jnp.zeros_like(state.status), jnp.zeros_like(state.stall), jnp.full_like(state.best_raw, jnp.inf), state.params),
+    )
+
+
+def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
+    if batched:
+        emit(f"{tag} {stage:5s} k={k:6d} tau={tau:.3f} median loss over {rec.rows['loss'][-1].shape[0]} runs="
+             f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}")
+    else:
+        terms = " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, rec.rows["raw"][-1][0, -1]))
+        emit(f"{tag} {stage:5s} k={k:6d} tau={tau:.3f} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms} "
+             f"w_spread={rec.refresh['spread'][-1][0]:.2f}")
+
+
+def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
+               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE) -> RunOutput:
+    """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
+    axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
+    its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off."""
+    precision = setup.config.precision
+    vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
+    lead = to_host if batched else (lambda x: np.asarray(x)[None])
+    compile_s = 0.0
+
+    def call(name, fn, *args):
+        nonlocal compile_s
+        compiled, seconds = cache.compiled(setup, name, fn, args, batched=batched)
+        compile_s += seconds
+        return compiled(*args)
+
+    rec, statuses = _Recorder(lead), {}
+    tag = f"[{setup.problem.name}/{setup.method.name}]"
+    t_start = time.perf_counter()
+    w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    for stage in ("adam", "lbfgs"):
+        chunks = [c for c in setup.schedule() if c.stage == stage]
+        if not chunks:
+            statuses[stage] = np.full(lead(state.status).shape, int(StageStatus.SKIPPED))
+            continue
+        with precision_scope(precision, "adam" if stage == "adam" else "second"):
+            if stage == "lbfgs" and precision == "mixed":
+                dtype = jnp.zeros(()).dtype
+                state, batch, hyper, w = cast_floats((state, batch, hyper, w), dtype)
+            state = _reset_stage(state)
+            if stage == "lbfgs":
+                if not setup.uses_relobralo("lbfgs"):
+                    state = eqx.tree_at(lambda s: s.lambdas, state, jnp.ones_like(state.lambdas))
+                opt = call("second_init", vm(eng.init_second, 0), state.params, w, state.lambdas, batch)
+                state = eqx.tree_at(lambda s: s.opt, state, opt)
+            fn = vm(eng.adam_chunk if stage == "adam" else eng.second_chunk, (0, 0, 0, None, None))
+            for chunk in chunks:
+                state, w, h = call(stage, fn, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps))
+                n, _ = rec.add(chunk, h, w)
+                if n:
+                    _progress(emit, tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
+                              setup.problem.loss_terms, batched)
+                st = lead(state.status)
+                if np.all(st != StageStatus.COMPLETED):
+                    if not batched:
+                        emit(f"{tag} {stage} stage stopped at k={chunk.first_k + n - 1}: {StageStatus(int(st[0])).name}")
+                    break
+            statuses[stage] = lead(state.status).astype(np.int64)
+            state = call("restore_" + stage, vm(restore_best, 0), state)
+            jax.block_until_ready(state.params)
+    run_s = time.perf_counter() - t_start - compile_s
+    history = rec.history(lead(state.status).shape[0], setup.n_terms, snapshot_refreshes)
+    return RunOutput(state, w, batch, history, statuses, compile_s, run_s)
+
+
+def member_history(h: dict, b: int) -> History:
+    """Member ``b``'s :class:`History` from a run's history arrays."""
+    per = {k: (v if k in ("k", "refresh_k") else v[b]) for k, v in h.items() if k != "snapshots"}
+    return History(**per, snapshots={i: v[b] for i, v in h["snapshots"].items()})
+
+
+def train(
+    problem: Problem | str,
+    method: Method | str = "cgmpinn",
+    config: TrainConfig | None = None,
+    *,
+    key: jax.Array | int = 1224,
+    quiet: bool = False,
+    snapshot_refreshes: int = 4,
+    print_fn: Callable[[str], None] | None = None,
+    cache: CompileCache = COMPILE_CACHE,
+) -> TrainResult:
+    """Train ``method`` on ``problem`` with Adam, then the second stage.
+
+    Args:
+        problem: a :class:`~cgmpinn_jax.problems.Problem` or a registry name.
+        method: a :class:`~cgmpinn_jax.methods.Method` or a registry name.
+        config: options (:class:`~cgmpinn_jax.config.TrainConfig`); defaults are the
+            reference's settings.
+        key: an int seed or a JAX PRNG key; split into (points, network, ReLoBRaLo) keys.
+        quiet: no progress output.
+        snapshot_refreshes: keep the per-point weights of this many refreshes (evenly
+            spaced) in the history, for plots.
+        print_fn: where progress lines go (default: stderr).
+        cache: the :class:`CompileCache` to use.
+
+    Returns:
+        :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
+        grid, e_loss, per-step histories, stage statuses, and compile / run seconds.
+
+    Example:
+        >>> import cgmpinn_jax as cj
+        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=5), quiet=True)
+        >>> res.metrics.rel_e2 > 0
+        True
+    """
+    problem = get_problem(problem)
+    validate_problem(problem)  # before anything is compiled
+    method = get_method(method)
+    config = TrainConfig() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    setup = resolve(problem, method, config)
+    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
+        key, seed = as_key(key)
+        static, eng = cache.engine(setup)
+        state, batch = init_state(setup, eng, key)
+        out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
+                         snapshot_refreshes=snapshot_refreshes, cache=cache)
+    with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
+        trained = eqx.combine(out.state.params, static)
+        metrics = metrics_lib.evaluate(problem, trained.model)
+        e_loss = float(jax.jit(eng.objective)(out.state.params, out.w, out.state.lambdas, out.batch)[0])
+    result = TrainResult(
+        problem=problem, method=method, config=config, model=trained.model,
+        log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
+        history=member_history(out.history, 0), adam_status=StageStatus(int(out.statuses["adam"][0])),
+        lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])), compile_seconds=out.compile_seconds,
+        run_seconds=out.run_seconds, adam_steps=setup.adam_steps, lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd,
+        relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
+    )
+    emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
+         f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    return result

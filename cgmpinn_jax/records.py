@@ -1,0 +1,129 @@
+"""Typed records at the engine's boundaries: stage statuses, chunk and run histories, results.
+
+A chunk (one jitted call of up to k_upd steps) returns a :class:`ChunkHistory`; the host
+loop concatenates the chunks of a run into a :class:`History`; :func:`~cgmpinn_jax.train`
+returns a :class:`TrainResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, NamedTuple, Optional
+
+import jax
+import numpy as np
+
+from . import metrics as metrics_lib
+from .config import TrainConfig
+from .methods import Method
+from .problems import Problem
+
+__all__ = ["StageStatus", "ChunkHistory", "History", "TrainResult"]
+
+
+class StageStatus(enum.IntEnum):
+    """Why a training stage stopped."""
+
+    COMPLETED = 0  # ran its whole budget
+    NONFINITE = 1  # a non-finite loss: best parameters restored
+    DIVERGED = 2  # loss > divergence_ratio x best: best parameters restored
+    GRAD_TOL = 3  # second stage: max|g| <= gtol * max(1, |objective|)
+    LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
+    SKIPPED = 5  # zero steps requested
+
+
+class ChunkHistory(NamedTuple):
+    """What one chunk records, per step (rows past ``n_done`` are padding), and its refresh.
+
+    The same record for both stages (Adam steps cost one evaluation each)."""
+
+    loss: jax.Array  # (L,) objective at the start of the step
+    terms: jax.Array  # (L, C) balanced terms (PDE curriculum-weighted)
+    raw: jax.Array  # (L, C) unweighted terms
+    lambdas: jax.Array  # (L, C) ReLoBRaLo weights used in the step
+    evals: jax.Array  # (L,) int32 loss+gradient evaluations in the step
+    n_done: jax.Array  # () int32 steps taken
+    tau: jax.Array  # () tau of the chunk's refresh
+    spread: jax.Array  # () max(w) / min(w) after the refresh
+    weighting_status: jax.Array  # () int32 status of the refresh (0 = fit used)
+
+
+class History(NamedTuple):
+    """Per-step records (one row per outer step, like the reference's loss curve)."""
+
+    k: np.ndarray  # (S,) global step
+    loss: np.ndarray  # (S,) objective at the start of the step (as the reference logs it)
+    terms: np.ndarray  # (S, C) balanced terms (PDE curriculum-weighted)
+    raw: np.ndarray  # (S, C) unweighted terms
+    lambdas: np.ndarray  # (S, C) ReLoBRaLo weights used in the step
+    evals: np.ndarray  # (S,) loss+gradient evaluations in the step
+    refresh_k: np.ndarray  # (R,) tau_k of each refresh
+    refresh_tau: np.ndarray  # (R,)
+    refresh_spread: np.ndarray  # (R,) max(w)/min(w) after the refresh
+    refresh_status: np.ndarray  # (R,) weighting status code (0 = fit used)
+    snapshots: dict  # refresh index -> weights (N,), a few refreshes only
+
+    def to_dict(self) -> dict:
+        d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots"}
+        d["snapshots"] = {str(k): np.asarray(v).tolist() for k, v in self.snapshots.items()}
+        return d
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """The outcome of :func:`~cgmpinn_jax.train`."""
+
+    problem: Problem
+    method: Method
+    config: TrainConfig
+    model: Any  # the trained network (an equinox Module; call it on one point)
+    log_vars: Optional[np.ndarray]  # lbPINN's s_c
+    metrics: metrics_lib.Metrics
+    e_loss: float  # the method's training objective at the end (REFERENCE §3)
+    history: History
+    adam_status: StageStatus
+    lbfgs_status: StageStatus  # the second stage's status, whichever member ran it
+    compile_seconds: float
+    run_seconds: float
+    adam_steps: int
+    lbfgs_steps: int
+    k_upd: int
+    relobralo: str
+    seed: Optional[int] = None
+    batch: Any = None  # the training points
+
+    @property
+    def evals_per_lbfgs_iteration(self) -> float:
+        h = self.history
+        n_adam = int(np.sum(h.k <= self.adam_steps))
+        e = h.evals[n_adam:]
+        return float(np.mean(e)) if e.size else float("nan")
+
+    def predict(self, points) -> np.ndarray:
+        """The model on ``points`` (M, d), in the precision it was trained in."""
+        from .precision import precision_scope, run_dtype
+
+        with precision_scope(self.config.precision, "second"):
+            pts = jax.numpy.asarray(points, dtype=run_dtype(self.config.precision, "second"))
+            return np.asarray(jax.vmap(self.model)(pts))
+
+    def summary(self) -> dict:
+        return {
+            "problem": self.problem.name,
+            "method": self.method.name,
+            **self.metrics.as_dict(),
+            "e_loss": self.e_loss,
+            "adam_status": self.adam_status.name,
+            "lbfgs_status": self.lbfgs_status.name,
+            "compile_seconds": self.compile_seconds,
+            "run_seconds": self.run_seconds,
+            "adam_steps": self.adam_steps,
+            "lbfgs_steps": self.lbfgs_steps,
+            "k_upd": self.k_upd,
+            "relobralo": self.relobralo,
+            "precision": self.config.precision,
+            "second_stage": self.config.second_stage,
+            "evals_per_lbfgs_iteration": self.evals_per_lbfgs_iteration,
+            "seed": self.seed,
+        }

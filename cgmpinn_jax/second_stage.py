@@ -1,0 +1,193 @@
+"""The second optimizer stage: one protocol, one adapter per member.
+
+Every member is driven one iteration at a time inside a jitted chunk (``lax.while_loop``),
+with the objective frozen within an iteration (DESIGN.md): the engine hands it the current
+value and gradient, the member returns a :class:`StepResult`.
+
+Members (``TrainConfig.second_stage``):
+
+* ``"optax"`` -- :func:`optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
+  guess 1 (the default: on the 1D Poisson CGMPINN headline run, seed 1224, float32, it
+  reached relative e2 1.3e-4 where jaxopt reached 1.4e-3, its line search failing from a
+  loss ~3e-3 on; benchmarks/results/headline.md).
+* ``"jaxopt"`` -- :class:`jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
+  (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
+  pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
+  directions non-descent. Its line-search options are its own (``lbfgs_linesearch*``,
+  ``lbfgs_reset_on_failure``). The first trial step is ``lbfgs_lr`` = 1.0 (jaxopt's
+  ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
+  lr, made its zoom search fail far more often in our measurements).
+* ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
+  (:mod:`cgmpinn_jax.ssbfgs`) over the raveled parameters, for networks up to
+  ``dense_max_params`` parameters (an n x n matrix is stored).
+
+Each member counts loss+gradient evaluations per iteration (its line search's).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Optional, Protocol
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.flatten_util import ravel_pytree
+
+from .config import TrainConfig
+
+__all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_second_stage"]
+
+ObjectiveFn = Callable[..., Any]  # (params, w, lam, batch) -> (value, TermValues)
+
+
+class StepResult(NamedTuple):
+    """One second-stage iteration."""
+
+    params: Any  # the new point
+    state: Any  # the member's state there
+    value: jax.Array  # the objective at the new point
+    evals: jax.Array  # int32 loss+gradient evaluations the iteration used
+
+
+class SecondStage(Protocol):
+    """What the engine calls; ``args = (w, lam, batch)`` fix the objective."""
+
+    def init(self, params, w, lam, batch) -> Any: ...
+
+    def set_point(self, state, value, grad, tv) -> Any:
+        """Replace the stored value/gradient (after the objective changed); keep the curvature."""
+
+    def stored(self, state, params) -> tuple[jax.Array, Any, Optional[Any]]:
+        """(value, grad, TermValues or None) at the current point ``params``."""
+
+    def step(self, params, state, w, lam, batch, value, grad) -> StepResult: ...
+
+
+class OptaxLBFGS:
+    def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int):
+        self.obj_fn = obj_fn
+        self.solver = optax.lbfgs(
+            learning_rate=lr,
+            memory_size=history,
+            linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=max_linesearch, initial_guess_strategy="one"),
+        )
+
+    def init(self, params, w, lam, batch):
+        return self.solver.init(params)
+
+    def set_point(self, state, value, grad, tv):
+        return optax.tree_utils.tree_set(state, value=value, grad=grad)
+
+    def stored(self, state, params):
+        return optax.tree_utils.tree_get(state, "value"), optax.tree_utils.tree_get(state, "grad"), None
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        def value_fn(p):
+            return self.obj_fn(p, w, lam, batch)[0]
+
+        updates, new_state = self.solver.update(grad, state, params, value=value, grad=grad, value_fn=value_fn)
+        info = optax.tree_utils.tree_get(new_state, "info")
+        return StepResult(
+            params=optax.apply_updates(params, updates),
+            state=new_state,
+            value=optax.tree_utils.tree_get(new_state, "value"),
+            evals=jnp.asarray(getattr(info, "num_linesearch_steps", 1), jnp.int32),
+        )
+
+
+class JaxoptLBFGS:
+    def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int, maxiter: int,
+                 linesearch: str, linesearch_init: str, reset_on_failure: bool):
+        import jaxopt
+
+        self.reset_on_failure = reset_on_failure
+        # value_and_grad=False: jaxopt differentiates ``fun`` itself, so the line search's
+        # re-evaluation of aux at its start point (jaxopt does not pass aux along) is a
+        # forward pass only, not a full loss+gradient evaluation.
+        self.solver = jaxopt.LBFGS(
+            fun=obj_fn, has_aux=True, maxiter=maxiter, tol=0.0, history_size=history, linesearch=linesearch,
+            linesearch_init=linesearch_init, max_stepsize=lr, maxls=max_linesearch, implicit_diff=False,
+            jit=True, unroll=False,
+        )
+
+    def init(self, params, w, lam, batch):
+        return self.solver.init_state(params, w, lam, batch)
+
+    def set_point(self, state, value, grad, tv):
+        return state._replace(value=value, grad=grad, aux=tv, error=optax.tree.norm(grad))
+
+    def stored(self, state, params):
+        return state.value, state.grad, state.aux
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        n0 = state.num_linesearch_iter
+        out = self.solver.update(params, state, w, lam, batch)
+        new = self._keep_positive_curvature(state, out.state, optax.tree.sub(out.params, params), optax.tree.sub(out.state.grad, grad))
+        if self.reset_on_failure:
+            # a failed line search means the quasi-Newton model is off: restart it from the
+            # scaled identity (its curvature pairs are dropped)
+            zero = lambda t: jax.tree_util.tree_map(lambda x: jnp.where(new.failed_linesearch, jnp.zeros_like(x), x), t)
+            new = new._replace(s_history=zero(new.s_history), y_history=zero(new.y_history), rho_history=zero(new.rho_history))
+        # each line-search iteration is one loss+gradient evaluation
+        return StepResult(out.params, new, new.value, jnp.asarray(new.num_linesearch_iter - n0, jnp.int32))
+
+    @staticmethod
+    def _keep_positive_curvature(old, new, s_vec, y_vec):
+        """The new state, but with the old curvature memory where y.s <= 1e-10 (the slot
+        that would have been overwritten keeps its older pair)."""
+        keep = optax.tree.vdot(s_vec, y_vec) > 1e-10
+        pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(keep, x, y), a, b)
+        return new._replace(
+            s_history=pick(new.s_history, old.s_history),
+            y_history=pick(new.y_history, old.y_history),
+            rho_history=pick(new.rho_history, old.rho_history),
+            gamma=jnp.where(keep, new.gamma, old.gamma),
+        )
+
+
+class DenseQuasiNewton:
+    """Dense BFGS / self-scaled BFGS / self-scaled Broyden (:mod:`cgmpinn_jax.ssbfgs`) on
+    the raveled parameters; the inverse Hessian is an n x n matrix."""
+
+    def __init__(self, obj_fn: ObjectiveFn, *, method: str, max_params: int, max_linesearch: int):
+        from . import ssbfgs
+
+        self.obj_fn = obj_fn
+        self.max_params = max_params
+        self.opt = ssbfgs.ssbfgs(method=method, max_params=max_params, max_linesearch=max_linesearch)
+
+    def init(self, params, w, lam, batch):
+        x, _ = ravel_pytree(params)
+        return self.opt.init(x, jnp.asarray(jnp.inf, x.dtype), jnp.zeros_like(x))
+
+    def set_point(self, state, value, grad, tv):
+        return self.opt.set_point(state, value, ravel_pytree(grad)[0])
+
+    def stored(self, state, params):
+        return state.value, ravel_pytree(params)[1](state.grad), None
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        x, unravel = ravel_pytree(params)
+
+        def value_and_grad(xf):
+            v, g = jax.value_and_grad(lambda p: self.obj_fn(p, w, lam, batch)[0])(unravel(xf))
+            return v, ravel_pytree(g)[0]
+
+        x_new, new = self.opt.step(value_and_grad, x, state)
+        return StepResult(unravel(x_new), new, new.value, jnp.asarray(new.n_evals, jnp.int32))
+
+
+def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int) -> SecondStage:
+    """The member ``config.second_stage`` names, with only its own options."""
+    kind = config.second_stage
+    if kind == "optax":
+        return OptaxLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch)
+    if kind == "jaxopt":
+        return JaxoptLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch,
+                           maxiter=max(1, n_steps), linesearch=config.lbfgs_linesearch,
+                           linesearch_init=config.lbfgs_linesearch_init, reset_on_failure=config.lbfgs_reset_on_failure)
+    if n_params > config.dense_max_params:
+        raise ValueError(f"second_stage={kind!r} stores a dense {n_params} x {n_params} inverse Hessian; the network has "
+                         f"{n_params} parameters > TrainConfig.dense_max_params={config.dense_max_params}. Use "
+                         "second_stage='optax' (L-BFGS) or raise dense_max_params.")
+    return DenseQuasiNewton(obj_fn, method=kind, max_params=config.dense_max_params, max_linesearch=config.lbfgs_max_linesearch)
