@@ -2,7 +2,8 @@
 
     cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N]
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
-                    [--x64] [--lbfgs-backend jaxopt|optax] [--relobralo on|off|adam]
+                    [--preset faithful|accurate] [--precision float32|float64|mixed] [--x64]
+                    [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden] [--relobralo on|off|adam]
                     [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet]
     cgmpinn-jax list
@@ -135,7 +136,8 @@ def config_kwargs(args: argparse.Namespace) -> dict:
         "width": args.width,
         "depth": args.depth,
         "lbfgs_lr": args.lbfgs_lr,
-        "second_stage": args.lbfgs_backend,
+        "second_stage": args.second_stage or args.lbfgs_backend,
+        "precision": args.precision or ("float64" if args.x64 else None),
         "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
         "relobralo_lbfgs_apply": args.relobralo_lbfgs,
     }
@@ -145,8 +147,6 @@ def config_kwargs(args: argparse.Namespace) -> dict:
 def _cmd_run(args) -> int:
     import jax
 
-    if args.x64:
-        jax.config.update("jax_enable_x64", True)
     from . import io
     from .config import TrainConfig
     from .driver import train
@@ -158,13 +158,13 @@ def _cmd_run(args) -> int:
     try:
         problem = validate_problem(get_problem(args.problem))
         method = get_method(args.method)
-        config = TrainConfig(**config_kwargs(args))
+        config = TrainConfig.preset(args.preset, **config_kwargs(args))
     except (ValueError, TypeError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"cgmpinn-jax run: {problem.name} / {method.name}, seed {args.seed}, "
-          f"{'float64' if args.x64 else 'float32'}, backend {jax.default_backend()}; output -> {out}")
+          f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}; output -> {out}")
     result = train(problem, method, config, key=args.seed, quiet=args.quiet)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
@@ -206,6 +206,7 @@ def _problem_defaults_text(attr: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .config import PRESETS
     from .methods import METHODS
     from .problems import PROBLEMS
 
@@ -243,9 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the L-BFGS line search's initial (and largest) step (default: 1.0)")
     r.add_argument("--seed", type=int, default=1224, metavar="S",
                    help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
-    r.add_argument("--x64", action="store_true", help="train in float64 instead of float32")
-    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default="optax",
-                   help="the L-BFGS implementation of the second stage")
+    r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
+                   help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
+                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); other options override it "
+                        "(default: %(default)s)")
+    r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
+                   help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
+                        "configuration is left as it is (default: the preset's, float32)")
+    r.add_argument("--x64", action="store_true", help="alias of --precision float64")
+    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"), default=None,
+                   help="the optimizer after Adam: L-BFGS (optax or jaxopt) or dense BFGS / self-scaled BFGS / self-scaled "
+                        "Broyden for networks up to 20k parameters (default: the preset's, optax)")
+    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
+                   help="older spelling of --second-stage optax|jaxopt")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
                    help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
                         + " (default: the method's; see `cgmpinn-jax list`)")
