@@ -1,0 +1,231 @@
+"""Accuracy beyond float32: precision x second-stage member, PINN and CGMPINN, the paper's budgets.
+
+Variants (columns):
+
+* ``f32-lbfgs``   -- float32, optax L-BFGS: the faithful default. Not retrained: taken from
+  the paper-table runs (``benchmarks/results/paper_runs.json``, same budgets and seeds).
+* ``f64-lbfgs``   -- ``precision="float64"``, optax L-BFGS.
+* ``f64-ssbfgs``  -- ``precision="float64"``, dense self-scaled BFGS.
+* ``mixed-ssbfgs`` -- Adam in float32, self-scaled BFGS in float64 (1D Poisson and heat).
+
+Every run is cached (``benchmarks/runcache.py``: compact record in
+``benchmarks/results/precision.json``, full file in the ignored cache), so the study resumes;
+``--build-only`` rebuilds ``precision.md`` from the record. Each cell: relative e2 median
+[min-max] over seeds, median wall and compile seconds, evaluations per second-stage
+iteration, stop statuses; each column: how many seeds CGMPINN beats PINN (paired by seed).
+
+    python benchmarks/precision.py --probe                      # ms per step, to plan
+    python benchmarks/precision.py --problems poisson1d --variants f64-lbfgs f64-ssbfgs
+    python benchmarks/precision.py --list                       # what is done / missing
+    python benchmarks/precision.py --build-only
+
+Timings are those of the machine and thread setting the record names (pin one XLA thread
+with ``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`` and
+``taskset -c N`` to run two studies side by side on two cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import runcache  # noqa: E402
+
+STUDY = "precision"
+RESULTS = Path(__file__).parent / "results"
+PROBLEMS = ("poisson1d", "heat", "advection_diffusion", "damped_wave", "poisson2d", "fisher_kpp")
+METHODS = ("pinn", "cgmpinn")
+VARIANTS = {
+    "f32-lbfgs": dict(precision="float32", second_stage="optax"),
+    "f64-lbfgs": dict(precision="float64", second_stage="optax"),
+    "f64-ssbfgs": dict(precision="float64", second_stage="ssbfgs"),
+    "mixed-ssbfgs": dict(precision="mixed", second_stage="ssbfgs"),
+}
+MIXED_PROBLEMS = ("poisson1d", "heat")
+PAPER_CGMPINN = None  # filled from cgmpinn_jax's copy of the paper's tables
+
+
+def seeds_for(problem: str) -> list[int]:
+    return [0, 1, 2, 3, 4] if problem == "poisson1d" else [0, 1, 2]
+
+
+def planned(problems, methods, variants) -> list[tuple[str, str, str, int]]:
+    out = []
+    for p in problems:
+        for v in variants:
+            if v.startswith("mixed") and p not in MIXED_PROBLEMS:
+                continue
+            if p == "fisher_kpp" and v not in ("f32-lbfgs", "f64-lbfgs", "f64-ssbfgs"):
+                continue
+            for m in methods:
+                seeds = seeds_for(p)[:2] if (p == "fisher_kpp" and v != "f32-lbfgs") else seeds_for(p)
+                out += [(p, m, v, s) for s in seeds]
+    return out
+
+
+def run_key(problem, method, variant, seed) -> str:
+    return f"{problem}__{method}__{variant}__seed{seed}"
+
+
+def _paper_run(problem, method, seed):
+    """The float32 L-BFGS run of the paper tables (same budget and seed), compact."""
+    rec = runcache.Study("paper_runs").load()
+    for r in rec.values():
+        spec = r.get("spec", {})
+        if (spec.get("problem") == problem and spec.get("variant") == method and r.get("seed") == seed
+                and spec.get("budget_scale", 1.0) == 1.0 and not spec.get("x64")):
+            return r
+    return None
+
+
+def train_one(problem: str, method: str, variant: str, seed: int) -> dict:
+    import cgmpinn_jax as cj
+
+    cfg = cj.TrainConfig(**VARIANTS[variant])
+    t0 = time.perf_counter()
+    res = cj.train(problem, method, cfg, key=seed, quiet=True)
+    wall = time.perf_counter() - t0
+    n_second = int(np.sum(res.history.k > res.adam_steps))
+    return {
+        "problem": problem, "method": method, "variant": variant, "seed": seed, "source": "trained",
+        "config": cfg.to_dict(), "metrics": res.metrics.as_dict(), "e_loss": res.e_loss,
+        "statuses": {"adam": res.adam_status.name, "second": res.lbfgs_status.name},
+        "second_iterations": n_second, "evals_per_iteration": res.evals_per_lbfgs_iteration,
+        "evals_total": int(np.sum(res.history.evals)), "wall_seconds": wall,
+        "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,
+        "loss_curve": res.history.loss.tolist(),  # full file only (runcache drops it from the record)
+    }
+
+
+def from_paper(problem, method, seed) -> dict | None:
+    r = _paper_run(problem, method, seed)
+    if r is None:
+        return None
+    return {
+        "problem": problem, "method": method, "variant": "f32-lbfgs", "seed": seed, "source": f"paper_runs:{r['run_key']}",
+        "metrics": r["metrics"], "e_loss": r.get("e_loss"),
+        "statuses": {"adam": r["statuses"]["adam"], "second": r["statuses"]["lbfgs"]},
+        "evals_per_iteration": r.get("evals_per_lbfgs_iteration"), "wall_seconds": r.get("wall_seconds"),
+        "compile_seconds": r.get("compile_seconds"), "run_seconds": r.get("run_seconds"), "machine": r.get("machine"),
+    }
+
+
+def get(problem, method, variant, seed, *, train: bool) -> dict | None:
+    study = runcache.Study(STUDY)
+    key = run_key(problem, method, variant, seed)
+    if variant == "f32-lbfgs":
+        rec = from_paper(problem, method, seed)
+        return rec
+    if study.is_done(key):
+        return study.load()[key]
+    if not train:
+        return None
+    print(f"[precision] training {key}", flush=True)
+    out = study.run(key, lambda: train_one(problem, method, variant, seed))
+    print(f"[precision] {key}: rel_e2={out['metrics']['rel_e2']:.3e} {out['statuses']['second']} "
+          f"evals/it={out['evals_per_iteration']:.2f} wall={out['wall_seconds']:.0f}s", flush=True)
+    return out
+
+
+def _fmt_cell(runs: list[dict]) -> str:
+    if not runs:
+        return "-"
+    e = np.array([r["metrics"]["rel_e2"] for r in runs])
+    wall = np.median([r["wall_seconds"] or np.nan for r in runs])
+    comp = np.median([r.get("compile_seconds") or 0.0 for r in runs])
+    ev = np.median([r["evals_per_iteration"] for r in runs])
+    st = {}
+    for r in runs:
+        st[r["statuses"]["second"]] = st.get(r["statuses"]["second"], 0) + 1
+    sts = ", ".join(f"{k} {v}" for k, v in sorted(st.items()))
+    return (f"{np.median(e):.2e} [{e.min():.1e}-{e.max():.1e}] n={len(runs)}; {wall:.0f} s (+{comp:.0f} s compile); "
+            f"{ev:.2f} ev/it; {sts}")
+
+
+def build(rows: list[dict], command: str) -> tuple[str, dict]:
+    by = {}
+    for r in rows:
+        by.setdefault((r["problem"], r["variant"], r["method"]), []).append(r)
+    variants = [v for v in VARIANTS if any(k[1] == v for k in by)]
+    lines = ["# Accuracy beyond float32: precision x second stage (paper budgets)", "",
+             f"Command: `{command}`; study record `benchmarks/results/precision.json` (machine per run there).",
+             "Cell: relative e2 median [min-max] over seeds, n runs; median wall seconds of a run (+ compile);",
+             "loss+gradient evaluations per second-stage iteration; second-stage stop statuses.",
+             "`f32-lbfgs` is the paper-table runs (float32, optax L-BFGS, same budgets and seeds).", ""]
+    lines += ["| problem | method | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
+    summary = {}
+    for p in PROBLEMS:
+        for m in METHODS:
+            cells = [_fmt_cell(by.get((p, v, m), [])) for v in variants]
+            if any(c != "-" for c in cells):
+                lines.append(f"| {p} | {m} | " + " | ".join(cells) + " |")
+        paired = []
+        for v in variants:
+            a = {r["seed"]: r["metrics"]["rel_e2"] for r in by.get((p, v, "cgmpinn"), [])}
+            b = {r["seed"]: r["metrics"]["rel_e2"] for r in by.get((p, v, "pinn"), [])}
+            common = sorted(set(a) & set(b))
+            paired.append(f"{sum(a[s] < b[s] for s in common)} of {len(common)}" if common else "-")
+            summary.setdefault(p, {})[v] = {
+                m: ({"median_rel_e2": float(np.median([r["metrics"]["rel_e2"] for r in by[(p, v, m)]])),
+                     "n": len(by[(p, v, m)])} if (p, v, m) in by else None) for m in METHODS}
+        if any(x != "-" for x in paired):
+            lines.append(f"| {p} | CGMPINN < PINN (paired) | " + " | ".join(paired) + " |")
+    return "\n".join(lines) + "\n", summary
+
+
+def probe(problems, variants, steps=(100, 50)) -> None:
+    """ms per Adam step and per second-stage iteration (CGMPINN), from a short run each."""
+    import cgmpinn_jax as cj
+
+    for p in problems:
+        for v in variants:
+            if v == "f32-lbfgs":
+                continue
+            cfg = cj.TrainConfig(adam_steps=steps[0], lbfgs_steps=steps[1], k_upd=50, **VARIANTS[v])
+            res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
+            d = cj.get_problem(p).defaults
+            per = res.run_seconds / (steps[0] + steps[1] * max(res.evals_per_lbfgs_iteration, 1.0))
+            est = per * (d.adam_steps + d.lbfgs_steps * max(res.evals_per_lbfgs_iteration, 1.0))
+            print(f"{p:20s} {v:13s} run {res.run_seconds:6.1f} s compile {res.compile_seconds:5.1f} s "
+                  f"~{1e3 * per:6.1f} ms/eval  evals/it {res.evals_per_lbfgs_iteration:.2f}  full run ~{est / 60:.0f} min",
+                  flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="precision x second-stage study")
+    ap.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, help="only these seeds of the plan")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--probe", action="store_true")
+    args = ap.parse_args(argv)
+    if args.probe:
+        probe(args.problems, args.variants)
+        return
+    plan = [x for x in planned(args.problems, args.methods, args.variants) if args.seeds is None or x[3] in args.seeds]
+    rows, missing = [], []
+    for p, m, v, s in plan:
+        r = get(p, m, v, s, train=not (args.build_only or args.list))
+        (rows if r is not None else missing).append(r if r is not None else (p, m, v, s))
+    if args.list:
+        print(f"{len(rows)} done, {len(missing)} missing:")
+        for x in missing:
+            print("  ", run_key(*x))
+        return
+    every = [r for (p, m, v, s) in planned(PROBLEMS, METHODS, VARIANTS)
+             if (r := get(p, m, v, s, train=False)) is not None]
+    md, summary = build(every, "python benchmarks/precision.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    (RESULTS / "precision.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
