@@ -1,0 +1,647 @@
+"""Dense self-scaled quasi-Newton optimizers (BFGS, SSBFGS, SSBroyden) in pure JAX.
+
+A small, jittable, dense inverse-Hessian quasi-Newton method with a strong-Wolfe
+line search, meant as a float64 "second stage" for small networks (up to
+``max_params`` parameters, default 20 000: the n x n matrix takes 8 n^2 bytes in
+float64, i.e. 3.2 GB at n = 20 000).  Parameters are flat 1-D vectors (ravel a
+pytree with ``jax.flatten_util.ravel_pytree``).  Everything follows ``x.dtype``
+(float32 or float64); all matrix products use ``Precision.HIGHEST``; the module
+never touches the global JAX configuration.
+
+API
+---
+``opt = ssbfgs(method="ssbfgs", max_params=20_000, max_linesearch=20, c1=1e-4, c2=0.9)``
+
+* ``opt.init(x, value, grad) -> SSBFGSState`` (raises ``ValueError`` naming
+  ``max_params`` when ``x.size > max_params``);
+* ``opt.step(value_and_grad_fn, x, state) -> (x_new, state_new)``: one
+  iteration; jittable and usable inside ``lax.while_loop``;
+* ``opt.set_point(state, value, grad) -> state``: replace the stored
+  value/gradient (the objective changed), keeping ``H``.
+
+The line search is also public: :func:`line_search`.
+
+Notation
+--------
+``g_k`` gradient at ``x_k``, ``H_k`` inverse-Hessian approximation,
+``B_k = H_k^{-1}``, search direction ``p_k = -H_k g_k``, step
+``s_k = alpha_k p_k``, ``y_k = g_{k+1} - g_k`` and::
+
+    rho_k = 1 / (y_k^T s_k)
+    h_k   = y_k^T H_k y_k / y_k^T s_k
+    b_k   = s_k^T B_k s_k / y_k^T s_k = -alpha_k s_k^T g_k / y_k^T s_k
+            (because B_k p_k = -g_k; no inverse is formed)
+    a_k   = b_k h_k - 1  (>= 0 by Cauchy-Schwarz)
+    v_k   = rho_k s_k - H_k y_k / (y_k^T H_k y_k)
+
+Update (self-scaled Broyden family, inverse-Hessian form; Urbán, Stefanou &
+Pons 2025, J. Comput. Phys. 523, 113656, arXiv:2405.04230 -- equation numbers
+below are those cited in the authors' reference code; Al-Baali 1998,
+J. Optim. Theory Appl. 96, 533-553; Oren & Luenberger 1974, Management Sci. 20,
+845-862)::
+
+    H_{k+1} = (1/tau_k) [ H_k - H_k y_k y_k^T H_k / (y_k^T H_k y_k)
+                          + phi_k (y_k^T H_k y_k) v_k v_k^T ]
+              + rho_k s_k s_k^T
+
+``phi_k = 1`` is BFGS (Nocedal & Wright 2006, Eq. 6.17), ``phi_k = 0`` DFP.
+Since the bracket is homogeneous of degree one in ``H_k`` this equals the
+Broyden update of ``H_k / tau_k``; it is implemented, exactly, as the BFGS
+update of ``H_k / tau_k`` plus ``(phi_k - 1) (y^T H_k y / tau_k) v_k v_k^T``
+(no cancellation when ``phi_k = 1``), then symmetrised as ``(H + H^T) / 2``
+so that ``H`` stays exactly symmetric.
+
+``method`` chooses ``tau_k`` and ``phi_k``:
+
+* ``"bfgs"``: ``tau_k = 1``, ``phi_k = 1`` (plain BFGS).
+* ``"ssbfgs"``: ``phi_k = 1``, ``tau_k = min(1, 1/b_k)`` (Al-Baali's
+  self-scaling; Urbán et al. 2025 Eq. 11; the ``"SSBFGS_AB"`` variant of the
+  authors' reference code, jorgeurban/self_scaled_algorithms_pinns,
+  ``modified_optimize.py``).  ``tau_k = y^T s / s^T B s`` is the
+  Oren-Luenberger factor; Al-Baali caps it at one so ``H`` is only ever
+  scaled up (``B`` scaled down) when ``B`` over-estimates the curvature.
+* ``"ssbfgs_ol"``: ``phi_k = 1``, ``tau_k = 1/b_k`` (Oren & Luenberger's
+  original choice, ``"SSBFGS_OL"``; the authors do not recommend it).
+* ``"ssbroyden"``: self-scaled Broyden with the ``tau_k``, ``phi_k`` of
+  Urbán et al. 2025 Eqs. 13-23 (``"SSBroyden2"`` of the reference code), from
+  Al-Baali's wide interval for ``theta_k``::
+
+      rho_k^- = min(1, h_k (1 - sqrt(a_k / (1 + a_k))))
+      theta_k^- = (rho_k^- - 1) / a_k,      theta_k^+ = 1 / rho_k^-
+      theta_k = max(theta_k^-, min(theta_k^+, (1 - b_k) / b_k))
+      sigma_k = 1 + a_k theta_k   (> 0: theta_k >= theta_k^- gives sigma_k >= rho_k^- > 0)
+      tau_k = min(min(1, 1/b_k) sigma_k^{1/(1-n)}, sigma_k)       if theta_k <= 0
+              min(1, 1/b_k) min(sigma_k^{1/(1-n)}, 1/theta_k)     if theta_k > 0
+      phi_k = (1 - theta_k) / sigma_k
+
+  ``theta_k`` is the Broyden parameter in Hessian (``B``) form (0 = BFGS,
+  1 = DFP); ``phi_k = (1 - theta_k) / (1 + a_k theta_k)`` is the same member
+  in inverse form.  ``a_k`` is floored at the dtype's machine epsilon (when
+  ``a_k ~ 0``, ``H y`` is parallel to ``s`` and ``v_k ~ 0``, so the family
+  collapses and ``phi_k`` is immaterial); for ``n = 1`` the exponent
+  ``1/(1-n)`` is replaced by 0.
+
+First update (``H_k`` is the identity: after ``init`` or after a reset): the
+identity is first scaled as Shanno & Phua (1978, Math. Program. 14, 149-160) /
+Nocedal & Wright Eq. 6.20,
+``H_0 <- (y^T s / y^T y) I``, i.e. ``tau_0 = h_0 = y^T y / y^T s``, then the
+method's update is applied (``phi_0 = 1`` for the BFGS variants).  For
+``"ssbroyden"`` the reference code uses ``tau_0 = h_0 / sigma_0`` with the
+``phi_0`` above, and so does this module.
+
+Safeguards
+----------
+* Curvature: the update is skipped (``H`` kept, ``state.skipped = True``) when
+  ``y^T s <= curvature_eps * |s| |y|`` (default ``curvature_eps = 100 *
+  finfo(dtype).eps``), or when any scalar/vector of the update is not finite
+  or ``tau_k <= 0``.  With a successful strong-Wolfe step ``y^T s >= (1 - c2)
+  |s^T g_k| > 0``, so skips only happen near convergence or after a failed
+  line search.
+* Non-descent direction: if ``g^T p >= 0`` (with ``g != 0``) or ``g^T p`` is
+  not finite (``H`` lost positive definiteness to rounding), ``H`` is reset to
+  the identity and the step uses ``p = -g``.
+* First trial step: with ``initial_step="unit"`` (default) ``alpha = 1``;
+  with ``initial_step="interp"`` it is scipy's / Nocedal & Wright Eq. 3.60
+  ``min(1, 1.01 * 2 (f_k - f_{k-1}) / g_k^T p_k)`` (what Urbán et al.'s
+  scipy-based reference code effectively uses; it saves evaluations for the
+  self-scaled methods, whose unit step overshoots more often).  Either way,
+  when ``H`` is the (unscaled) identity the first trial is
+  ``min(1, 1/|g|_2)`` (a first step of length at most one, as scipy's BFGS).
+* Line search failure (no strong-Wolfe point within ``max_linesearch``
+  evaluations): if the best point tried has a lower value than ``x``, the step
+  is **taken** to that point (``failed = True``, ``rejected = False``; ``H`` is
+  updated if the curvature test passes); otherwise the step is **rejected**
+  (``x`` and value/gradient unchanged, ``failed = rejected = True``) and ``H``
+  is reset to the identity, so the next step is a (Shanno-Phua scaled)
+  steepest-descent restart.  Non-finite values during the search are treated
+  as failures of the sufficient-decrease test (the search backtracks).
+
+Line search: Nocedal & Wright (2006) Algorithms 3.5 (bracketing) and 3.6
+(zoom) for the strong Wolfe conditions ``f(a) <= f(0) + c1 a f'(0)`` and
+``|f'(a)| <= c2 |f'(0)|``, one evaluation of ``value_and_grad_fn`` per
+iteration of a single ``lax.while_loop``.  The zoom trial is the cubic
+interpolant's minimiser (N&W Eq. 3.59) clipped to the inner 80 % of the
+bracket (bisection when the cubic is undefined); extrapolation takes the cubic
+minimiser clipped to ``[2 alpha, 10 alpha]`` (doubling when undefined).
+Rounding regime (Hager & Zhang 2005, SIAM J. Optim. 16, 170-192; CG_DESCENT):
+where the demanded decrease ``c1 a |f'(0)|`` is below ``approx_eps |f(0)|``
+(default ``approx_eps = finfo.eps ** (2/3)``), sufficient decrease may also
+be met by the approximate Wolfe test ``f(a) <= f(0) + approx_eps |f(0)|`` and
+``f'(a) <= (2 c1 - 1) f'(0)``; values within ``approx_eps |f(0)|`` count as
+ties (the slopes decide) and tied brackets are split by the slope secant.
+Without this the search fails on rounding noise once the decrease drops below
+the precision of ``f`` (near any minimum with ``f* != 0``).  Final accepted
+points therefore satisfy the strong Wolfe conditions, or their approximate
+form inside the rounding regime.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = [
+    "METHODS",
+    "LineSearchResult",
+    "SSBFGS",
+    "SSBFGSState",
+    "line_search",
+    "ssbfgs",
+]
+
+METHODS = ("bfgs", "ssbfgs", "ssbfgs_ol", "ssbroyden")
+
+_HI = lax.Precision.HIGHEST
+
+ValueAndGrad = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
+
+
+def _dot(a, b):
+    return jnp.dot(a, b, precision=_HI)
+
+
+# ----------------------------------------------------------------------------
+# strong-Wolfe line search (Nocedal & Wright Alg. 3.5 / 3.6)
+# ----------------------------------------------------------------------------
+
+
+class LineSearchResult(NamedTuple):
+    """Outcome of :func:`line_search`.
+
+    ``success``: a point satisfying the strong Wolfe conditions was found, and
+    ``alpha``/``value``/``grad`` are that point.  Otherwise they are the best
+    (lowest-value) point tried, or ``alpha = 0`` with the starting value and
+    gradient when no trial decreased the value.
+    """
+
+    alpha: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    n_evals: jax.Array
+    success: jax.Array
+
+
+class _LS(NamedTuple):
+    # points are packed as (alpha, value, slope) 3-vectors to keep the loop
+    # body small (fewer scalar ops -> faster XLA compiles)
+    i: jax.Array
+    done: jax.Array
+    zoom: jax.Array
+    a_trial: jax.Array
+    prev: jax.Array  # last bracketing-stage point (alpha_{i-1})
+    lo: jax.Array  # zoom bracket end with the lower value
+    hi: jax.Array
+    star: jax.Array  # accepted strong-Wolfe point
+    g_star: jax.Array
+    best: jax.Array  # lowest finite value seen
+    g_best: jax.Array
+
+
+def _cubic_min(a0, f0, d0, a1, f1, d1):
+    """Minimiser of the cubic through (a0, f0, d0), (a1, f1, d1) (N&W Eq. 3.59)."""
+    e1 = d0 + d1 - 3.0 * (f0 - f1) / (a0 - a1)
+    disc = e1 * e1 - d0 * d1
+    e2 = jnp.sign(a1 - a0) * jnp.sqrt(jnp.maximum(disc, 0.0))
+    den = d1 - d0 + 2.0 * e2
+    a = a1 - (a1 - a0) * (d1 + e2 - e1) / den
+    ok = (disc >= 0) & (den != 0) & jnp.isfinite(a)
+    return a, ok
+
+
+def line_search(
+    value_and_grad_fn: ValueAndGrad,
+    x: jax.Array,
+    p: jax.Array,
+    value: jax.Array,
+    grad: jax.Array,
+    *,
+    alpha0=1.0,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    max_evals: int = 20,
+    approx_eps=None,
+) -> LineSearchResult:
+    """Strong-Wolfe line search along ``p`` from ``x`` (jittable).
+
+    Finds ``alpha`` with ``f(x + alpha p) <= f(x) + c1 alpha g^T p`` and
+    ``|g(x + alpha p)^T p| <= c2 |g^T p|`` using at most ``max_evals`` calls of
+    ``value_and_grad_fn``, starting with ``alpha0``.  ``p`` must be a descent
+    direction (``grad^T p < 0``).  See the module docstring for the algorithm.
+
+    ``approx_eps`` (default ``finfo(dtype).eps ** (2/3)``: 3.7e-11 in float64,
+    2.4e-5 in float32; Hager & Zhang use 1e-6; 0 disables): in the
+    rounding regime, where the demanded decrease ``c1 alpha |g^T p|`` is below
+    ``approx_eps |f(0)|``, the sufficient-decrease test may also pass by Hager &
+    Zhang's approximate Wolfe test ``f <= f(0) + approx_eps |f(0)|`` and
+    ``g(alpha)^T p <= (2 c1 - 1) g^T p`` (the latter is Armijo exactly for a
+    quadratic; SIAM J. Optim. 16 (2005) 170-192, CG_DESCENT).  In
+    the same spirit, values within ``approx_eps |f(0)|`` of each other count as
+    ties in the bracketing/zoom comparisons (the slopes decide), and a zoom
+    bracket whose two values tie is split by the secant of the slopes.
+    """
+    dtype = x.dtype
+    f0 = jnp.asarray(value, dtype)
+    g0 = jnp.asarray(grad, dtype)
+    d0 = _dot(g0, p)
+    c1 = jnp.asarray(c1, dtype)
+    c2 = jnp.asarray(c2, dtype)
+    tiny_rel = 10.0 * jnp.finfo(dtype).eps
+    if approx_eps is None:
+        approx_eps = float(jnp.finfo(dtype).eps) ** (2.0 / 3.0)
+    f_tol = jnp.asarray(approx_eps, dtype) * jnp.abs(f0)
+    origin = jnp.stack([jnp.zeros((), dtype), f0, d0])
+
+    def body(st: _LS) -> _LS:
+        a = st.a_trial
+        f, g = value_and_grad_fn(x + a * p)
+        f = jnp.asarray(f, dtype)
+        g = jnp.asarray(g, dtype)
+        d = _dot(g, p)
+        cur = jnp.stack([a, f, d])
+        i = st.i + 1
+        finite = jnp.isfinite(f) & jnp.isfinite(d)
+        # sufficient decrease; approximate-Wolfe form only where the demanded
+        # decrease c1 a |f'(0)| is below the value tolerance (rounding regime)
+        armijo = finite & (
+            (f <= f0 + c1 * a * d0)
+            | (
+                (-c1 * a * d0 <= f_tol)
+                & (f <= f0 + f_tol)
+                & (d <= (2.0 * c1 - 1.0) * d0)
+            )
+        )
+        curv = finite & (jnp.abs(d) <= -c2 * d0)
+        better = finite & (f < st.best[1])
+        zoom = st.zoom
+
+        # "f is higher than fref" beyond rounding (ties decided by slopes)
+        def higher(fref):
+            return jnp.where(f_tol > 0, f > fref + f_tol, f >= fref)
+
+        # bracketing stage (Alg. 3.5): b_hi -> zoom(prev, a); b_lo -> zoom(a, prev)
+        b_hi = ~armijo | (higher(st.prev[1]) & (i > 1))
+        b_acc = ~b_hi & curv
+        extrap = ~zoom & ~b_hi & ~b_acc & (d < 0)
+        # zoom stage (Alg. 3.6): z_hi -> hi = a; else lo = a (and hi = old lo on flip)
+        z_hi = ~armijo | higher(st.lo[1])
+        z_acc = ~z_hi & curv
+        z_flip = ~z_hi & ~z_acc & (d * (st.hi[0] - st.lo[0]) >= 0)
+
+        lo = jnp.where(zoom, jnp.where(z_hi, st.lo, cur), jnp.where(b_hi, st.prev, cur))
+        hi = jnp.where(
+            zoom,
+            jnp.where(z_hi, cur, jnp.where(z_flip, st.lo, st.hi)),
+            jnp.where(b_hi, cur, st.prev),
+        )
+        accept = jnp.where(zoom, z_acc, b_acc)
+
+        # trial points: [0] safeguarded cubic inside the bracket (bisection if
+        # undefined; secant on the slopes when the two values are equal to
+        # rounding, where the cubic would fit noise), [1] cubic extrapolation
+        # through (prev, a) clipped to [2a, 10a]
+        P0 = jnp.stack([lo, st.prev])
+        P1 = jnp.stack([hi, cur])
+        ac, okc = _cubic_min(P0[:, 0], P0[:, 1], P0[:, 2], P1[:, 0], P1[:, 1], P1[:, 2])
+        w = hi[0] - lo[0]
+        a_sec = lo[0] - lo[2] * w / (hi[2] - lo[2])
+        flat = (f_tol > 0) & (jnp.abs(hi[1] - lo[1]) <= f_tol) & (lo[2] * hi[2] < 0)
+        ac0 = jnp.where(flat, a_sec, ac[0])
+        ok0 = jnp.where(flat, jnp.isfinite(a_sec), okc[0])
+        in_lo = jnp.minimum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
+        in_hi = jnp.maximum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
+        a_zoom = jnp.where(ok0, jnp.clip(ac0, in_lo, in_hi), 0.5 * (lo[0] + hi[0]))
+        a_ext = jnp.where(okc[1], jnp.clip(ac[1], 2.0 * a, 10.0 * a), 2.0 * a)
+
+        return _LS(
+            i=i,
+            done=accept,
+            zoom=~extrap,  # once bracketed, stay in zoom
+            a_trial=jnp.where(extrap, a_ext, a_zoom),
+            prev=jnp.where(extrap, cur, st.prev),
+            lo=lo,
+            hi=hi,
+            star=jnp.where(accept, cur, st.star),
+            g_star=jnp.where(accept, g, st.g_star),
+            best=jnp.where(better, cur, st.best),
+            g_best=jnp.where(better, g, st.g_best),
+        )
+
+    def cond(st: _LS):
+        # stop on success, budget, or a bracket collapsed to rounding level
+        collapsed = st.zoom & (
+            jnp.abs(st.hi[0] - st.lo[0])
+            <= tiny_rel * jnp.maximum(jnp.abs(st.lo[0]), jnp.abs(st.hi[0]))
+        )
+        return (~st.done) & (~collapsed) & (st.i < max_evals)
+
+    init = _LS(
+        i=jnp.zeros((), jnp.int32),
+        done=jnp.zeros((), bool),
+        zoom=jnp.zeros((), bool),
+        a_trial=jnp.asarray(alpha0, dtype),
+        prev=origin,
+        lo=origin,
+        hi=origin,
+        star=origin,
+        g_star=g0,
+        best=origin,
+        g_best=g0,
+    )
+    st = lax.while_loop(cond, body, init)
+    pt = jnp.where(st.done, st.star, st.best)
+    return LineSearchResult(
+        alpha=pt[0],
+        value=pt[1],
+        grad=jnp.where(st.done, st.g_star, st.g_best),
+        n_evals=st.i,
+        success=st.done,
+    )
+
+
+# ----------------------------------------------------------------------------
+# optimizer
+# ----------------------------------------------------------------------------
+
+
+class SSBFGSState(NamedTuple):
+    """State of the dense quasi-Newton optimizer.
+
+    H: (n, n) inverse-Hessian approximation (symmetric).
+    value: () objective at x.
+    grad: (n,) gradient at x.
+    k: int32 number of ``step`` calls.
+    n_evals: int32 evaluations used by the last step's line search.
+    failed: bool, the last line search found no strong-Wolfe point; then either
+        the best decreasing point was taken (``rejected`` False) or the step was
+        rejected and H reset to the identity (``rejected`` True).
+    rejected: bool, the last step was rejected (x, value, grad unchanged).
+    fresh: bool, H is the unscaled identity (Shanno-Phua scaling pending).
+    skipped: bool, the last H update was skipped (curvature/finite safeguard).
+    alpha: () step length of the last step (0 when rejected).
+    total_evals: int32 evaluations over all steps.
+    prev_value: () value before the last accepted step (``inf`` after init or
+        set_point); used by ``initial_step="interp"``.
+    """
+
+    H: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    k: jax.Array
+    n_evals: jax.Array
+    failed: jax.Array
+    rejected: jax.Array
+    fresh: jax.Array
+    skipped: jax.Array
+    alpha: jax.Array
+    total_evals: jax.Array
+    prev_value: jax.Array
+
+
+class SSBFGS(NamedTuple):
+    """``init``/``step``/``set_point`` triple returned by :func:`ssbfgs`."""
+
+    init: Callable[..., SSBFGSState]
+    step: Callable[..., tuple[jax.Array, SSBFGSState]]
+    set_point: Callable[..., SSBFGSState]
+    method: str
+    max_params: int
+
+
+def _check_x(x, max_params):
+    if x.ndim != 1:
+        raise ValueError(
+            f"ssbfgs works on flat 1-D parameter vectors, got shape {x.shape}; "
+            "ravel the pytree with jax.flatten_util.ravel_pytree"
+        )
+    n = x.size
+    if n > max_params:
+        raise ValueError(
+            f"dense quasi-Newton stores an n x n matrix: n={n}, "
+            f"max_params={max_params}; use L-BFGS or raise max_params"
+        )
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise ValueError(f"x must be a floating-point vector, got dtype {x.dtype}")
+
+
+def _scalings(method, n, h, b, fresh, eps):
+    """tau_k and phi_k of the chosen method (see module docstring)."""
+    one = jnp.ones_like(h)
+    if method == "bfgs":
+        tau, phi = one, one
+        tau_fresh = h
+    elif method == "ssbfgs":
+        tau, phi = jnp.minimum(one, 1.0 / b), one
+        tau_fresh = h
+    elif method == "ssbfgs_ol":
+        tau, phi = 1.0 / b, one
+        tau_fresh = h
+    elif method == "ssbroyden":
+        a = jnp.maximum(b * h - 1.0, eps)
+        rho_m = jnp.minimum(one, h * (1.0 - jnp.sqrt(a / (1.0 + a))))
+        theta_m = (rho_m - 1.0) / a
+        theta_p = 1.0 / rho_m
+        theta = jnp.maximum(theta_m, jnp.minimum(theta_p, (1.0 - b) / b))
+        sigma = 1.0 + a * theta
+        expo = 1.0 / (1.0 - n) if n > 1 else 0.0
+        sig_n = jnp.abs(sigma) ** expo
+        rho_kk = jnp.minimum(one, 1.0 / b)
+        tau = jnp.where(
+            theta <= 0,
+            jnp.minimum(rho_kk * sig_n, sigma),
+            rho_kk * jnp.minimum(sig_n, 1.0 / theta),
+        )
+        phi = (1.0 - theta) / sigma
+        tau_fresh = h / sigma
+    else:  # pragma: no cover - checked in ssbfgs()
+        raise ValueError(method)
+    return jnp.where(fresh, tau_fresh, tau), phi
+
+
+def _apply_update(H, s, Hy, rho, yHy, tau, phi):
+    """Self-scaled Broyden update of H (see module docstring), not yet symmetrised."""
+    v = rho * s - Hy / yHy
+    Hty = Hy / tau
+    yHty = yHy / tau
+    c_ss = rho * (1.0 + rho * yHty)
+    c_vv = (phi - 1.0) * yHty
+    Hn = (
+        H / tau
+        - rho * (jnp.outer(Hty, s) + jnp.outer(s, Hty))
+        + c_ss * jnp.outer(s, s)
+        + c_vv * jnp.outer(v, v)
+    )
+    return Hn
+
+
+def ssbfgs(
+    *,
+    method: str = "ssbfgs",
+    max_params: int = 20_000,
+    max_linesearch: int = 20,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    curvature_eps: float | None = None,
+    initial_step: str = "unit",
+    approx_eps: float | None = None,
+) -> SSBFGS:
+    """Build a dense (self-scaled) quasi-Newton optimizer.
+
+    Args:
+      method: ``"bfgs"``, ``"ssbfgs"`` (Al-Baali self-scaled BFGS),
+        ``"ssbfgs_ol"`` (Oren-Luenberger) or ``"ssbroyden"`` (self-scaled
+        Broyden of Urbán et al. 2025).  See the module docstring.
+      max_params: largest allowed ``x.size``; ``init`` raises ``ValueError``
+        above it.
+      max_linesearch: evaluations allowed per line search (>= 1).
+      c1, c2: strong-Wolfe constants, ``0 < c1 < c2 < 1``.
+      curvature_eps: skip the update when ``y^T s <= curvature_eps |s||y|``;
+        ``None`` means ``100 * finfo(x.dtype).eps``.
+      initial_step: ``"unit"`` (first trial ``alpha = 1``) or ``"interp"``
+        (``min(1, 1.01 * 2 (f_k - f_{k-1}) / g^T p)``, N&W Eq. 3.60).
+      approx_eps: relative value tolerance of the approximate-Wolfe fallback of
+        :func:`line_search` (``None``: ``finfo(dtype).eps ** (2/3)``; 0 disables).
+
+    Returns:
+      An :class:`SSBFGS` with ``init(x, value, grad)``,
+      ``step(value_and_grad_fn, x, state)`` and ``set_point(state, value, grad)``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not (0.0 < c1 < c2 < 1.0):
+        raise ValueError(f"need 0 < c1 < c2 < 1, got c1={c1}, c2={c2}")
+    if initial_step not in ("unit", "interp"):
+        raise ValueError(f"initial_step must be 'unit' or 'interp', got {initial_step!r}")
+    if int(max_linesearch) < 1:
+        raise ValueError(f"max_linesearch must be >= 1, got {max_linesearch}")
+    max_linesearch = int(max_linesearch)
+    max_params = int(max_params)
+
+    def init(x, value, grad) -> SSBFGSState:
+        x = jnp.asarray(x)
+        _check_x(x, max_params)
+        dtype = x.dtype
+        n = x.size
+        return SSBFGSState(
+            H=jnp.eye(n, dtype=dtype),
+            value=jnp.asarray(value, dtype).reshape(()),
+            grad=jnp.asarray(grad, dtype).reshape(n),
+            k=jnp.zeros((), jnp.int32),
+            n_evals=jnp.zeros((), jnp.int32),
+            failed=jnp.zeros((), bool),
+            rejected=jnp.zeros((), bool),
+            fresh=jnp.ones((), bool),
+            skipped=jnp.zeros((), bool),
+            alpha=jnp.zeros((), dtype),
+            total_evals=jnp.zeros((), jnp.int32),
+            prev_value=jnp.full((), jnp.inf, dtype),
+        )
+
+    def set_point(state: SSBFGSState, value, grad) -> SSBFGSState:
+        dtype = state.H.dtype
+        return state._replace(
+            value=jnp.asarray(value, dtype).reshape(()),
+            grad=jnp.asarray(grad, dtype).reshape(state.grad.shape),
+            prev_value=jnp.full((), jnp.inf, dtype),
+        )
+
+    def step(value_and_grad_fn: ValueAndGrad, x, state: SSBFGSState):
+        x = jnp.asarray(x)
+        _check_x(x, max_params)
+        dtype = x.dtype
+        n = x.size
+        eps = jnp.finfo(dtype).eps
+        ceps = 100.0 * eps if curvature_eps is None else curvature_eps
+        H = state.H
+        g = state.grad
+        f0 = state.value
+
+        # direction; fall back to steepest descent if H is not a descent metric
+        p = -_dot(H, g)
+        d0 = _dot(g, p)
+        gg = _dot(g, g)
+        bad = ((~(d0 < 0)) & (gg > 0)) | ~jnp.isfinite(d0)
+        p = jnp.where(bad, -g, p)
+        d0 = jnp.where(bad, -gg, d0)
+        fresh = state.fresh | bad
+        alpha0 = jnp.where(
+            fresh, jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.maximum(gg, jnp.finfo(dtype).tiny))), 1.0
+        ).astype(dtype)
+        if initial_step == "interp":  # N&W Eq. 3.60, as scipy's line_search_wolfe1/2
+            a_int = 1.01 * 2.0 * (f0 - state.prev_value) / d0
+            a_int = jnp.where(jnp.isfinite(a_int) & (a_int > 0), jnp.minimum(1.0, a_int), 1.0)
+            alpha0 = jnp.where(fresh, alpha0, a_int).astype(dtype)
+
+        ls = line_search(
+            value_and_grad_fn, x, p, f0, g,
+            alpha0=alpha0, c1=c1, c2=c2, max_evals=max_linesearch,
+            approx_eps=approx_eps,
+        )
+        take = ls.success | (ls.value < f0)
+        alpha = jnp.where(take, ls.alpha, 0.0).astype(dtype)
+        s = alpha * p
+        x_new = jnp.where(take, x + s, x)
+        g_new = jnp.where(take, ls.grad, g)
+        f_new = jnp.where(take, ls.value, f0)
+        y = g_new - g
+
+        ys = _dot(y, s)
+        curv_ok = take & (ys > ceps * jnp.sqrt(_dot(s, s)) * jnp.sqrt(_dot(y, y)))
+        # H y with the H actually used for this step (identity after a reset)
+        Hy = jnp.where(bad, y, _dot(H, y))
+        yHy = _dot(y, Hy)
+        rho = 1.0 / ys
+        h = yHy * rho
+        b = -alpha * _dot(s, g) * rho
+        tau, phi = _scalings(method, n, h, b, fresh, eps)
+        upd_ok = (
+            curv_ok
+            & (yHy > 0)
+            & (b > 0)
+            & jnp.isfinite(rho)
+            & jnp.isfinite(tau)
+            & (tau > 0)
+            & jnp.isfinite(phi)
+            & jnp.all(jnp.isfinite(Hy))
+            & jnp.all(jnp.isfinite(s))
+        )
+        # H_base is the metric used for this step (identity after a
+        # bad-direction reset); update it when allowed, reset to the identity
+        # when the step was rejected (or bad and not updated), keep it otherwise.
+        reset = ~take | (bad & ~upd_ok)
+
+        def eye():
+            return jnp.eye(n, dtype=dtype)
+
+        H_new = lax.cond(
+            upd_ok,
+            lambda: _apply_update(
+                jnp.where(bad, eye(), H), s, Hy, rho, yHy, tau, phi
+            ),
+            lambda: jnp.where(reset, eye(), H),
+        )
+        # exact symmetry: (A + A^T)/2 of the materialised cond result.  (Fused
+        # with the update, XLA would recompute A[i, j] and A[j, i] in different
+        # loop positions, where vector and scalar code may contract to FMA
+        # differently, leaving a last-bit asymmetry.)
+        H_new = 0.5 * (H_new + H_new.T)
+        fresh_new = reset | (~upd_ok & fresh)
+        new_state = SSBFGSState(
+            H=H_new,
+            value=f_new,
+            grad=g_new,
+            k=state.k + 1,
+            n_evals=ls.n_evals,
+            failed=~ls.success,
+            rejected=~take,
+            fresh=fresh_new,
+            skipped=take & ~upd_ok,
+            alpha=alpha,
+            total_evals=state.total_evals + ls.n_evals,
+            prev_value=jnp.where(take, f0, state.prev_value),
+        )
+        return x_new, new_state
+
+    return SSBFGS(init=init, step=step, set_point=set_point, method=method, max_params=max_params)
