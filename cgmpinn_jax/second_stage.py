@@ -114,7 +114,14 @@ class JaxoptLBFGS:
         return self.solver.init_state(params, w, lam, batch)
 
     def set_point(self, state, value, grad, tv):
-        return state._replace(value=value, grad=grad, aux=tv, error=optax.tree.norm(grad))
+        # Before the first iteration jaxopt's direction is -gamma g with gamma = 1, and its
+        # zoom search caps the step at lbfgs_lr: from a PINN loss ~3e4 (|g| ~1e4) that step
+        # saturates the tanh units and the failed search keeps it (measured on 1D Poisson,
+        # float64: loss 3.0e4 -> 5.5e4 in one iteration, then stuck). As scipy and optax do,
+        # the first direction is scaled to length min(1, 1/|g|).
+        norm = optax.tree.norm(grad)
+        gamma = jnp.where(state.iter_num == 0, jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-30)), state.gamma)
+        return state._replace(value=value, grad=grad, aux=tv, error=norm, gamma=gamma.astype(state.gamma.dtype))
 
     def stored(self, state, params):
         return state.value, state.grad, state.aux
