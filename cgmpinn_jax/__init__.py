@@ -9,10 +9,11 @@
 ``schedule`` (resolved settings, refresh schedule), ``objective`` (loss terms),
 ``second_stage`` (L-BFGS and dense quasi-Newton members), ``engine`` (jittable chunks),
 ``driver`` (host loop, compile cache, ``train``), ``records`` (statuses, histories, results),
-``precision`` (scoped float64).
+``precision`` (scoped float64); ``inverse`` identifies unknown PDE coefficients from data.
 """
 
 from . import balancing, config, derivatives, driver, engine, gmm, methods, metrics, nets, objective, precision, problems, records, second_stage, weighting
+from . import inverse
 from .io import load_model, save_result
 from .methods import METHODS, Method, get_method
 from .metrics import Metrics, error_metrics, evaluate
@@ -27,6 +28,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "balancing",
+    "inverse",
     "derivatives",
     "gmm",
     "methods",

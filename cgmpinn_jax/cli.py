@@ -6,7 +6,16 @@
                     [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden] [--relobralo on|off|adam]
                     [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet]
+    cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
+                      [every option of run]
     cgmpinn-jax list
+
+``infer`` trains the inverse version of a problem (:mod:`cgmpinn_jax.inverse`): its unknown
+coefficients (default: all it declares) are trained with the network from ``--n-obs``
+synthetic observations with relative noise ``--noise``; it prints each coefficient's
+estimate, true value and relative error and writes them into ``metrics.json``
+(``unknowns.<name>.estimate``, ``.true``, ``.rel_error``) beside the solution metrics, with
+the usual plots plus ``unknowns.png`` (each coefficient's trajectory).
 
 ``PROBLEM`` is a registry name or ``package.module:ClassName`` of a user's Problem subclass
 (the current directory is importable). ``cgmpinn-jax run --help`` shows every option with
@@ -183,6 +192,51 @@ def _cmd_run(args) -> int:
     return 0
 
 
+def _cmd_infer(args) -> int:
+    import jax
+
+    from . import io
+    from .config import TrainConfig
+    from .driver import train
+    from .inverse import as_list, inverse_problem
+    from .methods import get_method
+    from .problems import get_problem
+
+    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        forward = get_problem(args.problem)
+        problem = inverse_problem(forward, unknowns=as_list(args.unknowns), n_obs=args.n_obs, noise=args.noise,
+                                  key=args.seed if args.obs_seed is None else args.obs_seed)
+        method = get_method(args.method)
+        config = TrainConfig.preset(args.preset, **config_kwargs(args))
+    except (ValueError, TypeError) as e:
+        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
+    print(f"cgmpinn-jax infer: {problem.name} / {method.name}, unknowns {', '.join(problem.unknown_names)}, "
+          f"{len(problem.observations)} observations, noise {args.noise:g}, seed {args.seed}, {config.precision}, "
+          f"second stage {config.second_stage}, backend {jax.default_backend()}; output -> {out}")
+    result = train(problem, method, config, key=args.seed, quiet=args.quiet)
+    io.save_result(result, out)
+    (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
+    (out / "observations.json").write_text(json.dumps(io.to_jsonable(problem.observations.to_dict())))
+    if not args.no_plots:
+        try:
+            from .plots import plot_result
+
+            plot_result(result, out)
+        except ImportError as e:
+            print(f"(no plots: {e})", file=sys.stderr)
+    print()
+    print(f"{problem.name} / {method.name} (seed {args.seed}), inverse: {len(problem.observations)} observations, "
+          f"noise {args.noise:g}")
+    print(result.unknowns.table())
+    print(_table(result, None))
+    print(f"wrote {out}")
+    return 0
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Every option's help ends with its default, unless the text already states it."""
 
@@ -269,10 +323,47 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
     r.add_argument("--quiet", action="store_true", help="no progress output while training")
     r.set_defaults(func=_cmd_run)
+    _add_infer_parser(sub, r)
     l = sub.add_parser("list", formatter_class=_HelpFormatter,
                        help="list the problems, the methods and the ReLoBRaLo modes")
     l.set_defaults(func=_cmd_list)
     return p
+
+
+def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``infer``: the options of ``run`` (the same Action objects) plus the inverse ones."""
+    from .inverse import INVERSE_BENCHMARKS
+
+    i = sub.add_parser(
+        "infer", formatter_class=_HelpFormatter,
+        help="identify unknown PDE coefficients from noisy observations (an inverse problem)",
+        description="Train the network and the problem's unknown coefficients together from synthetic noisy "
+                    "observations of the exact solution; print each coefficient's estimate, true value and relative "
+                    "error, and write metrics.json (unknowns.<name>.estimate/.true/.rel_error), history.json, "
+                    "observations.json, the model and plots (unknowns.png: the coefficients' trajectories) into --out.",
+        epilog="examples:\n"
+               "  cgmpinn-jax infer heat --n-obs 200 --noise 0.01 --adam-steps 3000 --lbfgs-steps 3000\n"
+               "  cgmpinn-jax infer fisher_kpp --unknowns D,r --noise 0.05 --method pinn\n"
+               "  cgmpinn-jax infer advection_diffusion --unknowns nu --seed 2",
+    )
+    i.add_argument("problem", nargs="?", default="heat", metavar="PROBLEM",
+                   help=f"a problem that declares unknown coefficients ({', '.join(INVERSE_BENCHMARKS)}), or your own "
+                        "Problem subclass as package.module:ClassName")
+    for action in run_parser._actions:
+        if action.dest not in ("help", "problem"):
+            i._add_action(action)
+    i.add_argument("--unknowns", default=None, metavar="NAMES",
+                   help="comma-separated coefficients to identify, e.g. D,r (default: all the problem declares: heat "
+                        "kappa; fisher_kpp D,r; advection_diffusion a,nu)")
+    i.add_argument("--n-obs", type=int, default=200, metavar="M",
+                   help="number of observations, uniform inside the domain")
+    i.add_argument("--noise", type=float, default=0.01, metavar="LEVEL",
+                   help="relative noise: Gaussian with standard deviation LEVEL x std of the exact values at the "
+                        "observation points")
+    i.add_argument("--obs-seed", type=int, default=None, metavar="S",
+                   help="seed of the observations' points and noise (default: --seed)")
+    i.set_defaults(func=_cmd_infer)
+    return i
 
 
 def main(argv: list[str] | None = None) -> int:

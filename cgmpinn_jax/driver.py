@@ -23,7 +23,7 @@ from . import metrics as metrics_lib
 from .config import Hyper, TrainConfig
 from .engine import Engine, State, restore_best
 from .methods import Method, build_model, get_method
-from .objective import Trainable
+from .objective import Trainable, init_coeffs
 from .precision import cast_floats, precision_scope
 from .problems import Problem, get_problem, validate_problem
 from .records import ChunkHistory, History, StageStatus, TrainResult
@@ -61,7 +61,7 @@ class CompileCache:
             model = jax.eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth),
                                    jax.random.key(0))
             log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
-            arrays, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+            arrays, static = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem)), eqx.is_array)
             n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(arrays))
             self._engines[setup] = (static, Engine(setup, static, n_params))
         return self._engines[setup]
@@ -98,7 +98,7 @@ def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
     model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth)
     dtype = jnp.zeros(()).dtype
     log_vars = jnp.zeros(setup.n_terms, dtype) if setup.method.loss.learnable_balance else None
-    params, _ = eqx.partition(Trainable(model, log_vars), eqx.is_array)
+    params, _ = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem, dtype)), eqx.is_array)
     state = State(
         params=params, opt=eng.adam_init(params), wstate=eng.weighting_init(batch["pde"][0].shape[0]),
         bstate=eng.balancing.init(k_bal), lambdas=jnp.ones(setup.n_terms, dtype), best_params=params,
@@ -135,6 +135,12 @@ class _Recorder:
         self.rows: dict = {k: [] for k in ("k", "loss", "terms", "raw", "lambdas", "evals")}
         self.refresh: dict = {k: [] for k in ("k", "tau", "spread", "status")}
         self.weights: list = []
+        self.coeffs: list = []  # inverse problems: (k, (B, U) coefficient values) at chunk ends
+
+    def add_coeffs(self, problem, k: int, params) -> None:
+        """The unknown coefficients' values after step ``k`` (inverse problems only)."""
+        if getattr(params, "coeffs", None) is not None:
+            self.coeffs.append((k, self.lead(problem.coefficient_array(params.coeffs))))
 
     def add(self, chunk, h: ChunkHistory, w) -> tuple[int, np.ndarray]:
         n_done = self.lead(h.n_done).reshape(-1)
@@ -159,7 +165,11 @@ class _Recorder:
         stack = lambda xs, dt=float: np.stack(xs, 1).astype(dt) if xs else np.zeros((B, 0), dt)
         n_snap = len(self.weights)
         idx = sorted(set(np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap)).round().astype(int).tolist())) if n_snap else []
+        coeffs = {} if not self.coeffs else dict(
+            coeff_k=np.asarray([k for k, _ in self.coeffs], np.int64),
+            coeffs=np.stack([v.reshape(B, -1) for _, v in self.coeffs], 1).astype(float))
         return dict(
+            **coeffs,
             k=cat(self.rows["k"], 0, (0,)).astype(np.int64),
             loss=cat(self.rows["loss"], 1, (B, 0)),
             terms=cat(self.rows["terms"], 1, (B, 0, C)),
@@ -211,6 +221,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     tag = f"[{setup.problem.name}/{setup.method.name}]"
     t_start = time.perf_counter()
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    rec.add_coeffs(setup.problem, 0, state.params)
     for stage in ("adam", "lbfgs"):
         chunks = [c for c in setup.schedule() if c.stage == stage]
         if not chunks:
@@ -231,6 +242,8 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                 state, w, h = call(stage, fn, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps))
                 n, _ = rec.add(chunk, h, w)
                 if n:
+                    rec.add_coeffs(setup.problem, chunk.first_k + n - 1, state.params)
+                if n:
                     _progress(emit, tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
                               setup.problem.loss_terms, batched)
                 st = lead(state.status)
@@ -246,9 +259,15 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     return RunOutput(state, w, batch, history, statuses, compile_s, run_s)
 
 
+def _unknowns_result(problem, raw):
+    from .inverse import unknowns_result
+
+    return unknowns_result(problem, raw)
+
+
 def member_history(h: dict, b: int) -> History:
     """Member ``b``'s :class:`History` from a run's history arrays."""
-    per = {k: (v if k in ("k", "refresh_k") else v[b]) for k, v in h.items() if k != "snapshots"}
+    per = {k: (v if k in ("k", "refresh_k", "coeff_k") else v[b]) for k, v in h.items() if k != "snapshots"}
     return History(**per, snapshots={i: v[b] for i, v in h["snapshots"].items()})
 
 
@@ -312,7 +331,12 @@ def train(
         lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])), compile_seconds=out.compile_seconds,
         run_seconds=out.run_seconds, adam_steps=setup.adam_steps, lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd,
         relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
+        unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
     )
     emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
          f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    if result.unknowns is not None:
+        emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(
+            f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
+            for n, d in result.unknowns.as_dict().items()))
     return result

@@ -18,16 +18,31 @@ import jax.numpy as jnp
 from .methods import Method
 from .problems import Problem
 
-__all__ = ["Trainable", "TermValues", "Objective", "make_term_fn", "make_residual_fn"]
+__all__ = ["Trainable", "TermValues", "Objective", "make_term_fn", "make_residual_fn", "init_coeffs"]
 
 HIGHEST = jax.lax.Precision.HIGHEST
 
 
 class Trainable(eqx.Module):
-    """What the optimizers update: the network and (lbPINN) the log-variances s_c."""
+    """What the optimizers update: the network, (lbPINN) the log-variances s_c and (inverse
+    problems, :mod:`cgmpinn_jax.inverse`) the unknown coefficients' raw parameters
+    ``{name: () array}``; ``coeffs`` is None for a forward problem."""
 
     model: Any
     log_vars: Optional[jax.Array]
+    coeffs: Optional[dict] = None
+
+
+def init_coeffs(problem: Problem, dtype=None) -> Optional[dict]:
+    """The raw unknown coefficients of an inverse problem at their initial guesses (None for
+    a forward problem)."""
+    init = getattr(problem, "init_coeffs", None)
+    return None if init is None else init(dtype)
+
+
+def _bound(problem: Problem, tr: Trainable) -> Problem:
+    """``problem`` with its operator reading the trainable coefficients (inverse problems)."""
+    return problem if tr.coeffs is None else problem.bind(tr.coeffs)
 
 
 class TermValues(NamedTuple):
@@ -46,7 +61,7 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
     """``term_fn(params, batch, w) -> TermValues`` for ``method`` on ``problem``."""
     loss = method.loss
 
-    def pde_residuals(u, batch):
+    def pde_residuals(problem, u, batch):
         pts, src = batch["pde"]
         if loss.grad_weight > 0:  # gPINN: the residual as a function of z (source included), and its gradient
             r, g = jax.vmap(jax.value_and_grad(lambda q: problem.residual(u, q)))(pts)
@@ -56,10 +71,11 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
 
     def term_fn(params, batch, w):
         tr = eqx.combine(params, static)
-        r, extra = pde_residuals(tr.model, batch)
+        prob = _bound(problem, tr)
+        r, extra = pde_residuals(prob, tr.model, batch)
         pde_raw, pde_w = jnp.mean(r**2), jnp.mean(w * r**2)
-        cres = problem.constraint_residuals(tr.model, batch)
-        cons = [_aggregate(cres[t], loss.aggregation) for t in problem.terms]
+        cres = prob.constraint_residuals(tr.model, batch)
+        cons = [_aggregate(cres[t], loss.aggregation) for t in prob.terms]
         raw = jnp.stack([pde_raw] + cons)
         terms = jnp.stack([pde_w] + cons)
         if loss.learnable_balance:
@@ -75,9 +91,9 @@ def make_residual_fn(problem: Problem, static) -> Callable:
     """``residual_fn(params, batch) -> (N,)`` PDE residuals at the collocation points."""
 
     def residual_fn(params, batch):
-        u = eqx.combine(params, static).model
+        tr = eqx.combine(params, static)
         pts, src = batch["pde"]
-        return problem.pde_residuals(u, pts, src)
+        return _bound(problem, tr).pde_residuals(tr.model, pts, src)
 
     return residual_fn
 

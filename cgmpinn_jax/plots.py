@@ -5,7 +5,9 @@
 * ``solution.png``: prediction and exact solution (curves in 1-D, fields in 2-D),
 * ``error.png``: pointwise absolute error,
 * ``loss.png``: the loss curve with the Adam / L-BFGS boundary marked,
-* ``weights.png``: the per-point PDE weights at a few refreshes.
+* ``weights.png``: the per-point PDE weights at a few refreshes,
+* ``unknowns.png`` (inverse problems only): each unknown coefficient's trajectory and its
+  true value (:func:`plot_unknowns`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_result", "require_matplotlib"]
+__all__ = ["plot_result", "plot_unknowns", "require_matplotlib"]
 
 
 def require_matplotlib():
@@ -101,7 +103,31 @@ def plot_result(result, folder: str | Path) -> list[Path]:
     ax.legend(fontsize=7)
     ax.set_title("per-point PDE weights at refreshes")
     paths.append(_save(fig, folder / "weights.png", plt))
+    if getattr(result, "unknowns", None) is not None:
+        paths.append(plot_unknowns(result, folder))
     return paths
+
+
+def plot_unknowns(result, folder: str | Path) -> Path:
+    """``unknowns.png``: one panel per unknown coefficient of an inverse run, its value at the
+    start and after every chunk (``history.coeff_k``), the true value dashed."""
+    plt = require_matplotlib()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    unk, h = result.unknowns, result.history
+    n = len(unk.names)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    for j, (ax, name) in enumerate(zip(axes[0], unk.names)):
+        if h.coeffs is not None:
+            ax.plot(h.coeff_k, h.coeffs[:, j], "o-", ms=2.5, lw=1, label="estimate")
+        ax.axhline(unk.true[j], color="k", ls="--", lw=1, label=f"true {unk.true[j]:.4g}")
+        if result.adam_steps and result.lbfgs_steps:
+            ax.axvline(result.adam_steps + 0.5, color="grey", ls=":", lw=1, label="Adam -> L-BFGS")
+        ax.set_xlabel("step k")
+        ax.set_ylabel(name)
+        ax.set_title(f"{name}: {unk.estimate[j]:.4g} (rel. error {unk.rel_error[j]:.1e})")
+        ax.legend(fontsize=7)
+    return _save(fig, folder / "unknowns.png", plt)
 
 
 def _save(fig, path, plt):

@@ -63,9 +63,13 @@ class History(NamedTuple):
     refresh_spread: np.ndarray  # (R,) max(w)/min(w) after the refresh
     refresh_status: np.ndarray  # (R,) weighting status code (0 = fit used)
     snapshots: dict  # refresh index -> weights (N,), a few refreshes only
+    # inverse problems only (None otherwise): the unknown coefficients at the start and after
+    # every chunk (weight refresh), not at every step
+    coeff_k: Optional[np.ndarray] = None  # (R,) step after which the row was taken (0 = initial guess)
+    coeffs: Optional[np.ndarray] = None  # (R, U) values, in the order of problem.unknowns
 
     def to_dict(self) -> dict:
-        d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots"}
+        d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots" and v is not None}
         d["snapshots"] = {str(k): np.asarray(v).tolist() for k, v in self.snapshots.items()}
         return d
 
@@ -92,6 +96,7 @@ class TrainResult:
     relobralo: str
     seed: Optional[int] = None
     batch: Any = None  # the training points
+    unknowns: Any = None  # inverse problems: an inverse.UnknownsResult (estimates, true values, errors)
 
     @property
     def evals_per_lbfgs_iteration(self) -> float:
@@ -126,4 +131,5 @@ class TrainResult:
             "second_stage": self.config.second_stage,
             "evals_per_lbfgs_iteration": self.evals_per_lbfgs_iteration,
             "seed": self.seed,
+            **({} if self.unknowns is None else {"unknowns": self.unknowns.as_dict()}),
         }

@@ -29,6 +29,7 @@ TINY = {
     "01_quickstart.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)",
     "02_sweeps.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)\nSEEDS = [0]\nBETAS = [0.5, 2.0]",
     "03_custom_pde.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)",
+    "04_inverse.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)\nNOISE = 0.01\nN_OBS = 200",
 }
 
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from ..derivatives import partial
 from .base import Dirichlet, Periodic, Problem, grid, uniform
 from .heat import edge_pair, initial_line
+from .unknowns import Unknown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,7 @@ class AdvectionDiffusion(Problem):
     upper = (1.0, 1.0)
     terms = ("ic", "bc")
     homogeneous = True
+    unknowns = (Unknown("a", 0.5, "identity"), Unknown("nu", 0.05, "log"))  # identifiable from data (cgmpinn_jax.inverse)
 
     def exact(self, z):
         x, t = z[0], z[1]

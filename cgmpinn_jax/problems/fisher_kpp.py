@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from ..derivatives import partial
 from .base import Dirichlet, Problem, ProblemDefaults, grid, uniform
 from .heat import edge_pair, initial_line
+from .unknowns import Unknown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,7 @@ class FisherKPP(Problem):
     upper = (5.0, 2.0)
     terms = ("ic", "bc")
     homogeneous = True
+    unknowns = (Unknown("D", 0.5, "log"), Unknown("r", 2.0, "log"))  # identifiable from data (cgmpinn_jax.inverse)
     defaults = ProblemDefaults(
         width=80,
         adam_steps=8000,

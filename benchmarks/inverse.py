@@ -1,0 +1,283 @@
+"""Inverse problems (issue 23): identify PDE coefficients from noisy observations.
+
+The three inverse benchmarks (:mod:`cgmpinn_jax.inverse`) -- Fisher-KPP (D = 0.25, r = 4),
+heat (kappa = 1) and advection-diffusion (a = 1, nu = 0.01) -- x {PINN, CGMPINN} x noise
+{0, 1%, 5%} x seeds, 200 observations uniform inside the domain (noise relative to the std of
+the exact values there; the observations of seed s are drawn with key s), every unknown the
+problem declares, float32. Each cell reports the coefficients' relative errors and the
+solution's relative e2 as median [min - max] over seeds, and the median wall seconds
+(compile + run of ``cj.train``). With ``--forward`` the forward problem is trained at the
+same budget and seeds (the issue's "within 2x of the forward problem's e2"); at the paper's
+budget the forward numbers come from ``benchmarks/results/paper_runs.json`` as well.
+
+    python benchmarks/inverse.py                                  # everything, paper budgets (long)
+    python benchmarks/inverse.py --only heat --adam-steps 3000 --lbfgs-steps 3000 --noises 0.01 --seeds 0
+    python benchmarks/inverse.py --only heat --forward --adam-steps 3000 --lbfgs-steps 3000 --seeds 0
+    python benchmarks/inverse.py --list                           # what is recorded, what is missing
+    python benchmarks/inverse.py --report-only                    # rewrite inverse.md from the record
+
+Each run is one entry of the committed record ``benchmarks/results/inverse.json`` (study
+"inverse" of ``benchmarks/runcache.py``; full files with the coefficient trajectories and loss
+curves go to the ignored ``benchmarks/cache/inverse/``); the run key names the problem, the
+method, the noise, the budget and the seed, so the script resumes where it stopped and runs at
+different budgets sit side by side (every table row names its budget).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import cgmpinn_jax as cj
+from cgmpinn_jax import inverse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runcache  # noqa: E402
+
+STUDY = "inverse"
+PROBLEMS = ("fisher_kpp", "heat", "advection_diffusion")
+METHODS = ("pinn", "cgmpinn")
+NOISES = (0.0, 0.01, 0.05)
+SEEDS = (0, 1, 2)
+N_OBS = 200
+LABEL = {"pinn": "PINN", "cgmpinn": "CGMPINN"}
+
+# the issue's goals (median over seeds): {noise: {problem: {coefficient: max relative error}}}
+GOALS = {
+    0.01: {"fisher_kpp": {"D": 0.01, "r": 0.01}, "heat": {"kappa": 0.01}, "advection_diffusion": {"a": 0.01, "nu": 0.05}},
+    0.05: {"fisher_kpp": {"D": 0.05, "r": 0.05}, "heat": {"kappa": 0.05}, "advection_diffusion": {"a": 0.05, "nu": 0.20}},
+}
+
+
+def study() -> runcache.Study:
+    return runcache.Study(STUDY)
+
+
+def machine() -> str:
+    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, "
+            f"jax {jax.__version__}, backend {jax.default_backend()} ({jax.devices()[0].device_kind})")
+
+
+def budget(problem: str, adam: int | None, lbfgs: int | None) -> tuple[int, int]:
+    d = cj.get_problem(problem).defaults
+    return (d.adam_steps if adam is None else adam), (d.lbfgs_steps if lbfgs is None else lbfgs)
+
+
+def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int) -> str:
+    kind = "forward" if noise is None else f"noise{noise:g}"
+    return f"{problem}-{method}-{kind}-A{adam}-L{lbfgs}-seed{seed}"
+
+
+def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int) -> dict:
+    cfg = cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs)
+    t0 = time.perf_counter()
+    if noise is None:
+        res = cj.train(problem, method, cfg, key=seed, quiet=True)
+    else:
+        res = inverse.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True)
+    wall = time.perf_counter() - t0
+    s = res.summary()
+    rec = {
+        "problem": problem, "method": method, "kind": "forward" if noise is None else "inverse", "noise": noise,
+        "n_obs": None if noise is None else N_OBS, "seed": seed, "adam_steps": adam, "lbfgs_steps": lbfgs,
+        "rel_e2": s["rel_e2"], "e2": s["e2"], "e_inf": s["e_inf"],
+        "compile_s": s["compile_seconds"], "run_s": s["run_seconds"], "wall_s": s["compile_seconds"] + s["run_seconds"],
+        "call_s": wall, "adam_status": s["adam_status"], "lbfgs_status": s["lbfgs_status"],
+        "machine": machine(), "version": cj.__version__,
+    }
+    if res.unknowns is not None:
+        rec["unknowns"] = res.unknowns.as_dict()
+        h = res.history
+        rec["history"] = {"coeff_k": h.coeff_k.tolist(), "coeffs": h.coeffs.tolist(), "loss": h.loss.tolist()}
+    errs = " ".join(f"{n}={d['estimate']:.5g} (err {d['rel_error']:.2e})" for n, d in rec.get("unknowns", {}).items())
+    print(f"  {run_key(problem, method, noise, adam, lbfgs, seed)}: rel_e2={rec['rel_e2']:.3e} {errs} "
+          f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
+    return rec
+
+
+def run_one(problem, method, noise, adam, lbfgs, seed) -> dict:
+    key = run_key(problem, method, noise, adam, lbfgs, seed)
+    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed))
+
+
+# --------------------------------------------------------------------------------------
+# report
+
+
+def _f(v):
+    return float(v)  # the record stores non-finite floats as "nan" / "inf" strings
+
+
+def _stat(xs: list[float], fmt="{:.2e}") -> str:
+    if not xs:
+        return "-"
+    xs = [_f(x) for x in xs]
+    med = statistics.median(xs)
+    if len(xs) == 1:
+        return fmt.format(med)
+    return f"{fmt.format(med)} [{fmt.format(min(xs))} - {fmt.format(max(xs))}]"
+
+
+def paper_forward() -> dict:
+    """{(problem, method): [rel_e2 per seed]} of the forward runs at the paper's budget."""
+    path = runcache.RESULTS / "paper_runs.json"
+    if not path.exists():
+        return {}
+    out: dict = {}
+    for r in runcache.Study("paper_runs").load().values():
+        s = r.get("spec", {})
+        if s.get("variant") in METHODS and s.get("problem") in PROBLEMS and s.get("budget_scale") == 1.0 \
+                and not s.get("x64"):
+            out.setdefault((s["problem"], s["variant"]), []).append(_f(r["metrics"]["rel_e2"]))
+    return out
+
+
+def render(recs: list[dict]) -> list[str]:
+    inv = [r for r in recs if r.get("kind") == "inverse"]
+    fwd = [r for r in recs if r.get("kind") == "forward"]
+    paper = paper_forward()
+    machines = "; ".join(sorted({str(r.get("machine", "?")) for r in recs})) or "-"
+    lines = [
+        "# Inverse problems: coefficients from 200 noisy observations",
+        "",
+        "Written by `python benchmarks/inverse.py` from its record `benchmarks/results/inverse.json` "
+        "(one entry per run). float32, 200 observations uniform inside the domain, noise = Gaussian with standard "
+        "deviation `noise x std(u* at the observations)`, observations of seed s drawn with key s; every unknown the "
+        "problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, advection-diffusion "
+        "a 0.5 and nu 0.05). Cells: median [min - max] over the seeds recorded; wall = compile + run of `cj.train`.",
+        "",
+        f"Machine(s): {machines}.",
+        "",
+        "**Budgets**: every row names its budget (Adam steps + L-BFGS iterations); the paper's budgets are "
+        "5000 + 10000 (Fisher-KPP 8000 + 12000). Runs on the shared 2-core development CPU were made at reduced "
+        "budgets where the paper's did not fit; cells with no runs are not in the tables.",
+        "",
+    ]
+    groups: dict = {}
+    for r in inv:
+        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"]), []).append(r)
+    fwd_by: dict = {}
+    for r in fwd:
+        fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"]), []).append(r)
+    for problem in PROBLEMS:
+        keys = sorted(k for k in groups if k[0] == problem)
+        if not keys:
+            continue
+        names = list(inverse.declared_unknowns(cj.get_problem(problem)))
+        true = {u.name: float(getattr(cj.get_problem(problem), u.name)) for u in names}
+        lines += [f"## {problem} (" + ", ".join(f"{n} = {v:g}" for n, v in true.items()) + ")", ""]
+        head = ["budget", "method", "noise", "seeds"] + [f"{u.name} rel. error" for u in names] + \
+               ["solution rel. e2", "forward rel. e2 (same budget)", "wall s"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for _, adam, lbfgs in keys:
+            rs = groups[(problem, adam, lbfgs)]
+            cells: dict = {}
+            for r in rs:
+                cells.setdefault((r["method"], _f(r["noise"])), []).append(r)
+            for (method, noise), cr in sorted(cells.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
+                cr = sorted(cr, key=lambda r: r["seed"])
+                errs = [_stat([r["unknowns"][u.name]["rel_error"] for r in cr]) for u in names]
+                f = fwd_by.get((problem, method, adam, lbfgs), [])
+                f_text = _stat([r["rel_e2"] for r in f]) + (f" ({len(f)} seed{'s' if len(f) > 1 else ''})" if f else "")
+                if not f and (adam, lbfgs) == budget(problem, None, None) and (problem, method) in paper:
+                    f_text = _stat(paper[(problem, method)]) + " (paper_runs.json)"
+                lines.append(f"| {adam} + {lbfgs} | {LABEL[method]} | {noise:g} | "
+                             f"{','.join(str(r['seed']) for r in cr)} | " + " | ".join(errs) +
+                             f" | {_stat([r['rel_e2'] for r in cr])} | {f_text} | {_stat([r['wall_s'] for r in cr], '{:.0f}')} |")
+        lines.append("")
+    lines += _goal_lines(inv, fwd_by, paper)
+    return lines
+
+
+def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
+    lines = ["## The issue's goals, where measured", "",
+             "Median over the recorded seeds, per problem, method and budget. A goal is met or missed only where its "
+             "cell was run; everything else is not measured.", "",
+             "| problem | method | budget | noise | seeds | coefficients (median rel. error vs goal) | met |",
+             "|---|---|---|---|---|---|---|"]
+    cells: dict = {}
+    for r in inv:
+        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _f(r["noise"])), []).append(r)
+    any_row = False
+    for (problem, method, adam, lbfgs, noise), cr in sorted(cells.items()):
+        goal = GOALS.get(noise, {}).get(problem)
+        if not goal:
+            continue
+        parts, ok = [], True
+        for name, g in goal.items():
+            med = statistics.median(_f(r["unknowns"][name]["rel_error"]) for r in cr)
+            ok &= med <= g
+            parts.append(f"{name} {med:.2e} (<= {g:g})")
+        if noise == 0.01:
+            f = [r["rel_e2"] for r in fwd_by.get((problem, method, adam, lbfgs), [])]
+            if not f and (adam, lbfgs) == budget(problem, None, None):
+                f = paper.get((problem, method), [])
+            e2 = statistics.median(_f(r["rel_e2"]) for r in cr)
+            if f:
+                fm = statistics.median(_f(x) for x in f)
+                ok &= e2 <= 2 * fm
+                parts.append(f"solution e2 {e2:.2e} (<= 2 x forward {fm:.2e})")
+            else:
+                parts.append(f"solution e2 {e2:.2e} (no forward run at this budget)")
+        lines.append(f"| {problem} | {LABEL[method]} | {adam} + {lbfgs} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
+                     f"{'yes' if ok else 'no'} |")
+        any_row = True
+    if not any_row:
+        lines.append("| - | - | - | - | - | nothing measured yet | - |")
+    lines.append("")
+    return lines
+
+
+def planned(args) -> list[tuple]:
+    problems = args.only.split(",") if args.only else list(PROBLEMS)
+    methods = args.methods.split(",") if args.methods else list(METHODS)
+    noises = [float(x) for x in args.noises.split(",")] if args.noises else list(NOISES)
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(SEEDS)
+    out = []
+    for problem in problems:
+        adam, lbfgs = budget(problem, args.adam_steps, args.lbfgs_steps)
+        for method in methods:
+            for noise in ([None] if args.forward else noises):
+                for seed in seeds:
+                    out.append((problem, method, noise, adam, lbfgs, seed))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=None, help=f"comma-separated problems (default: {','.join(PROBLEMS)})")
+    ap.add_argument("--methods", default=None, help="comma-separated methods (default: pinn,cgmpinn)")
+    ap.add_argument("--noises", default=None, help="comma-separated noise levels (default: 0,0.01,0.05)")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2)")
+    ap.add_argument("--adam-steps", type=int, default=None, help="Adam steps (default: the problem's, the paper's)")
+    ap.add_argument("--lbfgs-steps", type=int, default=None, help="L-BFGS iterations (default: the problem's)")
+    ap.add_argument("--forward", action="store_true", help="train the forward problems instead (the e2 reference)")
+    ap.add_argument("--list", action="store_true", help="list the planned runs: recorded or missing")
+    ap.add_argument("--report-only", action="store_true", help="no training: rewrite inverse.md from the record")
+    args = ap.parse_args(argv)
+    plan = [] if args.report_only else planned(args)
+    if args.list:
+        have = study().load()
+        for p in plan:
+            print(("recorded " if run_key(*p) in have else "missing  ") + run_key(*p))
+        return 0
+    for p in plan:
+        run_one(*p)
+    study().sync()
+    lines = render(list(study().load().values()))
+    runcache.RESULTS.mkdir(exist_ok=True)
+    (runcache.RESULTS / f"{STUDY}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

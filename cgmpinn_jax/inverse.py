@@ -1,0 +1,509 @@
+"""Inverse problems: identify unknown PDE coefficients from noisy measurements of the solution.
+
+A coefficient of the PDE is unknown, a few hundred noisy measurements ``(z_m, y_m)`` of the
+solution are available, and the network and the coefficients are trained together:
+
+    loss = lambda_pde mean(w r^2) + sum_c lambda_c L_c + lambda_obs mean((u(z_m) - y_m)^2)
+
+where the PDE residual ``r = N_theta[u] - f`` uses the *trainable* coefficients ``theta``,
+the CGM weights ``w`` apply to it unchanged, and the observation term ``"obs"`` is one more
+ReLoBRaLo-balanced term. The source ``f`` is data: it is derived with the problem's TRUE
+coefficients (its field values), never with the unknowns (of the three benchmarks only heat
+has one; Fisher-KPP and advection-diffusion are homogeneous).
+
+Pieces:
+
+* :class:`~cgmpinn_jax.problems.unknowns.Unknown` ``(name, init, transform)``: a coefficient
+  (a float field of the problem), its initial guess and its parameterisation (``"log"``,
+  ``"softplus"``: positive; ``"identity"``). A problem declares the ones it can identify as
+  the class attribute ``unknowns``: heat ``kappa`` (1; guess 0.5), Fisher-KPP ``D`` (0.25;
+  0.5) and ``r`` (4; 2), advection-diffusion ``a`` (1; 0.5, identity) and ``nu`` (0.01; 0.05).
+* :class:`Observations` ``(points (M, d), values (M,), noise)``, checked for shapes, finite
+  values and (against a problem) points inside the domain; :func:`synthetic_observations`
+  draws them from a problem's exact solution with a seeded noise level.
+* :class:`InverseProblem` ``(forward, observations, unknowns)``: a
+  :class:`~cgmpinn_jax.problems.Problem` whose loss terms are the forward problem's plus
+  ``"obs"``; :func:`~cgmpinn_jax.train` trains it like any problem, the unknowns' raw
+  parameters being leaves of the trainable pytree (``Trainable.coeffs``) updated by Adam and
+  the second stage alike.
+* :func:`inverse_problem` and :func:`infer`: the ready-made inverse benchmarks and a one-call
+  run.
+
+Noise convention: ``noise = 0.01`` adds Gaussian noise of standard deviation 1% of the
+standard deviation of the exact values at the observation points,
+``y_m = u*(z_m) + noise * std_m(u*(z_m)) * N(0, 1)``.
+
+A run reports the coefficients in ``TrainResult.unknowns`` (estimate, true value, relative
+error, initial guess) and their trajectory in ``history.coeff_k`` / ``history.coeffs``,
+recorded at the start and at the end of every chunk (every weight refresh, k_upd steps), not
+at every step.
+
+Example:
+    >>> import cgmpinn_jax as cj
+    >>> from cgmpinn_jax import inverse
+    >>> prob = inverse.inverse_problem("heat", n_obs=50, noise=0.01, key=0)
+    >>> prob.loss_terms, [u.name for u in prob.unknowns]
+    (('pde', 'ic', 'bc', 'obs'), ['kappa'])
+    >>> res = cj.train(prob, "pinn", cj.TrainConfig(adam_steps=10, lbfgs_steps=0), quiet=True)
+    >>> sorted(res.unknowns.as_dict()["kappa"])
+    ['estimate', 'init', 'rel_error', 'true']
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from typing import Any, Iterable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .problems import Dirichlet, Problem, get_problem, uniform, validate_problem
+from .problems.base import TestGrid
+from .problems.unknowns import TRANSFORMS, Unknown
+
+__all__ = [
+    "Unknown",
+    "TRANSFORMS",
+    "Observations",
+    "synthetic_observations",
+    "InverseProblem",
+    "UnknownsResult",
+    "inverse_problem",
+    "declared_unknowns",
+    "infer",
+    "INVERSE_BENCHMARKS",
+]
+
+#: The benchmarks with declared unknowns (ready-made inverse versions).
+INVERSE_BENCHMARKS = ("fisher_kpp", "heat", "advection_diffusion")
+OBS_TERM = "obs"
+
+
+# --------------------------------------------------------------------------------------
+# observations
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Observations:
+    """Measurements of the solution: ``values[m] ~ u*(points[m])``.
+
+    Args:
+        points: ``(M, d)`` observation points (inside the problem's domain).
+        values: ``(M,)`` measured values.
+        noise: the relative noise level they carry (a record; the loss does not use it).
+
+    Raises:
+        ValueError: naming the culprit, for wrong shapes, no points, or non-finite points
+            or values. :meth:`check` tests them against a problem (dimension, domain).
+    """
+
+    points: np.ndarray
+    values: np.ndarray
+    noise: float = 0.0
+
+    def __post_init__(self):
+        try:
+            pts = np.asarray(self.points, dtype=np.float64)
+            vals = np.asarray(self.values, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Observations: points and values must be numeric arrays ({e})") from None
+        if pts.ndim != 2:
+            raise ValueError(f"Observations.points must have shape (M, d), got {pts.shape}")
+        if vals.ndim != 1:
+            hint = " (flatten it: values.reshape(-1))" if vals.ndim == 2 and 1 in vals.shape else ""
+            raise ValueError(f"Observations.values must have shape (M,), got {vals.shape}{hint}")
+        if pts.shape[0] != vals.shape[0]:
+            raise ValueError(f"Observations: {pts.shape[0]} points (points {pts.shape}) but {vals.shape[0]} values "
+                             f"(values {vals.shape}); one value per point")
+        if pts.shape[0] < 1:
+            raise ValueError("Observations: no observations (M = 0)")
+        for label, arr in (("points", pts), ("values", vals)):
+            bad = np.argwhere(~np.isfinite(arr))
+            if bad.size:
+                where = tuple(int(i) for i in bad[0])
+                raise ValueError(f"Observations.{label} must be finite: {label}[{', '.join(map(str, where))}] = "
+                                 f"{arr[where]} ({len(bad)} non-finite entr{'y' if len(bad) == 1 else 'ies'})")
+        if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(float(self.noise)) or self.noise < 0:
+            raise ValueError(f"Observations.noise must be a finite number >= 0, got {self.noise!r}")
+        object.__setattr__(self, "points", pts)
+        object.__setattr__(self, "values", vals)
+        object.__setattr__(self, "noise", float(self.noise))
+
+    def __len__(self) -> int:
+        return self.points.shape[0]
+
+    def check(self, problem: Problem) -> "Observations":
+        """The observations themselves, after checking them against ``problem``: one
+        coordinate per ``problem.coords`` and every point in the box ``[lower, upper]``."""
+        d = problem.dim
+        if self.points.shape[1] != d:
+            raise ValueError(f"Observations.points must have shape (M, {d}) for {type(problem).__name__} "
+                             f"(coords {tuple(problem.coords)!r}), got {self.points.shape}")
+        lo, hi = np.asarray(problem.lower, np.float64), np.asarray(problem.upper, np.float64)
+        outside = (self.points < lo) | (self.points > hi)
+        if outside.any():
+            m, j = (int(i) for i in np.argwhere(outside)[0])
+            n_out = int(outside.any(axis=1).sum())
+            raise ValueError(
+                f"Observations.points[{m}] = {self.points[m].tolist()} is outside the domain of "
+                f"{type(problem).__name__}: {problem.coords[j]} = {self.points[m, j]} not in "
+                f"[{lo[j]}, {hi[j]}] ({n_out} point(s) outside the box lower = {tuple(problem.lower)}, "
+                f"upper = {tuple(problem.upper)})")
+        return self
+
+    def to_dict(self) -> dict:
+        return {"points": self.points.tolist(), "values": self.values.tolist(), "noise": self.noise}
+
+
+def _as_key(key) -> jax.Array:
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return jax.random.key(int(key))
+    return key
+
+
+def synthetic_observations(problem: Problem | str, key: jax.Array | int, n: int = 200, noise: float = 0.0) -> Observations:
+    """``n`` noisy measurements of ``problem``'s exact solution, reproducible from ``key``.
+
+    Points are uniform inside the domain box; values are
+    ``u*(z) + noise * std(u*(z_1..n)) * N(0, 1)`` (the noise level relative to the standard
+    deviation of the exact values at the points). The same key gives the same observations.
+
+    >>> a = synthetic_observations("heat", 0, 5, noise=0.05)
+    >>> b = synthetic_observations("heat", 0, 5, noise=0.05)
+    >>> bool((a.points == b.points).all() and (a.values == b.values).all())
+    True
+    """
+    problem = get_problem(problem)
+    if isinstance(problem, InverseProblem):
+        problem = problem.forward
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"synthetic_observations: n must be a positive int, got {n!r}")
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
+        raise ValueError(f"synthetic_observations: noise must be a finite number >= 0, got {noise!r}")
+
+    @jax.jit
+    def draw(key):
+        k_pts, k_noise = jax.random.split(key)
+        pts = uniform(k_pts, int(n), tuple(map(float, problem.lower)), tuple(map(float, problem.upper)))
+        return pts, jax.vmap(problem.exact)(pts), jax.random.normal(k_noise, (int(n),))
+
+    pts, exact, eps = (np.asarray(x, np.float64) for x in draw(_as_key(key)))
+    scale = float(np.std(exact)) if n > 1 else abs(float(exact[0]))
+    return Observations(pts, exact + float(noise) * scale * eps, float(noise))
+
+
+# --------------------------------------------------------------------------------------
+# the inverse problem
+
+
+def declared_unknowns(problem: Problem) -> tuple[Unknown, ...]:
+    """The unknowns ``problem`` declares (its class attribute ``unknowns``; ``()`` if none)."""
+    decl = getattr(type(problem), "unknowns", ())
+    if not isinstance(decl, (tuple, list)) or not all(isinstance(u, Unknown) for u in decl):
+        raise ValueError(f"{type(problem).__name__}.unknowns must be a tuple of Unknown(name, init, transform), got {decl!r}")
+    return tuple(decl)
+
+
+def _float_fields(problem: Problem) -> list[str]:
+    return [f.name for f in dataclasses.fields(problem)
+            if isinstance(getattr(problem, f.name), float) and not isinstance(getattr(problem, f.name), bool)]
+
+
+def _with_values(problem: Problem, values: dict) -> Problem:
+    """A copy of ``problem`` whose fields ``values`` hold (possibly traced) values; no
+    ``__init__``/``__post_init__`` runs, so tracers are fine."""
+    out = copy.copy(problem)
+    for name, v in values.items():
+        object.__setattr__(out, name, v)
+    return out
+
+
+def _probe_field(z):
+    return jnp.sin(jnp.sum(z) + 0.3) + 0.5 * jnp.cos(1.7 * z[0])
+
+
+def _operator_reads(problem: Problem, name: str) -> bool:
+    """Whether ``problem.operator`` depends on the field ``name`` (d N / d coefficient != 0 at
+    a few interior points, for a smooth probe field)."""
+    lo, hi = np.asarray(problem.lower, np.float64), np.asarray(problem.upper, np.float64)
+    fr = np.array([[0.31, 0.57, 0.23], [0.72, 0.41, 0.66], [0.48, 0.83, 0.12]])[:, : problem.dim]
+    if fr.shape[1] < problem.dim:
+        fr = np.concatenate([fr, np.full((3, problem.dim - fr.shape[1]), 0.37)], axis=1)
+    pts = jnp.asarray(lo + (hi - lo) * fr, jnp.zeros(()).dtype)
+    c0 = jnp.asarray(float(getattr(problem, name)), pts.dtype)
+
+    def op(c, z):
+        return _with_values(problem, {name: c}).operator(_probe_field, z)
+
+    g = jax.jit(jax.vmap(jax.grad(op), in_axes=(None, 0)))(c0, pts)  # one compile, not many eager ops
+    return bool(np.any(np.abs(np.asarray(g)) > 0))
+
+
+def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
+    cls = type(forward).__name__
+    declared = {u.name: u for u in declared_unknowns(forward)}
+    floats = _float_fields(forward)
+    if unknowns is None:
+        if not declared:
+            raise ValueError(f"{cls} declares no unknown coefficients (class attribute unknowns); pass unknowns="
+                             f"(Unknown(name, init), ...) naming its float fields ({', '.join(floats) or 'none'})")
+        return tuple(declared.values())
+    if isinstance(unknowns, (str, Unknown)):
+        unknowns = (unknowns,)
+    out = []
+    for u in unknowns:
+        if isinstance(u, str):
+            if u not in declared:
+                known = ", ".join(declared) or "none"
+                extra = f"; {u!r} is a field: pass Unknown({u!r}, init) to give an initial guess" if u in floats else ""
+                raise ValueError(f"unknown coefficient {u!r} for {cls}: its declared unknowns are {known}{extra}")
+            u = declared[u]
+        elif not isinstance(u, Unknown):
+            raise ValueError(f"unknowns must be names or Unknown(name, init, transform), got {u!r}")
+        if u.name not in floats:
+            raise ValueError(f"unknown coefficient {u.name!r} for {cls}: not a float field of the problem "
+                             f"(its float fields: {', '.join(floats) or 'none'})")
+        out.append(u)
+    names = [u.name for u in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"unknown coefficient(s) named twice: {', '.join(dup)}")
+    if not out:
+        raise ValueError(f"no unknown coefficients given for {cls}")
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class InverseProblem(Problem):
+    """A forward problem whose coefficients ``unknowns`` are identified from ``observations``.
+
+    The loss terms are the forward problem's plus ``"obs"`` (the mean squared misfit at the
+    observations, balanced by ReLoBRaLo like the others); the operator reads the trainable
+    coefficients (see :meth:`bind`), while the exact solution, the source term and every
+    constraint target stay the forward problem's (its field values are the true
+    coefficients). Name, coordinates, domain and defaults are the forward problem's, so every
+    method's per-problem settings (e.g. CGMPINN's Fisher-KPP input map) apply unchanged.
+
+    Equality and hashing (the compile-cache key) cover ``forward`` and ``unknowns``, not the
+    observations: they are data, carried in the training batch, so runs on other
+    observations of the same shape reuse the compilation.
+
+    Args:
+        forward: the forward problem (an instance or a registry name).
+        observations: :class:`Observations` inside the forward problem's domain.
+        unknowns: names of the coefficients the forward problem declares, or
+            :class:`Unknown` records naming any of its float fields; ``None`` = all it
+            declares.
+
+    Raises:
+        ValueError: naming the culprit: an unknown coefficient name (or one the operator does
+            not read), observations of the wrong dimension or outside the domain.
+    """
+
+    forward: Problem
+    observations: Observations = dataclasses.field(compare=False, repr=False)
+    unknowns: Optional[tuple[Unknown, ...]] = None
+
+    _bound_forward = None  # set on a bound copy (see bind); not a field
+
+    def __post_init__(self):
+        fwd = get_problem(self.forward) if isinstance(self.forward, str) else self.forward
+        if isinstance(fwd, InverseProblem):
+            raise ValueError("InverseProblem: forward must be a forward problem, got an InverseProblem")
+        if not isinstance(fwd, Problem):
+            raise TypeError(f"InverseProblem: forward must be a Problem or a registry name, got {type(fwd).__name__}")
+        validate_problem(fwd)
+        if OBS_TERM in fwd.terms:
+            raise ValueError(f"InverseProblem: {type(fwd).__name__} already has a term named {OBS_TERM!r}")
+        object.__setattr__(self, "forward", fwd)
+        unknowns = _resolve_unknowns(fwd, self.unknowns)
+        for u in unknowns:
+            if not _operator_reads(fwd, u.name):
+                raise ValueError(f"unknown coefficient {u.name!r} for {type(fwd).__name__}: its operator does not read it "
+                                 f"(d N[u] / d {u.name} = 0), so the PDE residual cannot identify it")
+        object.__setattr__(self, "unknowns", unknowns)
+        if not isinstance(self.observations, Observations):
+            raise TypeError(f"InverseProblem: observations must be Observations(points, values), "
+                            f"got {type(self.observations).__name__}")
+        self.observations.check(fwd)
+
+    # ---- the forward problem's declarations ------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.forward.name
+
+    @property
+    def coords(self):
+        return self.forward.coords
+
+    @property
+    def lower(self):
+        return self.forward.lower
+
+    @property
+    def upper(self):
+        return self.forward.upper
+
+    @property
+    def terms(self):
+        return tuple(self.forward.terms) + (OBS_TERM,)
+
+    @property
+    def homogeneous(self):
+        return self.forward.homogeneous
+
+    @property
+    def defaults(self):
+        return self.forward.defaults
+
+    # ---- the Problem interface -------------------------------------------------------
+    def exact(self, z):
+        return self.forward.exact(z)
+
+    def operator(self, u, z):
+        """N[u] with the bound (trainable) coefficients, or the true ones when unbound."""
+        return (self._bound_forward or self.forward).operator(u, z)
+
+    def source(self, z):
+        """f = N[u*] with the TRUE coefficients (data, not the unknowns)."""
+        return self.forward.source(z)
+
+    def pieces(self):
+        return {**self.forward.pieces(), OBS_TERM: (Dirichlet(),)}
+
+    def sample_points(self, key):
+        return {**self.forward.sample_points(key), OBS_TERM: (jnp.asarray(self.observations.points),)}
+
+    def sample(self, key):
+        """The forward problem's batch plus ``"obs": ((points, measured values),)``."""
+        batch = super().sample(key)
+        pts = batch[OBS_TERM][0][0]
+        batch[OBS_TERM] = ((pts, jnp.asarray(self.observations.values, pts.dtype)),)
+        return batch
+
+    def test_grid(self) -> TestGrid:
+        return self.forward.test_grid()
+
+    # ---- the unknowns ----------------------------------------------------------------
+    @property
+    def unknown_names(self) -> tuple[str, ...]:
+        return tuple(u.name for u in self.unknowns)
+
+    def true_values(self) -> np.ndarray:
+        """(U,) the forward problem's values of the unknowns (the truth for synthetic data)."""
+        return np.array([float(getattr(self.forward, n)) for n in self.unknown_names])
+
+    def init_coeffs(self, dtype=None) -> dict:
+        """The raw trainable parameters at the initial guesses: ``{name: () array}``."""
+        dtype = dtype or jnp.zeros(()).dtype
+        return {u.name: jnp.asarray(u.to_raw(u.init), dtype) for u in self.unknowns}
+
+    def coefficient_values(self, raw: dict) -> dict:
+        """``{name: value}`` from the raw parameters (traceable; any leading axes)."""
+        return {u.name: u.value(raw[u.name]) for u in self.unknowns}
+
+    def coefficient_array(self, raw: dict) -> jax.Array:
+        """(..., U) coefficient values, in the order of :attr:`unknowns`."""
+        vals = self.coefficient_values(raw)
+        return jnp.stack([jnp.asarray(vals[n]) for n in self.unknown_names], axis=-1)
+
+    def bind(self, raw: dict) -> "InverseProblem":
+        """This problem with its operator reading the coefficients at the raw parameters
+        ``raw`` (traced inside the objective). The forward problem's fields are replaced on a
+        copy, so its operator code is reused unchanged; the source and targets are not
+        affected."""
+        out = copy.copy(self)
+        object.__setattr__(out, "_bound_forward", _with_values(self.forward, self.coefficient_values(raw)))
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# results
+
+
+@dataclasses.dataclass
+class UnknownsResult:
+    """The identified coefficients of an inverse run (``TrainResult.unknowns``)."""
+
+    names: tuple[str, ...]
+    estimate: np.ndarray  # (U,) final values
+    true: np.ndarray  # (U,) the forward problem's values
+    init: np.ndarray  # (U,) initial guesses
+
+    @property
+    def rel_error(self) -> np.ndarray:
+        """(U,) ``|estimate - true| / |true|``."""
+        return np.abs(self.estimate - self.true) / np.maximum(np.abs(self.true), 1e-300)
+
+    def as_dict(self) -> dict:
+        """``{name: {"estimate", "true", "rel_error", "init"}}`` as plain floats."""
+        return {n: {"estimate": float(e), "true": float(t), "rel_error": float(r), "init": float(i)}
+                for n, e, t, r, i in zip(self.names, self.estimate, self.true, self.rel_error, self.init)}
+
+    def table(self) -> str:
+        lines = [f"{'coefficient':<12}{'estimate':>14}{'true':>14}{'rel. error':>12}{'init':>12}"]
+        for n, d in self.as_dict().items():
+            lines.append(f"{n:<12}{d['estimate']:>14.6g}{d['true']:>14.6g}{d['rel_error']:>12.3e}{d['init']:>12.4g}")
+        return "\n".join(lines)
+
+
+def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
+    """The :class:`UnknownsResult` of a trained run from its final raw parameters."""
+    est = np.asarray(problem.coefficient_array(raw), np.float64)
+    return UnknownsResult(names=problem.unknown_names, estimate=est, true=problem.true_values(),
+                          init=np.array([u.init for u in problem.unknowns]))
+
+
+# --------------------------------------------------------------------------------------
+# ready-made problems and a one-call run
+
+
+def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str | Unknown]] = None, n_obs: int = 200,
+                    noise: float = 0.01, key: jax.Array | int = 0, observations: Optional[Observations] = None,
+                    **params) -> InverseProblem:
+    """The inverse version of ``problem``: synthetic observations (``n_obs`` points uniform in
+    the domain, relative noise ``noise``, drawn with ``key``) unless ``observations`` are
+    given, and the unknowns it declares (or ``unknowns``).
+
+    ``params`` override the forward problem's fields (``inverse_problem("fisher_kpp",
+    n_pde=2000)``).
+
+    >>> p = inverse_problem("fisher_kpp", n_obs=20, key=1)
+    >>> p.unknown_names, len(p.observations)
+    (('D', 'r'), 20)
+    """
+    if isinstance(problem, InverseProblem):
+        raise ValueError("inverse_problem: already an InverseProblem")
+    forward = get_problem(problem, **params)
+    obs = observations if observations is not None else synthetic_observations(forward, key, n_obs, noise)
+    if isinstance(unknowns, str):
+        unknowns = as_list(unknowns)  # "D,r" or "D"
+    return InverseProblem(forward, obs, None if unknowns is None else tuple(unknowns))
+
+
+def infer(problem: Problem | str, method="cgmpinn", config=None, *, unknowns=None, n_obs: int = 200,
+          noise: float = 0.01, observations: Optional[Observations] = None, key: int | jax.Array = 1224,
+          obs_key: int | jax.Array | None = None, **train_kwargs):
+    """Train ``method`` on the inverse version of ``problem``: :func:`inverse_problem` (its
+    observations drawn with ``obs_key``, default ``key``), then :func:`~cgmpinn_jax.train`.
+    An :class:`InverseProblem` is trained as it is. Returns the
+    :class:`~cgmpinn_jax.records.TrainResult`; ``result.unknowns`` holds the coefficients."""
+    from .driver import train
+
+    if not isinstance(problem, InverseProblem):
+        problem = inverse_problem(problem, unknowns=unknowns, n_obs=n_obs, noise=noise, observations=observations,
+                                  key=key if obs_key is None else obs_key)
+    return train(problem, method, config, key=key, **train_kwargs)
+
+
+def as_list(names: str | Iterable[str] | None) -> Optional[tuple[str, ...]]:
+    """``"D,r"`` -> ``("D", "r")`` (None stays None)."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    return tuple(n for n in names if n)
