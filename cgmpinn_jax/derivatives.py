@@ -22,9 +22,11 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from .taylor import fast_path, fast_path_enabled
+
 ScalarField = Callable[[jax.Array], jax.Array]
 
-__all__ = ["partial", "partial_jvp", "partial_reverse", "gradient"]
+__all__ = ["partial", "partial_jvp", "partial_reverse", "gradient", "fast_path", "fast_path_enabled"]
 
 
 def _unit(z: jax.Array, axis: int) -> jax.Array:
@@ -47,6 +49,10 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     uses that Taylor-mode pass instead: the same value with one stream fewer than nested
     jvp (about 20-30% faster for the 4x50 MLP, see benchmarks/results/derivatives.md).
 
+    Inside a problem's operator evaluated through the derivative fast path
+    (:mod:`cgmpinn_jax.taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
+    that one Taylor-mode pass over the whole batch already computed.
+
     Args:
         f: scalar field of one point ``z`` of shape ``(d,)``.
         *axes: coordinate indices, one per derivative order (``partial(u, 0, 0)`` is
@@ -59,6 +65,9 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     for axis in axes:
         if not isinstance(axis, int) or axis < 0:
             raise ValueError(f"axes must be non-negative ints, got {axis!r}")
+    lane = getattr(f, "_lane_partial", None)
+    if lane is not None:  # inside the fast path: read (or record) the lane
+        return lane(axes)
     if len(axes) == 2 and axes[0] == axes[1] and hasattr(f, "jet2"):
         jet2, axis = f.jet2, axes[0]
         return lambda z: jet2(z, _unit(z, axis))[2]

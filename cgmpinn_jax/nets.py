@@ -17,6 +17,10 @@ batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use
 An optional affine input map ``z -> scale * z + shift`` (static, not trained) serves the
 Fisher-KPP CGMPINN's ``(x/5, t-1)``; derivatives are taken w.r.t. the raw coordinates.
 
+Every network also has ``taylor_lanes(points, keys)``: the value and the requested first and
+second derivative lanes at a batch of points in one Taylor-mode pass (the derivative fast path
+of :mod:`cgmpinn_jax.taylor`, used by ``Problem.pde_residuals``).
+
 Example:
     >>> import jax
     >>> net = mlp(jax.random.key(0), in_dim=1)
@@ -32,6 +36,8 @@ from typing import Optional
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+
+from . import taylor as _tl
 
 __all__ = ["Linear", "MLP", "LNNPINN", "STARPINN", "mlp", "lnn_pinn", "star_pinn", "count_params"]
 
@@ -100,6 +106,11 @@ def _check_input(z: jax.Array, in_dim: int) -> None:
         raise ValueError(f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches")
 
 
+def _check_batch(points: jax.Array, in_dim: int) -> None:
+    if points.ndim != 2 or points.shape[1] != in_dim:
+        raise ValueError(f"taylor_lanes() takes a batch of points of shape (n, {in_dim}), got {points.shape}")
+
+
 class MLP(eqx.Module):
     """tanh MLP, scalar output (REFERENCE §1.2)."""
 
@@ -124,6 +135,28 @@ class MLP(eqx.Module):
             jet = _tanh_jet(_linear_jet(layer, jet))
         u, u1, u2 = _linear_jet(self.layers[-1], jet)
         return u[0], u1[0], u2[0]
+
+    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+        """Value and derivative lanes at a batch of points in one Taylor-mode pass (the
+        derivative fast path, :mod:`cgmpinn_jax.taylor`).
+
+        Args:
+            points: (N, d) raw coordinates (the input map is applied here; derivatives are
+                w.r.t. the raw coordinates).
+            keys: lanes wanted: ``()`` value, ``(i,)`` du/dz_i, ``(i, j)`` (i <= j)
+                d2u/dz_i dz_j; the first-order lanes the second-order ones need are added.
+
+        Returns:
+            ``{key: (N,)}`` for every lane carried (see :func:`cgmpinn_jax.taylor.lane_closure`).
+            Each layer is one stacked ``(lanes N, width) x (width, width)`` product, or
+            one ``(N, width)`` product per lane (:func:`cgmpinn_jax.taylor.linear`).
+        """
+        _check_batch(points, self.in_dim)
+        full = _tl.lane_closure(keys)
+        jet = _tl.input_jet(points, full, self.input_map)
+        for layer in self.layers[:-1]:
+            jet = _tl.tanh(_tl.linear(layer, jet), full)
+        return _tl.scalar_output(_tl.linear(self.layers[-1], jet), full)
 
 
 class LNNPINN(eqx.Module):
@@ -156,6 +189,19 @@ class LNNPINN(eqx.Module):
             jet = _tanh_jet(tuple(sa * x + sb * y for x, y in zip(jet, new)))
         u, u1, u2 = _linear_jet(self.out, jet)
         return u[0], u1[0], u2[0]
+
+    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+        """Value and derivative lanes at a batch of points in one Taylor-mode pass
+        (see :meth:`MLP.taylor_lanes`)."""
+        _check_batch(points, self.in_dim)
+        full = _tl.lane_closure(keys)
+        jet = _tl.input_jet(points, full, self.input_map)
+        jet = _tl.tanh(_tl.linear(self.inp, jet), full)
+        for lin, a, b in zip(self.blocks, self.alphas, self.betas):
+            new = _tl.tanh(_tl.linear(lin, jet), full)
+            mixed = _tl.add(_tl.scale(jet, jax.nn.softplus(a)), _tl.scale(new, jax.nn.softplus(b)))
+            jet = _tl.tanh(mixed, full)
+        return _tl.scalar_output(_tl.linear(self.out, jet), full)
 
 
 class STARPINN(eqx.Module):
@@ -194,6 +240,21 @@ class STARPINN(eqx.Module):
                 g = jax.nn.sigmoid(self.gates[i - 1])
                 out = tuple(x + g * y for x, y in zip(o, out))
         return out
+
+    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+        """Value and derivative lanes at a batch of points in one Taylor-mode pass
+        (see :meth:`MLP.taylor_lanes`)."""
+        _check_batch(points, self.in_dim)
+        full = _tl.lane_closure(keys)
+        jet0 = _tl.input_jet(points, full, self.input_map)
+        out = None
+        for i, block in enumerate(self.blocks):
+            jet = jet0
+            for layer in block[:-1]:
+                jet = _tl.tanh(_tl.linear(layer, jet), full)
+            o = _tl.linear(block[-1], jet)
+            out = o if out is None else _tl.add(o, _tl.scale(out, jax.nn.sigmoid(self.gates[i - 1])))
+        return _tl.scalar_output(out, full)
 
 
 def _check_sizes(in_dim: int, width: int, depth: int) -> None:

@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import taylor as _taylor
 from ..derivatives import partial
 
 ScalarField = Callable[[jax.Array], jax.Array]
@@ -337,11 +338,14 @@ class Problem(abc.ABC):
 
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
         """Residuals at ``points`` (N, d) -> (N,). With ``source`` given (the batch's
-        precomputed f) the source is not re-derived."""
+        precomputed f) the source is not re-derived. The operator goes through the
+        derivative fast path (:mod:`cgmpinn_jax.taylor`: one Taylor-mode pass of the
+        network for all points and lanes) when it covers ``u`` and the operator, else
+        ``vmap`` of the operator with nested ``jvp``; ``taylor.fast_path(False)`` forces the latter."""
         points = check_points(points, self.dim, name="pde points")
         if source is None:
-            return jax.vmap(lambda z: self.residual(u, z))(points)
-        return jax.vmap(lambda z: self.operator(u, z))(points) - source
+            source = jax.vmap(self.source)(points)
+        return _taylor.operator_values(self.operator, u, points) - source
 
     def sample(self, key: jax.Array) -> Batch:
         """Draw the training points with ``key`` and attach sources and targets."""
