@@ -119,7 +119,7 @@ def test_quadratic_bfgs(f64):
     assert k <= 4 * n, k
     assert int(n_unit) >= k - 2, (int(n_unit), k)
     assert int(st.total_evals) <= k + 3
-    assert np.array_equal(st.H, st.H.T)
+    np.testing.assert_allclose(st.H, st.H.T, rtol=0, atol=1e-10 * np.abs(st.H).max())
     # (b) near-exact line searches (c2 = 1e-3): BFGS terminates in n (+1)
     # iterations and H = A^{-1} (the quadratic-termination / hereditary property)
     x, st, _ = _driver("bfgs", c2=1e-3)(x0, prob, 200, 1e-10)
@@ -142,7 +142,7 @@ def test_rosenbrock_converges_like_scipy(f64, method):
         assert evals <= 2 * k + 4, (method, n, evals, k)
         assert int(n_unit) >= k // 3, (method, n, int(n_unit), k)
         assert not bool(st.failed)
-        assert np.array_equal(st.H, st.H.T)
+        np.testing.assert_allclose(st.H, st.H.T, rtol=0, atol=1e-10 * np.abs(st.H).max())
         assert np.all(np.linalg.eigvalsh(st.H) > 0)
         np.testing.assert_allclose(st.value, scipy_rosen_ext(x), rtol=0, atol=1e-15)
 
@@ -286,7 +286,8 @@ def test_float32_run_decreases():
     assert np.isfinite(float(st.value))
     assert float(st.value) < 1e-6 * f0, float(st.value)
     assert np.max(np.abs(x - 1.0)) < 1e-2
-    assert np.array_equal(st.H, st.H.T)
+    # symmetric to float32 rounding (exactly every ssbfgs.SYM_PERIOD iterations)
+    np.testing.assert_allclose(st.H, st.H.T, rtol=0, atol=1e-5 * np.abs(st.H).max())
 
 
 def test_set_point_rejection_and_failed_search(f64):
