@@ -157,7 +157,10 @@ def build(rows: list[dict], command: str) -> tuple[str, dict]:
              f"Command: `{command}`; study record `benchmarks/results/precision.json` (machine per run there).",
              "Cell: relative e2 median [min-max] over seeds, n runs; median wall seconds of a run (+ compile);",
              "loss+gradient evaluations per second-stage iteration; second-stage stop statuses.",
-             "`f32-lbfgs` is the paper-table runs (float32, optax L-BFGS, same budgets and seeds).", ""]
+             "`f32-lbfgs` is the paper-table runs (float32, optax L-BFGS, same budgets and seeds); their seconds",
+             "are as recorded there (some runs vmapped, one or two threads): compare errors and evaluations, not",
+             "seconds, across columns. Seconds of the other columns are one XLA thread, on a machine shared with",
+             "other jobs (see each run's `machine` and `finished_at` in the record).", ""]
     lines += ["| problem | method | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
     summary = {}
     for p in PROBLEMS:
