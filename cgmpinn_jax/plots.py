@@ -35,14 +35,23 @@ def plot_result(result, folder: str | Path) -> list[Path]:
     plt = require_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    problem = result.problem
-    grid = problem.test_grid()
+    grid = result.problem.test_grid()
     pred = result.predict(grid.points)
-    exact = np.asarray(problem.exact_on(grid.points))
-    err = np.abs(pred - exact)
-    coords = problem.coords
-    paths = []
+    exact = np.asarray(result.problem.exact_on(grid.points))
+    paths = [
+        _plot_solution(plt, result, grid, pred, exact, folder / "solution.png"),
+        _plot_error(plt, result, grid, np.abs(pred - exact), folder / "error.png"),
+        _plot_loss(plt, result, folder / "loss.png"),
+        _plot_weights(plt, result, folder / "weights.png"),
+    ]
+    if getattr(result, "unknowns", None) is not None:
+        paths.append(plot_unknowns(result, folder))
+    return paths
 
+
+def _plot_solution(plt, result, grid, pred, exact, path):
+    """``solution.png``: prediction and exact solution (curves in 1-D, two fields in 2-D)."""
+    problem, coords = result.problem, result.problem.coords
     if problem.dim == 1:
         x = grid.points[:, 0]
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -52,30 +61,38 @@ def plot_result(result, folder: str | Path) -> list[Path]:
         ax.set_ylabel("u")
         ax.legend()
         ax.set_title(f"{problem.name}: prediction vs exact")
-        paths.append(_save(fig, folder / "solution.png", plt))
+        return _save(fig, path, plt)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, values, title in zip(axes, (pred, exact), (f"{result.method.name} prediction", "exact")):
+        im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto")
+        ax.set_xlabel(coords[0])
+        ax.set_ylabel(coords[1])
+        ax.set_title(title)
+        fig.colorbar(im, ax=ax)
+    return _save(fig, path, plt)
+
+
+def _plot_error(plt, result, grid, err, path):
+    """``error.png``: pointwise absolute error (log curve in 1-D, field in 2-D)."""
+    problem, coords = result.problem, result.problem.coords
+    if problem.dim == 1:
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.semilogy(x, np.maximum(err, 1e-16))
+        ax.semilogy(grid.points[:, 0], np.maximum(err, 1e-16))
         ax.set_xlabel(coords[0])
         ax.set_ylabel("|u - u*|")
         ax.set_title(f"pointwise error (rel e2 = {result.metrics.rel_e2:.2e})")
-        paths.append(_save(fig, folder / "error.png", plt))
-    else:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for ax, values, title in zip(axes, (pred, exact), (f"{result.method.name} prediction", "exact")):
-            im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto")
-            ax.set_xlabel(coords[0])
-            ax.set_ylabel(coords[1])
-            ax.set_title(title)
-            fig.colorbar(im, ax=ax)
-        paths.append(_save(fig, folder / "solution.png", plt))
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        im = ax.pcolormesh(grid.axes[0], grid.axes[1], err.reshape(grid.shape).T, shading="auto", cmap="magma")
-        ax.set_xlabel(coords[0])
-        ax.set_ylabel(coords[1])
-        ax.set_title(f"|u - u*| (rel e2 = {result.metrics.rel_e2:.2e})")
-        fig.colorbar(im, ax=ax)
-        paths.append(_save(fig, folder / "error.png", plt))
+        return _save(fig, path, plt)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    im = ax.pcolormesh(grid.axes[0], grid.axes[1], err.reshape(grid.shape).T, shading="auto", cmap="magma")
+    ax.set_xlabel(coords[0])
+    ax.set_ylabel(coords[1])
+    ax.set_title(f"|u - u*| (rel e2 = {result.metrics.rel_e2:.2e})")
+    fig.colorbar(im, ax=ax)
+    return _save(fig, path, plt)
 
+
+def _plot_loss(plt, result, path):
+    """``loss.png``: objective and unweighted loss per step, the Adam / L-BFGS boundary marked."""
     h = result.history
     fig, ax = plt.subplots(figsize=(7, 4))
     if h.k.size:
@@ -86,26 +103,28 @@ def plot_result(result, folder: str | Path) -> list[Path]:
     ax.set_xlabel("step k")
     ax.set_ylabel("loss")
     ax.legend()
-    ax.set_title(f"{problem.name} / {result.method.name}: loss")
-    paths.append(_save(fig, folder / "loss.png", plt))
+    ax.set_title(f"{result.problem.name} / {result.method.name}: loss")
+    return _save(fig, path, plt)
 
+
+def _plot_weights(plt, result, path):
+    """``weights.png``: the per-point PDE weights at the recorded refreshes (along x in 1-D,
+    sorted by weight in 2-D)."""
+    h, dim = result.history, result.problem.dim
     fig, ax = plt.subplots(figsize=(7, 4))
     pts = np.asarray(result.batch["pde"][0])
     for i, wv in h.snapshots.items():
         label = f"refresh k={h.refresh_k[i]} (tau={h.refresh_tau[i]:.2f})"
-        if problem.dim == 1:
+        if dim == 1:
             order = np.argsort(pts[:, 0])
             ax.plot(pts[order, 0], wv[order], lw=0.8, label=label)
         else:
             ax.plot(np.sort(wv), lw=0.8, label=label)
-    ax.set_xlabel(coords[0] if problem.dim == 1 else "collocation points, sorted by weight")
+    ax.set_xlabel(result.problem.coords[0] if dim == 1 else "collocation points, sorted by weight")
     ax.set_ylabel("w_i")
     ax.legend(fontsize=7)
     ax.set_title("per-point PDE weights at refreshes")
-    paths.append(_save(fig, folder / "weights.png", plt))
-    if getattr(result, "unknowns", None) is not None:
-        paths.append(plot_unknowns(result, folder))
-    return paths
+    return _save(fig, path, plt)
 
 
 def plot_unknowns(result, folder: str | Path) -> Path:
