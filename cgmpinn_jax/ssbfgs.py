@@ -122,6 +122,8 @@ with Hager & Zhang's approximate-Wolfe test in the rounding regime).
 
 from __future__ import annotations
 
+import functools
+
 from typing import Callable, NamedTuple
 
 import jax
@@ -129,6 +131,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .linesearch import LineSearchResult, ValueAndGrad, _dot, line_search
+from .qn_update import _apply_update, _scalings, update_metric  # noqa: F401  (the formulas, re-exported)
 
 __all__ = [
     "METHODS",
@@ -210,69 +213,6 @@ def _check_x(x, max_params):
         raise ValueError(f"x must be a floating-point vector, got dtype {x.dtype}")
 
 
-def _scalings(method, n, h, b, fresh, eps):
-    """tau_k and phi_k of the chosen method (see module docstring)."""
-    one = jnp.ones_like(h)
-    if method == "bfgs":
-        tau, phi = one, one
-        tau_fresh = h
-    elif method == "ssbfgs":
-        tau, phi = jnp.minimum(one, 1.0 / b), one
-        tau_fresh = h
-    elif method == "ssbfgs_ol":
-        tau, phi = 1.0 / b, one
-        tau_fresh = h
-    elif method == "ssbroyden":
-        a = jnp.maximum(b * h - 1.0, eps)
-        rho_m = jnp.minimum(one, h * (1.0 - jnp.sqrt(a / (1.0 + a))))
-        theta_m = (rho_m - 1.0) / a
-        theta_p = 1.0 / rho_m
-        theta = jnp.maximum(theta_m, jnp.minimum(theta_p, (1.0 - b) / b))
-        sigma = 1.0 + a * theta
-        expo = 1.0 / (1.0 - n) if n > 1 else 0.0
-        sig_n = jnp.abs(sigma) ** expo
-        rho_kk = jnp.minimum(one, 1.0 / b)
-        tau = jnp.where(
-            theta <= 0,
-            jnp.minimum(rho_kk * sig_n, sigma),
-            rho_kk * jnp.minimum(sig_n, 1.0 / theta),
-        )
-        phi = (1.0 - theta) / sigma
-        tau_fresh = h / sigma
-    else:  # pragma: no cover - checked in ssbfgs()
-        raise ValueError(method)
-    return jnp.where(fresh, tau_fresh, tau), phi
-
-
-def _apply_update(H, s, Hy, rho, yHy, tau, phi):
-    """Self-scaled Broyden update of H (see module docstring) as one rank-3 product:
-    ``H/tau + A C A^T`` with ``A = [H y/tau, s, v]`` (n x 3). One pass over the n x n matrix
-    (measured at n = 7801, float64, one thread: the four outer products summed took 1.4 s,
-    this 1.0 s, and the former exact symmetrisation ``(H + H^T)/2`` 3.5 s more). The
-    result is symmetric to rounding (~1e-16 relative), not bit for bit."""
-    v = rho * s - Hy / yHy
-    Hty = Hy / tau
-    yHty = yHy / tau
-    c_ss = rho * (1.0 + rho * yHty)
-    c_vv = (phi - 1.0) * yHty
-    zero = jnp.zeros_like(rho)
-    A = jnp.stack([Hty, s, v], axis=1)
-    C = jnp.stack([jnp.stack([zero, -rho, zero]), jnp.stack([-rho, c_ss, zero]), jnp.stack([zero, zero, c_vv])])
-    return H / tau + jnp.dot(A, jnp.dot(C, A.T, precision=_HI), precision=_HI)
-
-
-def _next_H(H, bad, upd_ok, reset, s, Hy, rho, yHy, tau, phi):
-    """The next inverse Hessian: the update of the metric used for this step (the identity
-    after a bad-direction reset) when allowed, the identity when the step was rejected (or
-    bad and not updated), else ``H`` unchanged. Branches by ``lax.cond``, so only the taken
-    one touches the n x n matrix."""
-    n = H.shape[0]
-    eye = lambda: jnp.eye(n, dtype=H.dtype)
-    base = lambda: lax.cond(bad, eye, lambda: H)
-    keep = lambda: lax.cond(reset, eye, lambda: H)
-    return lax.cond(upd_ok, lambda: _apply_update(base(), s, Hy, rho, yHy, tau, phi), keep)
-
-
 def ssbfgs(
     *,
     method: str = "ssbfgs",
@@ -313,118 +253,85 @@ def ssbfgs(
         raise ValueError(f"initial_step must be 'unit' or 'interp', got {initial_step!r}")
     if int(max_linesearch) < 1:
         raise ValueError(f"max_linesearch must be >= 1, got {max_linesearch}")
-    max_linesearch = int(max_linesearch)
-    max_params = int(max_params)
+    opts = _Options(method, int(max_params), int(max_linesearch), c1, c2, curvature_eps, initial_step, approx_eps)
+    return SSBFGS(init=functools.partial(_init, opts), step=functools.partial(_step, opts), set_point=_set_point,
+                  method=method, max_params=int(max_params))
 
-    def init(x, value, grad) -> SSBFGSState:
-        x = jnp.asarray(x)
-        _check_x(x, max_params)
-        dtype = x.dtype
-        n = x.size
-        return SSBFGSState(
-            H=jnp.eye(n, dtype=dtype),
-            value=jnp.asarray(value, dtype).reshape(()),
-            grad=jnp.asarray(grad, dtype).reshape(n),
-            k=jnp.zeros((), jnp.int32),
-            n_evals=jnp.zeros((), jnp.int32),
-            failed=jnp.zeros((), bool),
-            rejected=jnp.zeros((), bool),
-            fresh=jnp.ones((), bool),
-            skipped=jnp.zeros((), bool),
-            alpha=jnp.zeros((), dtype),
-            total_evals=jnp.zeros((), jnp.int32),
-            prev_value=jnp.full((), jnp.inf, dtype),
-        )
 
-    def set_point(state: SSBFGSState, value, grad) -> SSBFGSState:
-        dtype = state.H.dtype
-        return state._replace(
-            value=jnp.asarray(value, dtype).reshape(()),
-            grad=jnp.asarray(grad, dtype).reshape(state.grad.shape),
-            prev_value=jnp.full((), jnp.inf, dtype),
-        )
+class _Options(NamedTuple):
+    method: str
+    max_params: int
+    max_linesearch: int
+    c1: float
+    c2: float
+    curvature_eps: float | None
+    initial_step: str
+    approx_eps: float | None
 
-    def step(value_and_grad_fn: ValueAndGrad, x, state: SSBFGSState):
-        x = jnp.asarray(x)
-        _check_x(x, max_params)
-        dtype = x.dtype
-        n = x.size
-        eps = jnp.finfo(dtype).eps
-        ceps = 100.0 * eps if curvature_eps is None else curvature_eps
-        H = state.H
-        g = state.grad
-        f0 = state.value
 
-        # direction; fall back to steepest descent if H is not a descent metric
-        p = -_dot(H, g)
-        d0 = _dot(g, p)
-        gg = _dot(g, g)
-        bad = ((~(d0 < 0)) & (gg > 0)) | ~jnp.isfinite(d0)
-        p = jnp.where(bad, -g, p)
-        d0 = jnp.where(bad, -gg, d0)
-        fresh = state.fresh | bad
-        alpha0 = jnp.where(
-            fresh, jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.maximum(gg, jnp.finfo(dtype).tiny))), 1.0
-        ).astype(dtype)
-        if initial_step == "interp":  # N&W Eq. 3.60, as scipy's line_search_wolfe1/2
-            a_int = 1.01 * 2.0 * (f0 - state.prev_value) / d0
-            a_int = jnp.where(jnp.isfinite(a_int) & (a_int > 0), jnp.minimum(1.0, a_int), 1.0)
-            alpha0 = jnp.where(fresh, alpha0, a_int).astype(dtype)
+def _init(opts: _Options, x, value, grad) -> SSBFGSState:
+    x = jnp.asarray(x)
+    _check_x(x, opts.max_params)
+    dtype, n = x.dtype, x.size
+    z = lambda dt=bool: jnp.zeros((), dt)
+    return SSBFGSState(
+        H=jnp.eye(n, dtype=dtype), value=jnp.asarray(value, dtype).reshape(()), grad=jnp.asarray(grad, dtype).reshape(n),
+        k=z(jnp.int32), n_evals=z(jnp.int32), failed=z(), rejected=z(), fresh=jnp.ones((), bool), skipped=z(),
+        alpha=z(dtype), total_evals=z(jnp.int32), prev_value=jnp.full((), jnp.inf, dtype),
+    )
 
-        ls = line_search(
-            value_and_grad_fn, x, p, f0, g,
-            alpha0=alpha0, c1=c1, c2=c2, max_evals=max_linesearch,
-            approx_eps=approx_eps,
-        )
-        take = ls.success | (ls.value < f0)
-        alpha = jnp.where(take, ls.alpha, 0.0).astype(dtype)
-        s = alpha * p
-        x_new = jnp.where(take, x + s, x)
-        g_new = jnp.where(take, ls.grad, g)
-        f_new = jnp.where(take, ls.value, f0)
-        y = g_new - g
 
-        ys = _dot(y, s)
-        curv_ok = take & (ys > ceps * jnp.sqrt(_dot(s, s)) * jnp.sqrt(_dot(y, y)))
-        # H y with the H actually used for this step (identity after a reset)
-        Hy = jnp.where(bad, y, _dot(H, y))
-        yHy = _dot(y, Hy)
-        rho = 1.0 / ys
-        h = yHy * rho
-        b = -alpha * _dot(s, g) * rho
-        tau, phi = _scalings(method, n, h, b, fresh, eps)
-        upd_ok = (
-            curv_ok
-            & (yHy > 0)
-            & (b > 0)
-            & jnp.isfinite(rho)
-            & jnp.isfinite(tau)
-            & (tau > 0)
-            & jnp.isfinite(phi)
-            & jnp.all(jnp.isfinite(Hy))
-            & jnp.all(jnp.isfinite(s))
-        )
-        reset = ~take | (bad & ~upd_ok)
-        H_new = _next_H(H, bad, upd_ok, reset, s, Hy, rho, yHy, tau, phi)
-        # the update is symmetric to rounding; the rounding asymmetry accumulates (measured
-        # ~1e-10 relative after 80 Rosenbrock iterations), so symmetrise every SYM_PERIOD
-        # iterations (the transpose is the most expensive pass over H)
-        H_new = lax.cond(state.k % SYM_PERIOD == SYM_PERIOD - 1, lambda: 0.5 * (H_new + H_new.T), lambda: H_new)
-        fresh_new = reset | (~upd_ok & fresh)
-        new_state = SSBFGSState(
-            H=H_new,
-            value=f_new,
-            grad=g_new,
-            k=state.k + 1,
-            n_evals=ls.n_evals,
-            failed=~ls.success,
-            rejected=~take,
-            fresh=fresh_new,
-            skipped=take & ~upd_ok,
-            alpha=alpha,
-            total_evals=state.total_evals + ls.n_evals,
-            prev_value=jnp.where(take, f0, state.prev_value),
-        )
-        return x_new, new_state
+def _set_point(state: SSBFGSState, value, grad) -> SSBFGSState:
+    dtype = state.H.dtype
+    return state._replace(
+        value=jnp.asarray(value, dtype).reshape(()),
+        grad=jnp.asarray(grad, dtype).reshape(state.grad.shape),
+        prev_value=jnp.full((), jnp.inf, dtype),
+    )
 
-    return SSBFGS(init=init, step=step, set_point=set_point, method=method, max_params=max_params)
+
+def _direction(H, g, state: SSBFGSState, initial_step: str):
+    """``(p, g.p, bad, fresh, alpha0)``: the quasi-Newton direction (steepest descent if H is
+    not a descent metric) and the line search's first trial step."""
+    f0, dtype = state.value, g.dtype
+    p = -_dot(H, g)
+    d0 = _dot(g, p)
+    gg = _dot(g, g)
+    bad = ((~(d0 < 0)) & (gg > 0)) | ~jnp.isfinite(d0)
+    p = jnp.where(bad, -g, p)
+    d0 = jnp.where(bad, -gg, d0)
+    fresh = state.fresh | bad
+    alpha0 = jnp.where(fresh, jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.maximum(gg, jnp.finfo(dtype).tiny))), 1.0).astype(dtype)
+    if initial_step == "interp":  # N&W Eq. 3.60, as scipy's line_search_wolfe1/2
+        a_int = 1.01 * 2.0 * (f0 - state.prev_value) / d0
+        a_int = jnp.where(jnp.isfinite(a_int) & (a_int > 0), jnp.minimum(1.0, a_int), 1.0)
+        alpha0 = jnp.where(fresh, alpha0, a_int).astype(dtype)
+    return p, d0, bad, fresh, alpha0
+
+
+def _step(opts: _Options, value_and_grad_fn: ValueAndGrad, x, state: SSBFGSState):
+    """One iteration: direction, strong-Wolfe line search, self-scaled update of H."""
+    x = jnp.asarray(x)
+    _check_x(x, opts.max_params)
+    dtype = x.dtype
+    eps = jnp.finfo(dtype).eps
+    ceps = 100.0 * eps if opts.curvature_eps is None else opts.curvature_eps
+    H, g, f0 = state.H, state.grad, state.value
+    p, _, bad, fresh, alpha0 = _direction(H, g, state, opts.initial_step)
+    ls = line_search(value_and_grad_fn, x, p, f0, g, alpha0=alpha0, c1=opts.c1, c2=opts.c2,
+                     max_evals=opts.max_linesearch, approx_eps=opts.approx_eps)
+    take = ls.success | (ls.value < f0)
+    alpha = jnp.where(take, ls.alpha, 0.0).astype(dtype)
+    s = alpha * p
+    g_new = jnp.where(take, ls.grad, g)
+    H_new, upd_ok, reset = update_metric(H, g, s, g_new - g, alpha, take, bad, fresh, opts.method, ceps, eps)
+    # the update is symmetric to rounding; the rounding asymmetry accumulates (measured
+    # ~1e-10 relative after 80 Rosenbrock iterations), so symmetrise every SYM_PERIOD
+    # iterations (the transpose is the most expensive pass over H)
+    H_new = lax.cond(state.k % SYM_PERIOD == SYM_PERIOD - 1, lambda: 0.5 * (H_new + H_new.T), lambda: H_new)
+    new_state = SSBFGSState(
+        H=H_new, value=jnp.where(take, ls.value, f0), grad=g_new, k=state.k + 1, n_evals=ls.n_evals,
+        failed=~ls.success, rejected=~take, fresh=reset | (~upd_ok & fresh), skipped=take & ~upd_ok, alpha=alpha,
+        total_evals=state.total_evals + ls.n_evals, prev_value=jnp.where(take, f0, state.prev_value),
+    )
+    return jnp.where(take, x + s, x), new_state
