@@ -259,8 +259,33 @@ def _problem_defaults_text(attr: str) -> str:
     return "; ".join([str(common)] + others)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
+    """``run``'s precision, second-stage and ReLoBRaLo options."""
     from .config import PRESETS
+
+    r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
+                   help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
+                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); other options override it "
+                        "(default: %(default)s)")
+    r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
+                   help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
+                        "configuration is left as it is (default: the preset's, float32)")
+    r.add_argument("--x64", action="store_true", help="alias of --precision float64")
+    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"), default=None,
+                   help="the optimizer after Adam: L-BFGS (optax or jaxopt) or dense BFGS / self-scaled BFGS / self-scaled "
+                        "Broyden for networks up to 20k parameters (default: the preset's, optax)")
+    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
+                   help="older spelling of --second-stage optax|jaxopt")
+    r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
+                   help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
+                        + " (default: the method's; see `cgmpinn-jax list`)")
+    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
+                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
+                        "at each weight refresh (fewer evaluations, measured less accurate; see "
+                        "benchmarks/results/headline.md)")
+
+
+def build_parser() -> argparse.ArgumentParser:
     from .methods import METHODS
     from .problems import PROBLEMS
 
@@ -298,26 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the L-BFGS line search's initial (and largest) step (default: 1.0)")
     r.add_argument("--seed", type=int, default=1224, metavar="S",
                    help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
-    r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
-                   help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
-                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); other options override it "
-                        "(default: %(default)s)")
-    r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
-                   help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
-                        "configuration is left as it is (default: the preset's, float32)")
-    r.add_argument("--x64", action="store_true", help="alias of --precision float64")
-    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"), default=None,
-                   help="the optimizer after Adam: L-BFGS (optax or jaxopt) or dense BFGS / self-scaled BFGS / self-scaled "
-                        "Broyden for networks up to 20k parameters (default: the preset's, optax)")
-    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
-                   help="older spelling of --second-stage optax|jaxopt")
-    r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
-                   help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
-                        + " (default: the method's; see `cgmpinn-jax list`)")
-    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
-                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
-                        "at each weight refresh (fewer evaluations, measured less accurate; see "
-                        "benchmarks/results/headline.md)")
+    _add_optimizer_options(r)
     r.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: runs/<problem>-<method>-<time>)")
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")

@@ -21,6 +21,8 @@ form inside the rounding regime.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Callable, NamedTuple
 
 import jax
@@ -81,6 +83,102 @@ def _cubic_min(a0, f0, d0, a1, f1, d1):
     return a, ok
 
 
+class _Ctx(NamedTuple):
+    x: jax.Array
+    p: jax.Array
+    f0: jax.Array
+    d0: jax.Array
+    c1: jax.Array
+    c2: jax.Array
+    f_tol: jax.Array
+    dtype: object
+
+
+def _trials(lo, hi, prev, cur, a, f_tol):
+    """The next trial steps: ``(inside the zoom bracket, extrapolated)``."""
+    # trial points: [0] safeguarded cubic inside the bracket (bisection if
+    # undefined; secant on the slopes when the two values are equal to
+    # rounding, where the cubic would fit noise), [1] cubic extrapolation
+    # through (prev, a) clipped to [2a, 10a]
+    P0 = jnp.stack([lo, prev])
+    P1 = jnp.stack([hi, cur])
+    ac, okc = _cubic_min(P0[:, 0], P0[:, 1], P0[:, 2], P1[:, 0], P1[:, 1], P1[:, 2])
+    w = hi[0] - lo[0]
+    a_sec = lo[0] - lo[2] * w / (hi[2] - lo[2])
+    flat = (f_tol > 0) & (jnp.abs(hi[1] - lo[1]) <= f_tol) & (lo[2] * hi[2] < 0)
+    ac0 = jnp.where(flat, a_sec, ac[0])
+    ok0 = jnp.where(flat, jnp.isfinite(a_sec), okc[0])
+    in_lo = jnp.minimum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
+    in_hi = jnp.maximum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
+    a_zoom = jnp.where(ok0, jnp.clip(ac0, in_lo, in_hi), 0.5 * (lo[0] + hi[0]))
+    a_ext = jnp.where(okc[1], jnp.clip(ac[1], 2.0 * a, 10.0 * a), 2.0 * a)
+
+    return a_zoom, a_ext
+
+
+def _ls_body(ctx: "_Ctx", value_and_grad_fn, st: _LS) -> _LS:
+    """One evaluation of the search: classify the trial point, update the bracket, pick the next trial."""
+    x, p, f0, d0, c1, c2, f_tol, dtype = ctx
+    a = st.a_trial
+    f, g = value_and_grad_fn(x + a * p)
+    f = jnp.asarray(f, dtype)
+    g = jnp.asarray(g, dtype)
+    d = _dot(g, p)
+    cur = jnp.stack([a, f, d])
+    i = st.i + 1
+    finite = jnp.isfinite(f) & jnp.isfinite(d)
+    # sufficient decrease; approximate-Wolfe form only where the demanded
+    # decrease c1 a |f'(0)| is below the value tolerance (rounding regime)
+    armijo = finite & (
+        (f <= f0 + c1 * a * d0)
+        | (
+            (-c1 * a * d0 <= f_tol)
+            & (f <= f0 + f_tol)
+            & (d <= (2.0 * c1 - 1.0) * d0)
+        )
+    )
+    curv = finite & (jnp.abs(d) <= -c2 * d0)
+    better = finite & (f < st.best[1])
+    zoom = st.zoom
+
+    # "f is higher than fref" beyond rounding (ties decided by slopes)
+    def higher(fref):
+        return jnp.where(f_tol > 0, f > fref + f_tol, f >= fref)
+
+    # bracketing stage (Alg. 3.5): b_hi -> zoom(prev, a); b_lo -> zoom(a, prev)
+    b_hi = ~armijo | (higher(st.prev[1]) & (i > 1))
+    b_acc = ~b_hi & curv
+    extrap = ~zoom & ~b_hi & ~b_acc & (d < 0)
+    # zoom stage (Alg. 3.6): z_hi -> hi = a; else lo = a (and hi = old lo on flip)
+    z_hi = ~armijo | higher(st.lo[1])
+    z_acc = ~z_hi & curv
+    z_flip = ~z_hi & ~z_acc & (d * (st.hi[0] - st.lo[0]) >= 0)
+
+    lo = jnp.where(zoom, jnp.where(z_hi, st.lo, cur), jnp.where(b_hi, st.prev, cur))
+    hi = jnp.where(
+        zoom,
+        jnp.where(z_hi, cur, jnp.where(z_flip, st.lo, st.hi)),
+        jnp.where(b_hi, cur, st.prev),
+    )
+    accept = jnp.where(zoom, z_acc, b_acc)
+
+    a_zoom, a_ext = _trials(lo, hi, st.prev, cur, a, f_tol)
+
+    return _LS(
+        i=i,
+        done=accept,
+        zoom=~extrap,  # once bracketed, stay in zoom
+        a_trial=jnp.where(extrap, a_ext, a_zoom),
+        prev=jnp.where(extrap, cur, st.prev),
+        lo=lo,
+        hi=hi,
+        star=jnp.where(accept, cur, st.star),
+        g_star=jnp.where(accept, g, st.g_star),
+        best=jnp.where(better, cur, st.best),
+        g_best=jnp.where(better, g, st.g_best),
+    )
+
+
 def line_search(
     value_and_grad_fn: ValueAndGrad,
     x: jax.Array,
@@ -124,81 +222,6 @@ def line_search(
     f_tol = jnp.asarray(approx_eps, dtype) * jnp.abs(f0)
     origin = jnp.stack([jnp.zeros((), dtype), f0, d0])
 
-    def body(st: _LS) -> _LS:
-        a = st.a_trial
-        f, g = value_and_grad_fn(x + a * p)
-        f = jnp.asarray(f, dtype)
-        g = jnp.asarray(g, dtype)
-        d = _dot(g, p)
-        cur = jnp.stack([a, f, d])
-        i = st.i + 1
-        finite = jnp.isfinite(f) & jnp.isfinite(d)
-        # sufficient decrease; approximate-Wolfe form only where the demanded
-        # decrease c1 a |f'(0)| is below the value tolerance (rounding regime)
-        armijo = finite & (
-            (f <= f0 + c1 * a * d0)
-            | (
-                (-c1 * a * d0 <= f_tol)
-                & (f <= f0 + f_tol)
-                & (d <= (2.0 * c1 - 1.0) * d0)
-            )
-        )
-        curv = finite & (jnp.abs(d) <= -c2 * d0)
-        better = finite & (f < st.best[1])
-        zoom = st.zoom
-
-        # "f is higher than fref" beyond rounding (ties decided by slopes)
-        def higher(fref):
-            return jnp.where(f_tol > 0, f > fref + f_tol, f >= fref)
-
-        # bracketing stage (Alg. 3.5): b_hi -> zoom(prev, a); b_lo -> zoom(a, prev)
-        b_hi = ~armijo | (higher(st.prev[1]) & (i > 1))
-        b_acc = ~b_hi & curv
-        extrap = ~zoom & ~b_hi & ~b_acc & (d < 0)
-        # zoom stage (Alg. 3.6): z_hi -> hi = a; else lo = a (and hi = old lo on flip)
-        z_hi = ~armijo | higher(st.lo[1])
-        z_acc = ~z_hi & curv
-        z_flip = ~z_hi & ~z_acc & (d * (st.hi[0] - st.lo[0]) >= 0)
-
-        lo = jnp.where(zoom, jnp.where(z_hi, st.lo, cur), jnp.where(b_hi, st.prev, cur))
-        hi = jnp.where(
-            zoom,
-            jnp.where(z_hi, cur, jnp.where(z_flip, st.lo, st.hi)),
-            jnp.where(b_hi, cur, st.prev),
-        )
-        accept = jnp.where(zoom, z_acc, b_acc)
-
-        # trial points: [0] safeguarded cubic inside the bracket (bisection if
-        # undefined; secant on the slopes when the two values are equal to
-        # rounding, where the cubic would fit noise), [1] cubic extrapolation
-        # through (prev, a) clipped to [2a, 10a]
-        P0 = jnp.stack([lo, st.prev])
-        P1 = jnp.stack([hi, cur])
-        ac, okc = _cubic_min(P0[:, 0], P0[:, 1], P0[:, 2], P1[:, 0], P1[:, 1], P1[:, 2])
-        w = hi[0] - lo[0]
-        a_sec = lo[0] - lo[2] * w / (hi[2] - lo[2])
-        flat = (f_tol > 0) & (jnp.abs(hi[1] - lo[1]) <= f_tol) & (lo[2] * hi[2] < 0)
-        ac0 = jnp.where(flat, a_sec, ac[0])
-        ok0 = jnp.where(flat, jnp.isfinite(a_sec), okc[0])
-        in_lo = jnp.minimum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
-        in_hi = jnp.maximum(lo[0] + 0.1 * w, hi[0] - 0.1 * w)
-        a_zoom = jnp.where(ok0, jnp.clip(ac0, in_lo, in_hi), 0.5 * (lo[0] + hi[0]))
-        a_ext = jnp.where(okc[1], jnp.clip(ac[1], 2.0 * a, 10.0 * a), 2.0 * a)
-
-        return _LS(
-            i=i,
-            done=accept,
-            zoom=~extrap,  # once bracketed, stay in zoom
-            a_trial=jnp.where(extrap, a_ext, a_zoom),
-            prev=jnp.where(extrap, cur, st.prev),
-            lo=lo,
-            hi=hi,
-            star=jnp.where(accept, cur, st.star),
-            g_star=jnp.where(accept, g, st.g_star),
-            best=jnp.where(better, cur, st.best),
-            g_best=jnp.where(better, g, st.g_best),
-        )
-
     def cond(st: _LS):
         # stop on success, budget, or a bracket collapsed to rounding level
         collapsed = st.zoom & (
@@ -220,7 +243,8 @@ def line_search(
         best=origin,
         g_best=g0,
     )
-    st = lax.while_loop(cond, body, init)
+    ctx = _Ctx(x, p, f0, d0, c1, c2, f_tol, dtype)
+    st = lax.while_loop(cond, functools.partial(_ls_body, ctx, value_and_grad_fn), init)
     pt = jnp.where(st.done, st.star, st.best)
     return LineSearchResult(
         alpha=pt[0],
