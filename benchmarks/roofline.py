@@ -13,6 +13,9 @@ it, optax Adam, the CGM weighting of :mod:`cgmpinn_jax.weighting`, ReLoBRaLo of
   EM fit + CGM weights), each at one and at two threads;
 * the same Adam step through the general derivative path (``taylor.fast_path(False)``:
   nested jvp per ``partial``), one thread: the before/after of the derivative fast path;
+  and (PINN) with the lanes stacked into one product per layer (``fast_path(stack=True)``),
+  the evidence for the CPU default of one product per lane;
+* (PINN of ``--engine`` problems) the Adam step through the whole engine, ``cj.train``;
 * the floor: a hand-written plain-JAX PINN Adam step (tanh MLP, value and every derivative
   lane in Taylor mode, lanes stacked into one matrix product per layer, optax.adam in a jitted
   fori_loop), one thread;
@@ -70,6 +73,7 @@ TORCH = {
 }
 # the hand-written stacked kernel as measured in issue 22 (one thread, this machine type)
 ISSUE_HAND_MS = {"poisson1d": 6.7, "advection_diffusion": 17.2, "fisher_kpp": 88.0}
+ISSUE_HAND_GFLOP = {"advection_diffusion": 0.579, "fisher_kpp": 3.852}  # per loss+gradient, issue 22
 GOAL_MS = {"advection_diffusion": 21.0, "fisher_kpp": 106.0}  # PINN per Adam step, one thread
 
 
@@ -177,9 +181,11 @@ def make_objective(problem, static):
     return loss
 
 
-def measure_ours(problem, variant, steps, repeats, general_path: bool, with_eval: bool):
-    """Adam step; unless ``general_path``: also one loss+gradient evaluation (FLOPs, time)
-    and, for CGMPINN, one GMM refresh."""
+def measure_ours(problem, variant, steps, repeats, path: str = "fast", with_eval: bool = True):
+    """Adam step through ``path`` ("fast": the default fast path; "general": nested jvp,
+    ``taylor.fast_path(False)``; "stacked": fast path with one stacked product per layer);
+    for "fast" with ``with_eval`` also one loss+gradient evaluation (FLOPs, time) and, for
+    CGMPINN, one GMM refresh."""
     _, model, batch = _setup(problem, variant)
     params, static = eqx.partition(model, eqx.is_array)
     n_pde = batch["pde"][0].shape[0]
@@ -208,16 +214,31 @@ def measure_ours(problem, variant, steps, repeats, general_path: bool, with_eval
         return lax.fori_loop(0, steps, body, (p, s, lam, bstate))
 
     args = (params, opt.init(params), lam, bal.init(jax.random.key(3)) if cgm else jnp.zeros(()))
-    with taylor.fast_path(not general_path):  # read while tracing, i.e. inside _compile
+    with taylor.fast_path(path != "general", stack=True if path == "stacked" else None):  # read while tracing
         fn, rec["adam_compile_s"], _ = _compile(jax.jit(adam_loop), args)
     _put(rec, "adam", _timeit(fn, args, repeats), steps)
-    if general_path or not with_eval:
+    if path != "fast" or not with_eval:
         return rec
 
-    # one loss+gradient evaluation (what an L-BFGS line-search trial costs)
+    # one loss+gradient evaluation (what an L-BFGS line-search trial costs): FLOPs and the
+    # time of one jitted call ("eval_call": it also pays for allocating its buffers, tens of
+    # ms of page faults for Fisher-KPP), and per evaluation in a jitted loop of `steps`
+    # evaluations ("eval", as inside the engine's L-BFGS chunks)
     eargs = (params, batch, w, lam)
     vgc, rec["eval_compile_s"], rec["flops"] = _compile(jax.jit(vg), eargs)
-    _put(rec, "eval", _timeit(vgc, eargs, repeats * 3))
+    _put(rec, "eval_call", _timeit(vgc, eargs, repeats * 3))
+
+    def eval_loop(p):
+        def body(i, c):
+            p, acc = c
+            (value, _), g = vg(p, batch, w, lam)
+            return jax.tree_util.tree_map(lambda x, y: x - 1e-12 * y, p, g), acc + value  # a data dependency
+
+        return lax.fori_loop(0, steps, body, (p, jnp.zeros((), jnp.float32)))
+
+    el, t, _ = _compile(jax.jit(eval_loop), (params,))
+    rec["eval_compile_s"] += t
+    _put(rec, "eval", _timeit(el, (params,), repeats), steps)
 
     if cgm:  # one GMM refresh: residuals at the snapshot + EM fit + CGM weights
         wt = weighting.cgm_weighting()
@@ -379,10 +400,13 @@ def worker_main(args) -> None:
         t_problem = time.perf_counter()
         for variant in VARIANTS:
             rec = {"problem": name, "variant": variant, "threads": args.threads, "adam_steps_timed": steps}
-            rec.update(measure_ours(problem, variant, steps, reps, False, True))
+            rec.update(measure_ours(problem, variant, steps, reps))
             if args.threads == 1 and not args.no_general:
-                g = measure_ours(problem, variant, steps, reps, True, False)
+                g = measure_ours(problem, variant, steps, reps, "general")
                 rec.update({"general_" + k: v for k, v in g.items()})
+            if args.threads == 1 and variant == "pinn" and not args.no_stacked:
+                g = measure_ours(problem, variant, steps, reps, "stacked")
+                rec.update({"stacked_" + k: v for k, v in g.items()})
             if args.threads == 1 and variant == "pinn" and not args.no_hand:
                 rec.update(measure_hand(problem, steps, reps))
             if args.threads == 1 and variant == "pinn" and name in args.engine.split(","):
@@ -452,7 +476,9 @@ def render(doc: dict) -> str:
         "",
         "GFLOP = one loss+gradient evaluation (XLA `cost_analysis()`). Adam step = loss+gradient + Adam update "
         "(+ ReLoBRaLo for CGMPINN, fixed CGM weights as between refreshes), K steps in a jitted `fori_loop`. "
-        "L-BFGS evaluation = one jitted loss+gradient call. GMM refresh = residual pass + EM fit + CGM weights "
+        "L-BFGS evaluation = one loss+gradient evaluation inside a jitted loop of K (as in the engine's L-BFGS "
+        "chunks; one separate jitted call costs more, `eval_call_*` in the JSON, because every call allocates its "
+        "buffers afresh: tens of ms of page faults for Fisher-KPP). GMM refresh = residual pass + EM fit + CGM weights "
         "(CGMPINN). General path = the same Adam step with `taylor.fast_path(False)` (nested jvp per `partial`, "
         "the implementation before the fast path). Hand = the hand-written plain-JAX PINN kernel (value and "
         "derivative lanes in Taylor mode, stacked into one product per layer), the floor of issue 22.",
@@ -481,19 +507,23 @@ def render(doc: dict) -> str:
                   "Goal of issue 22: PINN per Adam step at one thread within 1.2x of the hand-written stacked kernel "
                   "(issue's figures on this machine type, idle: 6.7, 17.2, 88.0 ms), i.e. advection-diffusion "
                   "<= 21 ms and Fisher-KPP <= 106 ms. Engine = the same Adam step through `cj.train` (Adam stage "
-                  "only; difference of two run lengths), which adds the engine's bookkeeping.", "",
-                  "| problem | ours ms / Adam step | hand kernel (this run) | ours / hand | engine ms / Adam step | "
-                  "hand kernel (issue, idle) | goal |",
-                  "|---|---|---|---|---|---|---|"]
+                  "only; difference of two run lengths, wall clock), which adds the engine's bookkeeping. "
+                  "Stacked = the fast path with one stacked `(lanes N, width)` product per layer "
+                  "(`taylor.fast_path(stack=True)`) instead of the CPU default of one product per lane.", "",
+                  "| problem | ours ms / Adam step | ours GFLOP/s (CPU time) | stacked products | hand kernel (this run) | "
+                  "ours / hand | engine ms / Adam step | hand kernel (issue, idle): ms, GFLOP/s | goal |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for p in dict.fromkeys(r["problem"] for r in one["rows"]):
             r = by.get((p, "pinn"))
             if r is None:
                 continue
             goal = GOAL_MS.get(p)
             lines.append(
-                f"| {p} | {_ms(r, 'adam')} | {_ms(r, 'hand_adam')} | "
+                f"| {p} | {_ms(r, 'adam')} | {_f(_ratio(r['flops'] / 1e6 if r.get('flops') else None, r['adam_cpu_ms']), '{:.1f}')} | "
+                f"{_ms(r, 'stacked_adam')} | {_ms(r, 'hand_adam')} | "
                 f"{_f(_ratio(r['adam_cpu_ms'], r.get('hand_adam_cpu_ms')), '{:.2f}')} | "
-                f"{_f(r.get('engine_adam_ms'), '{:.2f}')} | {_f(ISSUE_HAND_MS.get(p))} | "
+                f"{_f(r.get('engine_adam_ms'), '{:.2f}')} | {_f(ISSUE_HAND_MS.get(p))}, "
+                f"{_f(_ratio(1e3 * ISSUE_HAND_GFLOP[p], ISSUE_HAND_MS[p]) if p in ISSUE_HAND_GFLOP else None)} | "
                 + (f"<= {goal:.0f} ms: wall {'met' if r['adam_ms'] <= goal else 'not met'}, "
                    f"CPU {'met' if r['adam_cpu_ms'] <= goal else 'not met'}" if goal else "—") + " |")
         lines += ["", "## Beside PyTorch (one thread)", "",
@@ -510,7 +540,8 @@ def render(doc: dict) -> str:
                 f"{_ms(rc, 'eval')} / {_f(TORCH['eval_ms'].get(p))} | {_ms(rc, 'refresh')} / {_f(TORCH['refresh_ms'].get(p))} |")
         lines.append("")
     lines += ["## Compile seconds", "",
-              "Per problem and worker: Adam loop + loss+gradient + GMM refresh of PINN and CGMPINN (fast path), the "
+              "Per problem and worker: Adam loop + loss+gradient + GMM refresh of PINN and CGMPINN (fast path; "
+              "with the stacked-product PINN Adam loop at one thread), the "
               "general-path Adam loops, the hand kernel.", "",
               "| problem | threads | fast path | general path | hand kernel |", "|---|---|---|---|---|"]
     for w in doc["workers"]:
@@ -518,6 +549,7 @@ def render(doc: dict) -> str:
             rows = [r for r in w["rows"] if r["problem"] == p]
             fast = sum(r.get(k, 0.0) for r in rows for k in ("adam_compile_s", "eval_compile_s", "refresh_compile_s"))
             gen = sum(r.get("general_adam_compile_s", 0.0) for r in rows)
+            fast += sum(r.get("stacked_adam_compile_s", 0.0) for r in rows)
             hand = sum(r.get("hand_compile_s", 0.0) for r in rows)
             lines.append(f"| {p} | {w['threads']} | {fast:.1f} | {_f(gen or None)} | {_f(hand or None)} |")
     lines.append("")
@@ -528,13 +560,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", default=",".join(PROBLEMS))
     ap.add_argument("--threads", default="1,2", help="thread counts, one worker process each")
-    ap.add_argument("--steps", type=int, default=40, help="Adam steps per timed call (Fisher-KPP: a quarter)")
+    ap.add_argument("--steps", type=int, default=20, help="Adam steps per timed call (Fisher-KPP: a quarter)")
     ap.add_argument("--repeats", type=int, default=5, help="timed calls (Fisher-KPP: half)")
     ap.add_argument("--no-general", action="store_true", help="skip the general-path Adam step")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-written kernel")
+    ap.add_argument("--no-stacked", action="store_true", help="skip the stacked-product variant of the fast path")
     ap.add_argument("--engine", default="advection_diffusion,fisher_kpp",
                     help="problems whose PINN Adam step is also timed through cj.train (one thread; '' = none)")
-    ap.add_argument("--engine-steps", type=int, default=100, help="engine Adam steps (x1 and x2; Fisher-KPP: a quarter)")
+    ap.add_argument("--engine-steps", type=int, default=60, help="engine Adam steps (x1 and x2; Fisher-KPP: a quarter)")
     ap.add_argument("--no-write", action="store_true", help="print, do not write results/")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -544,7 +577,7 @@ def main(argv=None) -> int:
         return 0
     passthrough = ["--problems", args.problems, "--steps", str(args.steps), "--repeats", str(args.repeats),
                    "--engine", args.engine, "--engine-steps", str(args.engine_steps)]
-    passthrough += ["--no-general"] * args.no_general + ["--no-hand"] * args.no_hand
+    passthrough += ["--no-general"] * args.no_general + ["--no-hand"] * args.no_hand + ["--no-stacked"] * args.no_stacked
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     workers = [run_worker(int(t), passthrough) for t in args.threads.split(",")]

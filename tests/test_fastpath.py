@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 
 from cgmpinn_jax import nets, taylor
+from cgmpinn_jax.methods import get_method
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import get_problem
 
 PROBLEMS = ("poisson1d", "poisson2d", "heat", "advection_diffusion", "damped_wave", "fisher_kpp")
 SMALL = {"n_pde": 48, "n_ic": 16, "n_bc": 16, "n_edge": 12}
 RTOL = 1e-10
+FISHER_MAP = ((0.2, 1.0), (0.0, -1.0))  # (x/5, t-1)
 
 # lanes each benchmark operator reads
 EXPECTED_LANES = {
@@ -48,14 +50,23 @@ def small(name):
     return dataclasses.replace(p, **{k: v for k, v in SMALL.items() if k in fields})
 
 
+def cgm_settings(problem):
+    """(init, input_map) of the CGMPINN network on ``problem``."""
+    m = get_method("cgmpinn")
+    if hasattr(m, "settings"):
+        s = m.settings(problem)
+        return s.init, s.input_map
+    return problem.defaults.cgm_init, problem.defaults.cgm_input_map
+
+
 def networks(problem, key=0):
-    """The PINN network (raw inputs, torch init) and the CGMPINN network (the problem's
-    input map and init; Fisher-KPP: (x/5, t-1), Xavier, width 80)."""
+    """The PINN network (raw inputs, torch init) and the CGMPINN network (its input map and
+    init; Fisher-KPP: (x/5, t-1), Xavier, width 80), in float64."""
     d = problem.defaults
+    init, input_map = cgm_settings(problem)
     k1, k2 = jax.random.split(jax.random.key(key))
     pinn = nets.mlp(k1, problem.dim, d.width, d.depth, dtype=jnp.float64)
-    cgm = nets.mlp(k2, problem.dim, d.width, d.depth, init=d.cgm_init, input_map=d.cgm_input_map,
-                   dtype=jnp.float64)
+    cgm = nets.mlp(k2, problem.dim, d.width, d.depth, init=init, input_map=input_map, dtype=jnp.float64)
     return {"pinn": pinn, "cgmpinn": cgm}
 
 
@@ -100,7 +111,9 @@ def test_equivalence_float64(name, f64):
     problem = small(name)
     assert taylor.requested_lanes(problem.operator, problem.dim, jnp.float64) == frozenset(EXPECTED_LANES[name])
     batch = jax.jit(problem.sample)(jax.random.key(3))
-    for label, model in networks(problem).items():
+    nets_ = networks(problem)
+    assert (nets_["cgmpinn"].input_map is not None) == (name == "fisher_kpp")
+    for label, model in nets_.items():
         assert model.layers[0].weight.dtype == jnp.float64
         fast, slow = fast_and_general(objective(problem, batch), model)
         (loss_f, r_f), g_f = fast
@@ -110,7 +123,7 @@ def test_equivalence_float64(name, f64):
         assert rel(loss_f, loss_s) < RTOL, label
         for a, b in zip(jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_s), strict=True):
             assert rel(a, b) < RTOL, (label, rel(a, b))
-        # the fast path was taken: one stacked product per layer instead of one per stream
+        # the fast path was taken: fewer matrix products than one pass per stream
         pts, src = batch["pde"]
         d_fast = n_dots(lambda m: problem.pde_residuals(m, pts, src), model)
         with taylor.fast_path(False):  # a fresh function: jax caches traces per function
@@ -147,7 +160,7 @@ def test_residual_and_traced_coefficient(f64):
 ], ids=["lnn_pinn", "star_pinn"])
 def test_other_networks(factory, f64):
     problem = small("fisher_kpp")
-    model = factory(jax.random.key(2), input_map=problem.defaults.cgm_input_map, dtype=jnp.float64)
+    model = factory(jax.random.key(2), input_map=cgm_settings(problem)[1], dtype=jnp.float64)
     batch = jax.jit(problem.sample)(jax.random.key(0))
     ((loss_f, r_f), g_f), ((loss_s, r_s), g_s) = fast_and_general(objective(problem, batch), model)
     assert rel(r_f, r_s) < RTOL
@@ -183,7 +196,7 @@ def _not_scalar(u, z):
     "op, covered", [(_mixed, True), (_third, False), (_elsewhere, False), (_wrapped, False), (_grad_inside, False)]
 )
 def test_automatic_fallback(op, covered, f64):
-    model = nets.mlp(jax.random.key(0), 2, 12, 3, input_map=((0.2, 1.0), (0.0, -1.0)), dtype=jnp.float64)
+    model = nets.mlp(jax.random.key(0), 2, 12, 3, input_map=FISHER_MAP, dtype=jnp.float64)
     pts = jax.random.uniform(jax.random.key(1), (10, 2), jnp.float64)
     assert (taylor.requested_lanes(op, 2, jnp.float64) is not None) == covered
     fast, slow = fast_and_general(lambda m, p: taylor.operator_values(op, m, p), model, pts)
@@ -246,7 +259,7 @@ def test_float32_default_and_switch():
 
 def test_taylor_lanes_against_autodiff(f64):
     """Every lane of MLP.taylor, with the input map, against jax.hessian / jax.grad."""
-    model = nets.mlp(jax.random.key(4), 2, 10, 3, input_map=((0.2, 1.0), (0.0, -1.0)), dtype=jnp.float64)
+    model = nets.mlp(jax.random.key(4), 2, 10, 3, input_map=FISHER_MAP, dtype=jnp.float64)
     pts = jax.random.uniform(jax.random.key(5), (7, 2), jnp.float64)
     lanes = jax.jit(lambda m, p: m.taylor_lanes(p, [(), (0,), (1,), (0, 0), (0, 1), (1, 1)]))(model, pts)
     h = jax.jit(jax.vmap(jax.hessian(model)))(pts)
