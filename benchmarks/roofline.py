@@ -147,14 +147,8 @@ def matmul_rate(repeats: int) -> dict:
 
 def _net_settings(problem, variant):
     """(init, input_map) of the method's network on ``problem``."""
-    m = cj.get_method(variant)
-    if hasattr(m, "settings"):
-        s = m.settings(problem)
-        return s.init, s.input_map
-    if hasattr(m, "init"):
-        return m.init(problem), m.input_map(problem)
-    d = problem.defaults
-    return (d.cgm_init, d.cgm_input_map) if variant == "cgmpinn" else ("torch", None)
+    s = cj.get_method(variant).settings(problem)
+    return s.init, s.input_map
 
 
 def _setup(problem, variant):

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import metrics as metrics_lib
+from . import taylor
 from .config import Hyper, TrainConfig
 from .engine import Engine, State, restore_best
 from .methods import Method, build_model, get_method
@@ -70,7 +71,8 @@ class CompileCache:
         """``(compiled fn, seconds spent compiling it now)``, compiled once per signature."""
         leaves, tree = jax.tree_util.tree_flatten(args)
         sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
-        key = (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64))
+        # the derivative fast path is chosen at trace time: its switches key the cache too
+        key = (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), taylor.fast_path_enabled(), taylor.stacking())
         if key in self._compiled:
             return self._compiled[key], 0.0
         t0 = time.perf_counter()

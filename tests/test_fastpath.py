@@ -52,11 +52,8 @@ def small(name):
 
 def cgm_settings(problem):
     """(init, input_map) of the CGMPINN network on ``problem``."""
-    m = get_method("cgmpinn")
-    if hasattr(m, "settings"):
-        s = m.settings(problem)
-        return s.init, s.input_map
-    return problem.defaults.cgm_init, problem.defaults.cgm_input_map
+    s = get_method("cgmpinn").settings(problem)
+    return s.init, s.input_map
 
 
 def networks(problem, key=0):

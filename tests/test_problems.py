@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cgmpinn_jax.derivatives import partial
+from cgmpinn_jax.methods import get_method
 from cgmpinn_jax.problems import PROBLEMS, get_problem
 
 NAMES = list(PROBLEMS)
@@ -140,7 +141,7 @@ def test_fisher_clamp_and_constants():
     assert math.isclose(p.lam, 1.63299, rel_tol=1e-5) and math.isclose(p.speed, 2.04124, rel_tol=1e-5)
     far = jnp.array([-1000.0, 0.0])
     assert float(p.exact(far)) == pytest.approx(1.0 / (1.0 + math.exp(-50.0)) ** 2)
-    assert p.defaults.cgm_input_map == ((0.2, 1.0), (0.0, -1.0))
+    assert get_method("cgmpinn").settings(p).input_map == ((0.2, 1.0), (0.0, -1.0))
 
 
 def test_wave_speed():

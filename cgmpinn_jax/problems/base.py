@@ -199,14 +199,9 @@ class ProblemDefaults:
     adam_steps: int = 5000
     lbfgs_steps: int = 10000
     k_upd: int = 200
-    # CGMPINN-only settings (the baselines use raw inputs and the default init):
-    cgm_input_map: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # (scale, shift)
-    cgm_init: str = "torch"
-    cgm_k_upd: int | None = None
-    cgm_refit_before_lbfgs_step: bool = False
-    lbfgs_only_lr: float = 1.0
-    ablation_k_upd: int = 200
-    ablation_relobralo: str = "both"  # "both", "adam" or "none" (REFERENCE §5.3)
+    lbfgs_only_lr: float = 1.0  # the L-BFGS-only variant's initial step (optimizer table)
+    # Method-specific settings (CGMPINN's Fisher-KPP input map, init and k_upd; the
+    # ablation's ReLoBRaLo stages) belong to the method: cgmpinn_jax.methods.MethodSettings.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,12 +41,7 @@ class FisherKPP(Problem):
         width=80,
         adam_steps=8000,
         lbfgs_steps=12000,
-        cgm_input_map=((0.2, 1.0), (0.0, -1.0)),
-        cgm_init="xavier",
-        cgm_k_upd=100,
-        cgm_refit_before_lbfgs_step=True,
-        ablation_relobralo="adam",
-    )
+    )  # CGMPINN's input map (x/5, t-1), Xavier init, k_upd 100: cgmpinn_jax.methods.cgm_settings
 
     @property
     def lam(self) -> float:

@@ -28,7 +28,7 @@ class Poisson1D(Problem):
     upper = (1.0,)
     terms = ("bc",)
     # the reference's ablation script trained GMMPINN/CLPINN without ReLoBRaLo here (§5.3)
-    defaults = ProblemDefaults(ablation_relobralo="none")
+    defaults = ProblemDefaults()
 
     def exact(self, z):
         x = z[0]
