@@ -63,7 +63,10 @@ class CompileCache:
                                    jax.random.key(0))
             log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
             arrays, static = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem)), eqx.is_array)
-            n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(arrays))
+            # the model comes from eval_shape: its parameters are ShapeDtypeStructs
+            shaped = [x for x in jax.tree_util.tree_leaves(Trainable(model, log_vars, init_coeffs(setup.problem)))
+                      if isinstance(x, (jax.Array, jax.ShapeDtypeStruct))]
+            n_params = sum(int(np.prod(x.shape)) for x in shaped)
             self._engines[setup] = (static, Engine(setup, static, n_params))
         return self._engines[setup]
 
