@@ -154,7 +154,8 @@ def render(recs: list[dict]) -> list[str]:
         "problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, advection-diffusion "
         "a 0.5 and nu 0.05). Cells: median [min - max] over the seeds recorded; wall = compile + run of `cj.train`.",
         "",
-        f"Machine(s): {machines}.",
+        f"Machine(s): {machines}. The development CPU was shared with other jobs (load average 4-9 on its 2 "
+        "cores while these runs trained), so wall seconds vary by up to ~3x between otherwise equal runs.",
         "",
         "**Budgets**: every row names its budget (Adam steps + L-BFGS iterations); the paper's budgets are "
         "5000 + 10000 (Fisher-KPP 8000 + 12000). Runs on the shared 2-core development CPU were made at reduced "
@@ -211,7 +212,7 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
         goal = GOALS.get(noise, {}).get(problem)
         if not goal:
             continue
-        parts, ok = [], True
+        parts, ok, e2_checked = [], True, noise != 0.01
         for name, g in goal.items():
             med = statistics.median(_f(r["unknowns"][name]["rel_error"]) for r in cr)
             ok &= med <= g
@@ -224,11 +225,12 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
             if f:
                 fm = statistics.median(_f(x) for x in f)
                 ok &= e2 <= 2 * fm
+                e2_checked = True
                 parts.append(f"solution e2 {e2:.2e} (<= 2 x forward {fm:.2e})")
             else:
                 parts.append(f"solution e2 {e2:.2e} (no forward run at this budget)")
         lines.append(f"| {problem} | {LABEL[method]} | {adam} + {lbfgs} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
-                     f"{'yes' if ok else 'no'} |")
+                     f"{('yes' if e2_checked else 'coefficients yes, e2 not checked') if ok else 'no'} |")
         any_row = True
     if not any_row:
         lines.append("| - | - | - | - | - | nothing measured yet | - |")
