@@ -220,6 +220,8 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         nonlocal compile_s
         compiled, seconds = cache.compiled(setup, name, fn, args, batched=batched)
         compile_s += seconds
+        if seconds > 0.0 and name in ("adam", "lbfgs"):  # compile time is real time: say where it went
+            emit(f"{tag} compiled the {name} chunk in {seconds:.1f}s")
         return compiled(*args)
 
     rec, statuses = _Recorder(lead), {}
@@ -307,7 +309,7 @@ def train(
 
     Example:
         >>> import cgmpinn_jax as cj
-        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=5), quiet=True)
+        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0), quiet=True)
         >>> res.metrics.rel_e2 > 0
         True
     """

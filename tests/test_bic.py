@@ -118,6 +118,7 @@ def test_degenerate_and_nonfinite():
     assert int(state.n_fallback) == 1 and int(state.last_status) == GMMStatus.NONFINITE
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_jit_and_vmap():
     n, kmax = 400, 3
     k1, k2 = jax.random.split(jax.random.PRNGKey(7))
@@ -162,6 +163,7 @@ def test_bad_arguments(factory, name):
         factory()
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_train_with_bic():
     cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=5, k_upd=10, n_components="bic")
     res = cj.train("poisson1d", "cgmpinn", cfg, quiet=True)

@@ -63,6 +63,7 @@ def test_problem_shapes_and_validation():
         p.pde_residuals(lambda z: z[0], jnp.zeros((3, 1)))
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_cgmpinn_cuts_the_error():
     """Budget: 300 Adam + 200 L-BFGS steps, k_upd = 100, 500 collocation points (float32).
     The test error must fall at least 3x below that of the freshly initialised network

@@ -56,6 +56,7 @@ def test_pinn_bc_is_sum_of_piece_mses():
     assert float(tv.raw[1]) == pytest.approx(u0**2 + u1**2, rel=1e-5)
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_lbpinn_log_vars_move():
     res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(adam_steps=100, lbfgs_steps=20), key=0, quiet=True)
     assert res.log_vars is not None and res.log_vars.shape == (3,)

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 WORKER = textwrap.dedent(
     """
@@ -48,6 +49,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_two_process_sweep_matches_unsharded(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     port = _free_port()

@@ -30,6 +30,7 @@ def test_float64_run_leaves_global_config_as_it_was(global_x64):
     assert res.predict(np.linspace(0, 1, 5)[:, None]).dtype == np.float64
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_float32_run_is_float32_even_under_global_x64():
     with jax.enable_x64(True):
         res = cj.train(_problem(), "pinn", cj.TrainConfig(**TINY), key=0, quiet=True)
@@ -37,6 +38,7 @@ def test_float32_run_is_float32_even_under_global_x64():
     assert _leaf_dtypes(res.model) == {"float32"}
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_mixed_casts_at_the_hand_off():
     res = cj.train(_problem(), "cgmpinn", cj.TrainConfig(precision="mixed", **TINY), key=0, quiet=True)
     assert not jax.config.jax_enable_x64
@@ -57,6 +59,7 @@ def test_cast_floats_only_touches_floats():
 
 
 @pytest.mark.parametrize("member", ["optax", "jaxopt", "ssbfgs"])
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_second_stage_members_cut_the_loss(member):
     """Each member takes the Adam result further down in float64. Measured (1D Poisson,
     64 points, 200 Adam steps, 40 iterations): optax 0.94, jaxopt 0.95, ssbfgs 0.70 of the
@@ -90,6 +93,7 @@ def test_presets_and_stop_rules():
     assert stop_rule(cj.TrainConfig(precision="float64", lbfgs_ftol=0.1)).ftol == 0.1
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_loss_tol_fires_where_the_rule_says():
     """With a huge ftol almost every iteration is a stall; the stage stops (LOSS_TOL) at the
     iteration a replay of the rule on the recorded unweighted losses gives."""

@@ -14,6 +14,7 @@ import cgmpinn_jax as cj
 CFG = dict(adam_steps=10, lbfgs_steps=4, k_upd=5)
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_sweep_member_equals_plain_train():
     p = cj.get_problem("poisson1d", n_pde=100)
     res = cj.sweep(p, "cgmpinn", cj.TrainConfig(**CFG), seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True, shard=False)
@@ -51,6 +52,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_sharded_sweep_matches_unsharded():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)

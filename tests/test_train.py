@@ -43,6 +43,7 @@ def test_refresh_schedule_reference_counts():
     assert [c.tau_k for c in f if c.stage == "lbfgs"][:2] == [8001, 8101]
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
     res = cj.train("heat", "cgmpinn", TrainConfig(adam_steps=20, lbfgs_steps=21, k_upd=10), key=0, quiet=True)
@@ -61,6 +62,7 @@ def test_recorded_refreshes_follow_schedule():
     np.testing.assert_allclose(h.lambdas.sum(1), 3.0, rtol=1e-5)
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_determinism():
     cfg = TrainConfig(adam_steps=30, lbfgs_steps=10, k_upd=10)
     a = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
@@ -92,6 +94,7 @@ def test_nonfinite_residual_stops_with_best_params():
     assert all(np.all(np.isfinite(w)) for w in res.history.snapshots.values())
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_save_load_round_trip(tmp_path):
     res = cj.train("damped_wave", "pinn", TrainConfig(adam_steps=10, lbfgs_steps=3), key=1, quiet=True)
     cj.save_result(res, tmp_path / "run")
@@ -101,6 +104,7 @@ def test_save_load_round_trip(tmp_path):
     assert info["method"] == "pinn" and info["summary"]["rel_e2"] == pytest.approx(res.metrics.rel_e2)
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_cli_run_writes_files(tmp_path, capsys):
     from cgmpinn_jax.cli import main
 
@@ -147,6 +151,7 @@ def test_config_validation():
         TrainConfig(beta=-1.0)
 
 
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_readme_example_runs():
     text = (Path(__file__).parents[1] / "README.md").read_text()
     block = re.search(r"## Using the library\s+```python\n(.*?)```", text, re.S).group(1)
@@ -182,6 +187,7 @@ def test_tiny_run_cuts_error(name):
 
 
 @pytest.mark.parametrize("apply", ["iteration", "refresh"])
+@pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_relobralo_lbfgs_apply(apply):
     """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
     iterations and move between chunks; 'iteration': they move within a chunk."""
