@@ -122,7 +122,10 @@ def _plot_weights(plt, result, path):
             ax.plot(np.sort(wv), lw=0.8, label=label)
     ax.set_xlabel(result.problem.coords[0] if dim == 1 else "collocation points, sorted by weight")
     ax.set_ylabel("w_i")
-    ax.legend(fontsize=7)
+    if h.snapshots:  # a PINN (no weighting) or a run without refreshes has no snapshots
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no weight refreshes in this run", ha="center", va="center", transform=ax.transAxes)
     ax.set_title("per-point PDE weights at refreshes")
     return _save(fig, path, plt)
 
