@@ -7,6 +7,8 @@ Variants (columns):
 * ``f64-lbfgs``   -- ``precision="float64"``, optax L-BFGS.
 * ``f64-ssbfgs``  -- ``precision="float64"``, dense self-scaled BFGS.
 * ``mixed-ssbfgs`` -- Adam in float32, self-scaled BFGS in float64 (1D Poisson and heat).
+* ``f64-lbfgs-refresh`` -- CGMPINN only (1D Poisson and heat): ``f64-lbfgs`` with ReLoBRaLo's
+  L-BFGS lambdas moved once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
 
 Every run is cached (``benchmarks/runcache.py``: compact record in
 ``benchmarks/results/precision.json``, full file in the ignored cache), so the study resumes;
@@ -46,6 +48,9 @@ VARIANTS = {
     "f64-lbfgs": dict(precision="float64", second_stage="optax"),
     "f64-ssbfgs": dict(precision="float64", second_stage="ssbfgs"),
     "mixed-ssbfgs": dict(precision="mixed", second_stage="ssbfgs"),
+    # CGMPINN only: ReLoBRaLo's lambdas move once per chunk of k_upd iterations instead of
+    # every iteration, so no iteration pays a start-point evaluation of its own
+    "f64-lbfgs-refresh": dict(precision="float64", second_stage="optax", relobralo_lbfgs_apply="refresh"),
 }
 MIXED_PROBLEMS = ("poisson1d", "heat")
 PAPER_CGMPINN = None  # filled from cgmpinn_jax's copy of the paper's tables
@@ -64,6 +69,8 @@ def planned(problems, methods, variants) -> list[tuple[str, str, str, int]]:
             if p == "fisher_kpp" and v not in ("f32-lbfgs", "f64-lbfgs", "f64-ssbfgs"):
                 continue
             for m in methods:
+                if v == "f64-lbfgs-refresh" and (m != "cgmpinn" or p not in MIXED_PROBLEMS):
+                    continue
                 seeds = seeds_for(p)[:2] if (p == "fisher_kpp" and v != "f32-lbfgs") else seeds_for(p)
                 out += [(p, m, v, s) for s in seeds]
     return out
