@@ -102,7 +102,8 @@ def _plot_loss(plt, result, path):
         ax.axvline(result.adam_steps + 0.5, color="k", ls="--", lw=1, label="Adam -> L-BFGS")
     ax.set_xlabel("step k")
     ax.set_ylabel("loss")
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:  # nothing to label in a run with no recorded steps
+        ax.legend()
     ax.set_title(f"{result.problem.name} / {result.method.name}: loss")
     return _save(fig, path, plt)
 
