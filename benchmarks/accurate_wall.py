@@ -46,12 +46,13 @@ t0 = time.perf_counter()
 res = cj.train("poisson1d", "cgmpinn", {config}, key={seed}, quiet=True)
 wall = time.perf_counter() - t0
 s = res.summary()
+second = np.asarray(res.history.k) > res.adam_steps
 ev = np.asarray(res.history.evals)
 out = dict(variant={variant!r}, seed={seed}, rel_e2=float(res.metrics.rel_e2), e_loss=float(res.e_loss),
            wall_seconds=wall, compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
            lbfgs_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
-           total_evals=int(ev.sum()), lbfgs_iterations=int(len(ev) - 5000),
-           lbfgs_evals=int(ev[5000:].sum()), evals_per_iteration=float(ev[5000:].mean()) if len(ev) > 5000 else None)
+           total_evals=int(ev.sum()), lbfgs_iterations=int(second.sum()),
+           lbfgs_evals=int(ev[second].sum()), evals_per_iteration=res.evals_per_lbfgs_iteration)
 json.dump(out, open(sys.argv[1], "w"))
 """
 

@@ -62,10 +62,10 @@ class CompileCache:
             model = jax.eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth),
                                    jax.random.key(0))
             log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
-            arrays, static = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem)), eqx.is_array)
+            trainable = Trainable(model, log_vars, init_coeffs(setup.problem))
+            _, static = eqx.partition(trainable, eqx.is_array)
             # the model comes from eval_shape: its parameters are ShapeDtypeStructs
-            shaped = [x for x in jax.tree_util.tree_leaves(Trainable(model, log_vars, init_coeffs(setup.problem)))
-                      if isinstance(x, (jax.Array, jax.ShapeDtypeStruct))]
+            shaped = [x for x in jax.tree_util.tree_leaves(trainable) if isinstance(x, (jax.Array, jax.ShapeDtypeStruct))]
             n_params = sum(int(np.prod(x.shape)) for x in shaped)
             self._engines[setup] = (static, Engine(setup, static, n_params))
         return self._engines[setup]

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from ..derivatives import partial
-from .base import Dirichlet, Problem, ProblemDefaults, grid, uniform
+from .base import Dirichlet, Problem, grid, uniform
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +27,6 @@ class Poisson1D(Problem):
     lower = (0.0,)
     upper = (1.0,)
     terms = ("bc",)
-    # the reference's ablation script trained GMMPINN/CLPINN without ReLoBRaLo here (§5.3)
-    defaults = ProblemDefaults()
 
     def exact(self, z):
         x = z[0]
