@@ -52,7 +52,8 @@ out = dict(variant={variant!r}, seed={seed}, rel_e2=float(res.metrics.rel_e2), e
            wall_seconds=wall, compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
            lbfgs_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
            total_evals=int(ev.sum()), lbfgs_iterations=int(second.sum()),
-           lbfgs_evals=int(ev[second].sum()), evals_per_iteration=res.evals_per_lbfgs_iteration)
+           lbfgs_evals=int(ev[second].sum()), evals_per_iteration=res.evals_per_lbfgs_iteration,
+           config=res.config.to_dict())
 json.dump(out, open(sys.argv[1], "w"))
 """
 
@@ -84,6 +85,7 @@ def run_pair() -> None:
 def build() -> None:
     recs = runcache.Study(STUDY).load()
     acc, f32 = recs.get(f"accurate-seed{SEED}"), recs.get(f"float32-full-seed{SEED}")
+    old = recs.get(f"accurate-iteration-seed{SEED}")  # the preset before it moved the lambdas per refresh
     lines = [
         "# `--preset accurate` vs the float32 full-budget run, side by side",
         "",
@@ -95,7 +97,8 @@ def build() -> None:
         "| run | rel e2 | wall s | compile s | run s | second-stage its | evals/it | total evals | stop |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in (("`--preset accurate` (float64, optax L-BFGS, float64 stop rule)", acc),
+    apply = (acc or {}).get("config", {}).get("relobralo_lbfgs_apply", "?")
+    for name, r in ((f"`--preset accurate` (float64, optax L-BFGS, ReLoBRaLo lambdas per {apply}, float64 stop rule)", acc),
                     ("float32 faithful, stop rule off (full budget)", f32)):
         if r is None:
             lines.append(f"| {name} | not run | | | | | | | |")
@@ -111,6 +114,14 @@ def build() -> None:
             f"(goal: <= 1 with rel e2 <= 1e-5; accurate reached {acc['rel_e2']:.2e}).",
             f"Load average at start {acc['load_start']}, at end {acc['load_end']}; machine: "
             f"{acc['machine'].get('processor')}, {acc['machine'].get('cpu_count')} CPUs, jax {acc['machine'].get('jax')}.",
+        ]
+    if old:
+        lines += [
+            "",
+            "The preset before it moved ReLoBRaLo's lambdas once per refresh (float64, optax L-BFGS, lambdas every "
+            "iteration), measured the same way in an earlier pair (its float32 partner: "
+            f"{old['partner_wall_seconds']:.0f} s, rel e2 {old['partner_rel_e2']:.3e}): rel e2 {old['rel_e2']:.3e}, {old['wall_seconds']:.0f} s "
+            f"({old['compile_seconds']:.1f} s compile), {old['evals_per_iteration']:.2f} evals/it, {old['lbfgs_status']}.",
         ]
     text = "\n".join(lines) + "\n"
     (RESULTS / f"{STUDY}.md").write_text(text)

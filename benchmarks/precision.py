@@ -7,8 +7,12 @@ Variants (columns):
 * ``f64-lbfgs``   -- ``precision="float64"``, optax L-BFGS.
 * ``f64-ssbfgs``  -- ``precision="float64"``, dense self-scaled BFGS.
 * ``mixed-ssbfgs`` -- Adam in float32, self-scaled BFGS in float64 (1D Poisson and heat).
-* ``f64-lbfgs-refresh`` -- CGMPINN only (1D Poisson and heat): ``f64-lbfgs`` with ReLoBRaLo's
-  L-BFGS lambdas moved once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
+* ``f64-lbfgs-refresh`` -- CGMPINN only: ``f64-lbfgs`` with ReLoBRaLo's L-BFGS lambdas moved
+  once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
+
+The table adds a column ``accurate`` = what ``TrainConfig.preset("accurate")`` trains: CGMPINN's
+``f64-lbfgs-refresh`` runs beside PINN's ``f64-lbfgs`` runs (PINN has no ReLoBRaLo in the
+second stage, so its preset run is its ``f64-lbfgs`` run), with the paired count.
 
 Every run is cached (``benchmarks/runcache.py``: compact record in
 ``benchmarks/results/precision.json``, full file in the ignored cache), so the study resumes;
@@ -69,8 +73,8 @@ def planned(problems, methods, variants) -> list[tuple[str, str, str, int]]:
             if p == "fisher_kpp" and v not in ("f32-lbfgs", "f64-lbfgs", "f64-ssbfgs"):
                 continue
             for m in methods:
-                if v == "f64-lbfgs-refresh" and (m != "cgmpinn" or p not in MIXED_PROBLEMS):
-                    continue
+                if v == "f64-lbfgs-refresh" and m != "cgmpinn":
+                    continue  # PINN has no ReLoBRaLo in the second stage: the same run as f64-lbfgs
                 seeds = seeds_for(p)[:2] if (p == "fisher_kpp" and v != "f32-lbfgs") else seeds_for(p)
                 out += [(p, m, v, s) for s in seeds]
     return out
@@ -159,7 +163,10 @@ def build(rows: list[dict], command: str) -> tuple[str, dict]:
     by = {}
     for r in rows:
         by.setdefault((r["problem"], r["variant"], r["method"]), []).append(r)
-    variants = [v for v in VARIANTS if any(k[1] == v for k in by)]
+    for (p, v, m), runs in list(by.items()):  # the accurate preset's column (see the module docstring)
+        if (m, v) in (("pinn", "f64-lbfgs"), ("cgmpinn", "f64-lbfgs-refresh")):
+            by[(p, "accurate", m)] = runs
+    variants = [v for v in (*VARIANTS, "accurate") if any(k[1] == v for k in by)]
     lines = ["# Accuracy beyond float32: precision x second stage (paper budgets)", "",
              f"Command: `{command}`; study record `benchmarks/results/precision.json` (machine per run there).",
              "Cell: relative e2 median [min-max] over seeds, n runs; median wall seconds of a run (+ compile);",
@@ -167,7 +174,9 @@ def build(rows: list[dict], command: str) -> tuple[str, dict]:
              "`f32-lbfgs` is the paper-table runs (float32, optax L-BFGS, same budgets and seeds); their seconds",
              "are as recorded there (some runs vmapped, one or two threads): compare errors and evaluations, not",
              "seconds, across columns. Seconds of the other columns are one XLA thread, on a machine shared with",
-             "other jobs (see each run's `machine` and `finished_at` in the record).", ""]
+             "other jobs (see each run's `machine` and `finished_at` in the record).",
+             "`accurate` = `TrainConfig.preset(\"accurate\")`: CGMPINN's `f64-lbfgs-refresh` runs beside PINN's",
+             "`f64-lbfgs` runs (PINN has no ReLoBRaLo in the second stage: its preset run is that run).", ""]
     lines += ["| problem | method | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
     summary = {}
     for p in PROBLEMS:

@@ -13,7 +13,7 @@
 """
 
 from . import balancing, config, derivatives, driver, engine, gmm, methods, metrics, nets, objective, precision, problems, records, second_stage, weighting
-from . import inverse
+from . import disk_cache, inverse
 from .io import load_model, save_result
 from .methods import METHODS, Method, get_method
 from .metrics import Metrics, error_metrics, evaluate

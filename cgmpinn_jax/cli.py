@@ -5,7 +5,7 @@
                     [--preset faithful|accurate] [--precision float32|float64|mixed] [--x64]
                     [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden] [--relobralo on|off|adam]
                     [--relobralo-lbfgs iteration|refresh]
-                    [--out DIR] [--no-plots] [--quiet]
+                    [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
                       [every option of run]
     cgmpinn-jax list
@@ -20,6 +20,10 @@ the usual plots plus ``unknowns.png`` (each coefficient's trajectory).
 ``PROBLEM`` is a registry name or ``package.module:ClassName`` of a user's Problem subclass
 (the current directory is importable). ``cgmpinn-jax run --help`` shows every option with
 its default; ``cgmpinn-jax list`` lists the problems, the methods and the ReLoBRaLo modes.
+
+Both commands keep XLA's compiled programs on disk (:mod:`cgmpinn_jax.disk_cache`;
+``--compile-cache DIR|off``, default ``~/.cache/cgmpinn-jax/xla``), so a second run of the same
+setup skips most of its compile time; the library itself never does this unasked.
 
 ``run`` defaults to the paper's headline: 1D Poisson, CGMPINN, 5000 Adam + 10000 L-BFGS
 steps, float32. It prints e_loss, e2, relative e2, e_inf and seconds beside the paper's
@@ -153,6 +157,17 @@ def config_kwargs(args: argparse.Namespace) -> dict:
     return {k: v for k, v in kw.items() if v is not None}
 
 
+def _compile_cache(args) -> str:
+    """Turn on XLA's persistent compilation cache as ``--compile-cache`` says (the command may
+    change jax's global configuration; the library does not): a description for the header."""
+    from . import disk_cache
+
+    path = disk_cache.resolve(args.compile_cache)
+    if path is None:
+        return "compile cache off"
+    return f"compile cache {disk_cache.enable(path)}"
+
+
 def _cmd_run(args) -> int:
     import jax
 
@@ -168,12 +183,14 @@ def _cmd_run(args) -> int:
         problem = validate_problem(get_problem(args.problem))
         method = get_method(args.method)
         config = TrainConfig.preset(args.preset, **config_kwargs(args))
+        cache_text = _compile_cache(args)
     except (ValueError, TypeError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"cgmpinn-jax run: {problem.name} / {method.name}, seed {args.seed}, "
-          f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}; output -> {out}")
+          f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; "
+          f"output -> {out}")
     result = train(problem, method, config, key=args.seed, quiet=args.quiet)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
@@ -210,13 +227,14 @@ def _cmd_infer(args) -> int:
                                   key=args.seed if args.obs_seed is None else args.obs_seed)
         method = get_method(args.method)
         config = TrainConfig.preset(args.preset, **config_kwargs(args))
+        cache_text = _compile_cache(args)
     except (ValueError, TypeError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"cgmpinn-jax infer: {problem.name} / {method.name}, unknowns {', '.join(problem.unknown_names)}, "
           f"{len(problem.observations)} observations, noise {args.noise:g}, seed {args.seed}, {config.precision}, "
-          f"second stage {config.second_stage}, backend {jax.default_backend()}; output -> {out}")
+          f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
     result = train(problem, method, config, key=args.seed, quiet=args.quiet)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
@@ -279,10 +297,11 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
                    help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
                         + " (default: the method's; see `cgmpinn-jax list`)")
-    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default="iteration",
+    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default=None,
                    help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
-                        "at each weight refresh (fewer evaluations, measured less accurate; see "
-                        "benchmarks/results/headline.md)")
+                        "at each weight refresh (about half the evaluations per iteration; in float32 measured less "
+                        "accurate, benchmarks/results/headline.md; in float64 more, benchmarks/results/precision.md) "
+                        "(default: the preset's: faithful iteration, accurate refresh)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -328,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (default: runs/<problem>-<method>-<time>)")
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
     r.add_argument("--quiet", action="store_true", help="no progress output while training")
+    r.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                   help="keep XLA's compiled chunks in DIR so that a later run of the same setup skips most of its "
+                        "compile time; 'off' disables it (default: $CGMPINN_JAX_COMPILE_CACHE, else "
+                        "~/.cache/cgmpinn-jax/xla)")
     r.set_defaults(func=_cmd_run)
     _add_infer_parser(sub, r)
     l = sub.add_parser("list", formatter_class=_HelpFormatter,

@@ -227,15 +227,18 @@ class TrainConfig:
 
 
 #: Named settings for :meth:`TrainConfig.preset` (fields that differ from the defaults).
-#: "accurate": float64 with optax L-BFGS and the float64 stop rule. Measured on 1D Poisson
-#: CGMPINN, seed 1224, the paper's budget (benchmarks/results/stop_rules.md): relative e2
-#: 3.7e-6 (float32 default: 4.8e-4 at one XLA thread, 1.3e-4 at two) with 2.13 evaluations
-#: per L-BFGS iteration (float32: 7.6). The dense self-scaled BFGS member is not the preset:
-#: at 7801 parameters one iteration costs ~1 s on this CPU (the n x n update), against
-#: ~20-40 ms for L-BFGS.
+#: "accurate": float64, optax L-BFGS, the float64 stop rule, and ReLoBRaLo's lambdas moved
+#: into the second-stage objective once per weight refresh (``relobralo_lbfgs_apply=
+#: "refresh"``). Measured on 1D Poisson CGMPINN, the paper's budget, seeds 0-4, one XLA
+#: thread (benchmarks/results/precision.md): relative e2 median 8.4e-6 [6.5e-6 - 6.4e-5], all
+#: five COMPLETED, 1.13 evaluations per L-BFGS iteration; with the lambdas moved every
+#: iteration (the reference's schedule) 5.5e-5 [3.3e-6 - 1.3e-4], one seed DIVERGED, 2.13
+#: evaluations per iteration; float32 (faithful) 8.8e-4 [3.7e-4 - 1.5e-3]. The dense
+#: self-scaled BFGS member is not the preset: at 7801 parameters one iteration costs ~1 s on
+#: this CPU (the n x n update), against ~20-40 ms for L-BFGS.
 PRESETS: dict[str, dict] = {
     "faithful": {},
-    "accurate": {"precision": "float64", "second_stage": "optax"},
+    "accurate": {"precision": "float64", "second_stage": "optax", "relobralo_lbfgs_apply": "refresh"},
 }
 
 

@@ -45,6 +45,9 @@ class CompileCache:
         self.max_entries = max_entries
         self._engines: dict = {}
         self._compiled: dict = {}
+        #: ``(chunk name, seconds tracing and lowering, seconds in XLA's compiler)`` of every
+        #: compilation, in order (``benchmarks/compile_time.py`` reads it)
+        self.timings: list[tuple[str, float, float]] = []
 
     def __len__(self) -> int:
         return len(self._compiled)
@@ -52,6 +55,7 @@ class CompileCache:
     def clear(self) -> None:
         self._engines.clear()
         self._compiled.clear()
+        self.timings.clear()
 
     def engine(self, setup: Setup) -> tuple[Any, Engine]:
         """``(static, engine)``: the non-array part of the trainable (the same for every key)
@@ -79,8 +83,12 @@ class CompileCache:
         if key in self._compiled:
             return self._compiled[key], 0.0
         t0 = time.perf_counter()
-        self._compiled[key] = jax.jit(fn).lower(*args).compile()
-        return self._compiled[key], time.perf_counter() - t0
+        lowered = jax.jit(fn).lower(*args)
+        t1 = time.perf_counter()
+        self._compiled[key] = lowered.compile()
+        t2 = time.perf_counter()
+        self.timings.append((name, t1 - t0, t2 - t1))
+        return self._compiled[key], t2 - t0
 
 
 COMPILE_CACHE = CompileCache()

@@ -47,6 +47,20 @@ def test_options_become_config_fields():
     assert cli.config_kwargs(_run_parser().parse_args(["--relobralo", "off"]))["relobralo"] == "none"
 
 
+def test_preset_settings_survive_unset_options():
+    """An option left at its default must not override the preset (the accurate preset moves
+    ReLoBRaLo's lambdas per refresh; the faithful default per iteration)."""
+    def cfg(*argv):
+        a = _run_parser().parse_args(list(argv))
+        return cj.TrainConfig.preset(a.preset, **cli.config_kwargs(a))
+
+    assert cfg().relobralo_lbfgs_apply == "iteration" and cfg().precision == "float32"
+    acc = cfg("--preset", "accurate")
+    assert (acc.precision, acc.relobralo_lbfgs_apply) == ("float64", "refresh")
+    assert cfg("--preset", "accurate", "--relobralo-lbfgs", "iteration").relobralo_lbfgs_apply == "iteration"
+    assert cfg("--preset", "accurate", "--precision", "mixed").precision == "mixed"
+
+
 def test_list_explains_relobralo_modes(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out

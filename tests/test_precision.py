@@ -81,6 +81,7 @@ def test_dense_member_refuses_large_networks_before_compiling():
 def test_presets_and_stop_rules():
     acc = cj.TrainConfig.preset("accurate")
     assert acc.precision == "float64" and acc.second_stage == cj.PRESETS["accurate"]["second_stage"]
+    assert acc.relobralo_lbfgs_apply == "refresh"  # the measured choice (precision.md, 5 seeds)
     assert cj.TrainConfig.preset("faithful") == cj.TrainConfig()
     assert cj.TrainConfig.preset("accurate", adam_steps=10).adam_steps == 10
     with pytest.raises(ValueError, match="preset"):

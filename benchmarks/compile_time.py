@@ -1,0 +1,155 @@
+"""Compile time of the headline run, with and without the on-disk XLA cache.
+
+The headline run is ``cgmpinn-jax run`` with its defaults: 1D Poisson, CGMPINN, float32,
+the reference's settings. Its compiled programs do not depend on the budgets (the number of
+steps in a chunk is an argument, not a constant; ``k_upd`` is), so each run here trains a
+short budget (``--adam-steps`` + ``--lbfgs-steps``, default 200 + 100) and compiles exactly
+what the full run compiles. Every run is a fresh process (nothing in memory); per run:
+
+* ``no-cache``: the library as it is called from Python (no on-disk cache, the default of
+  ``cj.train``);
+* ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (the command's first
+  run on a machine: compiles, then stores);
+* ``warm``: the same directory again (every later run of the same setup).
+
+For each: the seconds of every compiled chunk split into tracing+lowering (Python, jax) and
+XLA's compiler (``CompileCache.timings``), their total (what the progress line and
+``TrainResult.compile_seconds`` report), and the process's wall seconds from start to the
+end of training (imports included). ``--repeats`` rounds of (no-cache, cold, warm), one
+process at a time; the machine's load average is recorded before and after.
+
+    python benchmarks/compile_time.py                 # default XLA threads (as the command runs)
+    python benchmarks/compile_time.py --threads 1     # one XLA thread, pinned to core 0
+    python benchmarks/compile_time.py --build-only
+
+Writes ``benchmarks/results/compile_time.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import runcache  # noqa: E402
+
+STUDY = "compile_time"
+RESULTS = Path(__file__).parent / "results"
+ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+MODES = ("no-cache", "cold", "warm")
+
+WORKER = """
+import json, sys, time
+t0 = time.perf_counter()
+cache_dir = sys.argv[2]
+import cgmpinn_jax as cj
+if cache_dir != "-":
+    cj.disk_cache.enable(cache_dir)
+cache = cj.CompileCache()
+res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps={adam}, lbfgs_steps={lbfgs}), key=1224, quiet=True,
+               cache=cache)
+wall = time.perf_counter() - t0
+chunks = {{}}
+for name, lower, comp in cache.timings:
+    a, b = chunks.get(name, (0.0, 0.0))
+    chunks[name] = (a + lower, b + comp)
+json.dump(dict(compile_seconds=res.compile_seconds, lower_seconds=sum(v[0] for v in chunks.values()),
+               xla_seconds=sum(v[1] for v in chunks.values()), chunks=chunks, process_wall_seconds=wall,
+               run_seconds=res.run_seconds, rel_e2=float(res.metrics.rel_e2)), open(sys.argv[1], "w"))
+"""
+
+
+def one(mode: str, cache_dir: str, threads: int | None, adam: int, lbfgs: int, out: Path) -> dict:
+    env = dict(os.environ)
+    cmd = [sys.executable, "-c", WORKER.format(adam=adam, lbfgs=lbfgs), str(out), cache_dir]
+    if threads == 1:
+        env["XLA_FLAGS"] = ONE_THREAD
+        cmd = ["taskset", "-c", "0"] + cmd
+    load0 = os.getloadavg()
+    subprocess.run(cmd, env=env, check=True)
+    full = json.loads(out.read_text())
+    full.update(mode=mode, threads=threads or "default", adam_steps=adam, lbfgs_steps=lbfgs,
+                load_start=load0, load_end=os.getloadavg(), xla_flags=env.get("XLA_FLAGS", ""))
+    return full
+
+
+def run(threads: int | None, repeats: int, adam: int, lbfgs: int) -> None:
+    study = runcache.Study(STUDY)
+    tag = "t1" if threads == 1 else "tdefault"
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            cache_dir = Path(tmp) / f"xla-{r}"
+            for mode in MODES:
+                full = one(mode, "-" if mode == "no-cache" else str(cache_dir), threads, adam, lbfgs,
+                           Path(tmp) / "out.json")
+                study.save(f"{tag}-{mode}-r{r}", full)
+                print(f"[compile_time] {tag} {mode} round {r}: compile {full['compile_seconds']:.2f} s "
+                      f"(lowering {full['lower_seconds']:.2f} + XLA {full['xla_seconds']:.2f}), process "
+                      f"{full['process_wall_seconds']:.1f} s", flush=True)
+
+
+def build() -> str:
+    recs = runcache.Study(STUDY).load()
+    lines = [
+        "# Compile time of the headline run, with and without the on-disk XLA cache",
+        "",
+        "Command: `python benchmarks/compile_time.py [--threads 1]`; record `benchmarks/results/compile_time.json`.",
+        "1D Poisson CGMPINN, float32, the command's defaults (the compiled programs are the full run's: budgets are "
+        "arguments of the chunks). One fresh process per run, one at a time. `no-cache`: `cj.train` as the library "
+        "runs it; `cold`: first run into an empty `disk_cache` directory (compiles and stores); `warm`: the same "
+        "directory again. Seconds: median [min-max] over rounds; compile = tracing+lowering + XLA's compiler, summed "
+        "over every compiled chunk (what `TrainResult.compile_seconds` reports); process = the whole process to the "
+        "end of training, imports included.",
+        "",
+        "| threads | mode | rounds | compile s | lowering s | XLA s | adam chunk s | lbfgs chunk s | process s | load avg (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(vals):
+        vals = sorted(vals)
+        return f"{statistics.median(vals):.2f} [{vals[0]:.2f}-{vals[-1]:.2f}]" if len(vals) > 1 else f"{vals[0]:.2f}"
+
+    machines = set()
+    for tag, label in (("tdefault", "default"), ("t1", "1 (pinned)")):
+        for mode in MODES:
+            rs = [v for k, v in sorted(recs.items()) if k.startswith(f"{tag}-{mode}-")]
+            if not rs:
+                continue
+            machines.add(json.dumps(rs[0].get("machine", {}).get("platform", ""), sort_keys=True))
+            ch = lambda name: [sum(r["chunks"].get(name, (0.0, 0.0))) for r in rs]
+            loads = [r["load_start"][0] for r in rs] + [r["load_end"][0] for r in rs]
+            lines.append(f"| {label} | {mode} | {len(rs)} | {cell([r['compile_seconds'] for r in rs])} | "
+                         f"{cell([r['lower_seconds'] for r in rs])} | {cell([r['xla_seconds'] for r in rs])} | "
+                         f"{cell(ch('adam'))} | {cell(ch('lbfgs'))} | {cell([r['process_wall_seconds'] for r in rs])} | "
+                         f"{min(loads):.2f}-{max(loads):.2f} |")
+    if recs:
+        r0 = next(iter(recs.values()))
+        m = r0.get("machine", {})
+        lines += ["", f"Machine: {m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs, jax {m.get('jax', '?')}, "
+                      f"backend {m.get('backend', '?')}; finished {max(r.get('finished_at', '') for r in recs.values())}."]
+    text = "\n".join(lines) + "\n"
+    (RESULTS / f"{STUDY}.md").write_text(text)
+    return text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, choices=(1,), default=None, help="1: one XLA thread pinned to core 0")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--adam-steps", type=int, default=200)
+    ap.add_argument("--lbfgs-steps", type=int, default=100)
+    ap.add_argument("--build-only", action="store_true")
+    a = ap.parse_args()
+    if not a.build_only:
+        run(a.threads, a.repeats, a.adam_steps, a.lbfgs_steps)
+    print(build())
+
+
+if __name__ == "__main__":
+    main()
