@@ -68,3 +68,19 @@ def test_second_run_loads_from_the_cache_with_identical_results(tmp_path):
     assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == stored  # nothing new: every program was loaded
     for k in ("rel_e2", "e2", "e_inf", "e_loss"):
         assert second[k] == first[k], k  # bit-identical: the loaded executables are the compiled ones
+
+
+def test_compile_cache_records_lowering_and_xla_seconds_once_per_program():
+    import cgmpinn_jax as cj
+
+    cache = cj.CompileCache()
+    cfg = cj.TrainConfig(adam_steps=5, lbfgs_steps=0)
+    res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, cache=cache)
+    names = [t[0] for t in cache.timings]
+    assert "adam" in names and len(names) == len(set(names))
+    assert all(lower > 0 and xla > 0 for _, lower, xla in cache.timings)
+    assert sum(lower + xla for _, lower, xla in cache.timings) == pytest.approx(res.compile_seconds, rel=1e-9)
+    again = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, cache=cache)  # same programs, other seed
+    assert again.compile_seconds == 0.0 and [t[0] for t in cache.timings] == names
+    cache.clear()
+    assert cache.timings == [] and len(cache) == 0
