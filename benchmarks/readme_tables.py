@@ -109,7 +109,19 @@ def overview_table(results: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"headline": headline_table, "paper-overview": overview_table}
+def precision_goals_table(results: Path = RESULTS) -> str:
+    """The accurate preset against float32 and issue 19's goals: the table of that name in
+    ``precision.md`` (``benchmarks/precision.py`` writes it from ``precision.json`` and
+    ``paper_runs.json``)."""
+    text = (results / "precision.md").read_text()
+    head = "## The accurate preset against float32 and the goals"
+    if head not in text:
+        raise ValueError(f"precision.md has no section {head!r}: run `python benchmarks/precision.py --build-only`")
+    lines = [ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")]
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table}
 
 
 def render(readme: str, results: Path = RESULTS) -> str:
