@@ -45,6 +45,11 @@ class CompileCache:
         self.max_entries = max_entries
         self._engines: dict = {}
         self._compiled: dict = {}
+        self._pending: dict = {}  # key -> Future of (compiled, seconds), from prefetch()
+        self._executor = None
+        #: seconds the background compilation took, when the last :meth:`compiled` call
+        #: waited for a :meth:`prefetch` (else None)
+        self.last_background_seconds: float | None = None
         #: ``(chunk name, seconds tracing and lowering, seconds in XLA's compiler)`` of every
         #: compilation, in order (``benchmarks/compile_time.py`` reads it)
         self.timings: list[tuple[str, float, float]] = []
@@ -53,6 +58,9 @@ class CompileCache:
         return len(self._compiled)
 
     def clear(self) -> None:
+        for f in self._pending.values():
+            f.result()  # let a background compilation finish rather than orphan it
+        self._pending.clear()
         self._engines.clear()
         self._compiled.clear()
         self.timings.clear()
@@ -74,21 +82,67 @@ class CompileCache:
             self._engines[setup] = (static, Engine(setup, static, n_params))
         return self._engines[setup]
 
-    def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
-        """``(compiled fn, seconds spent compiling it now)``, compiled once per signature."""
+    @staticmethod
+    def _key(setup: Setup, name: str, args: tuple, batched: bool) -> tuple:
         leaves, tree = jax.tree_util.tree_flatten(args)
         sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
         # the derivative fast path is chosen at trace time: its switches key the cache too
-        key = (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), taylor.fast_path_enabled(), taylor.stacking())
-        if key in self._compiled:
-            return self._compiled[key], 0.0
+        return (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), taylor.fast_path_enabled(),
+                taylor.stacking())
+
+    def _compile(self, name: str, fn: Callable, args: tuple):
         t0 = time.perf_counter()
         lowered = jax.jit(fn).lower(*args)
         t1 = time.perf_counter()
-        self._compiled[key] = lowered.compile()
+        exe = lowered.compile()
         t2 = time.perf_counter()
         self.timings.append((name, t1 - t0, t2 - t1))
-        return self._compiled[key], t2 - t0
+        return exe, t2 - t0
+
+    def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
+        """``(compiled fn, seconds the caller waited for it)``, compiled once per signature
+        (a compilation started by :meth:`prefetch` is waited for, not repeated)."""
+        key = self._key(setup, name, args, batched)
+        if key in self._compiled:
+            return self._compiled[key], 0.0
+        pending = self._pending.pop(key, None)
+        if pending is not None:
+            t0 = time.perf_counter()
+            exe, background = pending.result()
+            self._compiled[key] = exe
+            self.last_background_seconds = background
+            return exe, time.perf_counter() - t0
+        exe, seconds = self._compile(name, fn, args)
+        self._compiled[key] = exe
+        self.last_background_seconds = None
+        return exe, seconds
+
+    def prefetch(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
+        """Start compiling ``fn`` for ``args`` in a background thread; a later
+        :meth:`compiled` call with the same signature waits for it. XLA's compiler releases
+        the GIL, so the compilation overlaps whatever the caller runs meanwhile (the Adam
+        stage, in :func:`train`). The thread re-enters the caller's jax precision settings
+        (``jax_enable_x64``, the default matmul precision: thread-local in jax) and its
+        context variables (the derivative fast-path switches), so it traces the same program
+        the caller would; ``tests/test_train.py`` checks the results are bit-identical."""
+        import concurrent.futures
+        import contextlib
+        import contextvars
+
+        key = self._key(setup, name, args, batched)
+        if key in self._compiled or key in self._pending:
+            return
+        x64, matmul = bool(jax.config.jax_enable_x64), jax.config.jax_default_matmul_precision
+        ctx = contextvars.copy_context()
+
+        def work():
+            mm = contextlib.nullcontext() if matmul is None else jax.default_matmul_precision(matmul)
+            with jax.enable_x64(x64), mm:
+                return ctx.run(self._compile, name, fn, args)
+
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cgmpinn-compile")
+        self._pending[key] = self._executor.submit(work)
 
 
 COMPILE_CACHE = CompileCache()
@@ -215,10 +269,12 @@ def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
-               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE) -> RunOutput:
+               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = True) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
-    its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off."""
+    its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
+    ``prefetch`` (single runs with both stages): the second stage's chunk is compiled in a
+    background thread while the Adam stage runs (:meth:`CompileCache.prefetch`)."""
     precision = setup.config.precision
     vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
     lead = to_host if batched else (lambda x: np.asarray(x)[None])
@@ -228,31 +284,47 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         nonlocal compile_s
         compiled, seconds = cache.compiled(setup, name, fn, args, batched=batched)
         compile_s += seconds
-        if seconds > 0.0 and name in ("adam", "lbfgs"):  # compile time is real time: say where it went
+        background = cache.last_background_seconds
+        if name in ("adam", "lbfgs") and background is not None:
+            emit(f"{tag} compiled the {name} chunk in the background in {background:.1f}s (waited {seconds:.1f}s)")
+        elif seconds > 0.0 and name in ("adam", "lbfgs"):  # compile time is real time: say where it went
             emit(f"{tag} compiled the {name} chunk in {seconds:.1f}s")
         return compiled(*args)
+
+    def hand_off(stage, state, batch, hyper, w):
+        """The stage's starting point, inside its precision scope: a mixed run's casts, the
+        guards reset, and for the second stage its lambdas and optimizer state."""
+        if stage == "lbfgs" and precision == "mixed":
+            state, batch, hyper, w = cast_floats((state, batch, hyper, w), jnp.zeros(()).dtype)
+        state = _reset_stage(state)
+        if stage == "lbfgs":
+            if not setup.uses_relobralo("lbfgs"):
+                state = eqx.tree_at(lambda s: s.lambdas, state, jnp.ones_like(state.lambdas))
+            opt = call("second_init", vm(eng.init_second, 0), state.params, w, state.lambdas, batch)
+            state = eqx.tree_at(lambda s: s.opt, state, opt)
+        return state, batch, hyper, w
 
     rec, statuses = _Recorder(lead), {}
     tag = f"[{setup.problem.name}/{setup.method.name}]"
     t_start = time.perf_counter()
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
     rec.add_coeffs(setup.problem, 0, state.params)
+    chunk_fn = {"adam": vm(eng.adam_chunk, (0, 0, 0, None, None)), "lbfgs": vm(eng.second_chunk, (0, 0, 0, None, None))}
+    plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in ("adam", "lbfgs")}
+    if prefetch and not batched and plan["adam"] and plan["lbfgs"]:
+        # the hand-off maps the initial state to arguments of the shapes, dtypes and
+        # placements the second stage will get, so its chunk can compile while Adam runs
+        with precision_scope(precision, "second"):
+            s2, b2, h2, _ = hand_off("lbfgs", state, batch, hyper, w)
+            cache.prefetch(setup, "lbfgs", chunk_fn["lbfgs"], (s2, b2, h2, jnp.int32(0), jnp.int32(0)), batched=False)
     for stage in ("adam", "lbfgs"):
-        chunks = [c for c in setup.schedule() if c.stage == stage]
+        chunks = plan[stage]
         if not chunks:
             statuses[stage] = np.full(lead(state.status).shape, int(StageStatus.SKIPPED))
             continue
         with precision_scope(precision, "adam" if stage == "adam" else "second"):
-            if stage == "lbfgs" and precision == "mixed":
-                dtype = jnp.zeros(()).dtype
-                state, batch, hyper, w = cast_floats((state, batch, hyper, w), dtype)
-            state = _reset_stage(state)
-            if stage == "lbfgs":
-                if not setup.uses_relobralo("lbfgs"):
-                    state = eqx.tree_at(lambda s: s.lambdas, state, jnp.ones_like(state.lambdas))
-                opt = call("second_init", vm(eng.init_second, 0), state.params, w, state.lambdas, batch)
-                state = eqx.tree_at(lambda s: s.opt, state, opt)
-            fn = vm(eng.adam_chunk if stage == "adam" else eng.second_chunk, (0, 0, 0, None, None))
+            state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
+            fn = chunk_fn[stage]
             for chunk in chunks:
                 state, w, h = call(stage, fn, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps))
                 n, _ = rec.add(chunk, h, w)
@@ -296,6 +368,7 @@ def train(
     snapshot_refreshes: int = 4,
     print_fn: Callable[[str], None] | None = None,
     cache: CompileCache = COMPILE_CACHE,
+    prefetch_compile: bool = True,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -310,6 +383,9 @@ def train(
             spaced) in the history, for plots.
         print_fn: where progress lines go (default: stderr).
         cache: the :class:`CompileCache` to use.
+        prefetch_compile: compile the second stage's chunk in a background thread while the
+            Adam stage runs (results are the same either way; ``compile_seconds`` then
+            counts only the time spent waiting for it).
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
@@ -334,7 +410,7 @@ def train(
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
         out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
-                         snapshot_refreshes=snapshot_refreshes, cache=cache)
+                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)

@@ -211,3 +211,31 @@ def test_relobralo_lbfgs_apply(apply):
 def test_relobralo_lbfgs_apply_validated():
     with pytest.raises(ValueError, match="relobralo_lbfgs_apply"):
         TrainConfig(relobralo_lbfgs_apply="sometimes")
+
+
+def _prefetch_pair(method, precision):
+    cfg = TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, precision=precision)
+    lines = []
+    a = cj.train("poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False)
+    b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache())
+    return a, b, lines
+
+
+@pytest.mark.parametrize("method,precision", [
+    ("pinn", "float32"),
+    pytest.param("cgmpinn", "mixed", marks=pytest.mark.slow),
+    pytest.param("cgmpinn", "float64", marks=pytest.mark.slow),
+])
+def test_background_compile_of_the_second_stage_gives_identical_results(method, precision):
+    """The L-BFGS chunk compiled in a thread while Adam runs is the program the main thread
+    would have compiled: same jax precision settings (thread-local), same fast-path switches."""
+    before = (jax.config.jax_enable_x64, jax.config.jax_default_matmul_precision)
+    a, b, lines = _prefetch_pair(method, precision)
+    assert any("compiled the lbfgs chunk in the background" in ln for ln in lines), lines
+    for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
+        if isinstance(x, jax.Array):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    np.testing.assert_array_equal(a.history.loss, b.history.loss)
+    assert a.metrics.rel_e2 == b.metrics.rel_e2 and a.lbfgs_status == b.lbfgs_status
+    assert (jax.config.jax_enable_x64, jax.config.jax_default_matmul_precision) == before
