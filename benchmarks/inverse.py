@@ -71,13 +71,23 @@ def budget(problem: str, adam: int | None, lbfgs: int | None) -> tuple[int, int]
     return (d.adam_steps if adam is None else adam), (d.lbfgs_steps if lbfgs is None else lbfgs)
 
 
-def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int) -> str:
+def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
+            preset: str = "faithful") -> str:
     kind = "forward" if noise is None else f"noise{noise:g}"
-    return f"{problem}-{method}-{kind}-A{adam}-L{lbfgs}-seed{seed}"
+    return f"{problem}-{method}-{kind}-A{adam}-L{lbfgs}-seed{seed}" + ("" if preset == "faithful" else f"-{preset}")
 
 
-def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int) -> dict:
-    cfg = cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs)
+def _preset(r: dict) -> str:
+    return r.get("preset", "faithful")
+
+
+def _budget_label(adam: int, lbfgs: int, preset: str) -> str:
+    return f"{adam} + {lbfgs}" + ("" if preset == "faithful" else f", {preset}")
+
+
+def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
+           preset: str = "faithful") -> dict:
+    cfg = cj.TrainConfig.preset(preset, adam_steps=adam, lbfgs_steps=lbfgs)
     t0 = time.perf_counter()
     if noise is None:
         res = cj.train(problem, method, cfg, key=seed, quiet=True)
@@ -88,6 +98,7 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
     rec = {
         "problem": problem, "method": method, "kind": "forward" if noise is None else "inverse", "noise": noise,
         "n_obs": None if noise is None else N_OBS, "seed": seed, "adam_steps": adam, "lbfgs_steps": lbfgs,
+        "preset": preset,
         "rel_e2": s["rel_e2"], "e2": s["e2"], "e_inf": s["e_inf"],
         "compile_s": s["compile_seconds"], "run_s": s["run_seconds"], "wall_s": s["compile_seconds"] + s["run_seconds"],
         "call_s": wall, "adam_status": s["adam_status"], "lbfgs_status": s["lbfgs_status"],
@@ -98,14 +109,14 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
         h = res.history
         rec["history"] = {"coeff_k": h.coeff_k.tolist(), "coeffs": h.coeffs.tolist(), "loss": h.loss.tolist()}
     errs = " ".join(f"{n}={d['estimate']:.5g} (err {d['rel_error']:.2e})" for n, d in rec.get("unknowns", {}).items())
-    print(f"  {run_key(problem, method, noise, adam, lbfgs, seed)}: rel_e2={rec['rel_e2']:.3e} {errs} "
+    print(f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset)}: rel_e2={rec['rel_e2']:.3e} {errs} "
           f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
     return rec
 
 
-def run_one(problem, method, noise, adam, lbfgs, seed) -> dict:
-    key = run_key(problem, method, noise, adam, lbfgs, seed)
-    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed))
+def run_one(problem, method, noise, adam, lbfgs, seed, preset="faithful") -> dict:
+    key = run_key(problem, method, noise, adam, lbfgs, seed, preset)
+    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed, preset))
 
 
 # --------------------------------------------------------------------------------------
@@ -149,7 +160,8 @@ def render(recs: list[dict]) -> list[str]:
         "# Inverse problems: coefficients from 200 noisy observations",
         "",
         "Written by `python benchmarks/inverse.py` from its record `benchmarks/results/inverse.json` "
-        "(one entry per run). float32, 200 observations uniform inside the domain, noise = Gaussian with standard "
+        "(one entry per run). float32 (a budget naming `accurate` is `TrainConfig.preset(\"accurate\")`: float64, "
+        "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule), 200 observations uniform inside the domain, noise = Gaussian with standard "
         "deviation `noise x std(u* at the observations)`, observations of seed s drawn with key s; every unknown the "
         "problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, advection-diffusion "
         "a 0.5 and nu 0.05). Cells: median [min - max] over the seeds recorded; wall = compile + run of `cj.train`.",
@@ -164,10 +176,10 @@ def render(recs: list[dict]) -> list[str]:
     ]
     groups: dict = {}
     for r in inv:
-        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"]), []).append(r)
+        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"], _preset(r)), []).append(r)
     fwd_by: dict = {}
     for r in fwd:
-        fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"]), []).append(r)
+        fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r)), []).append(r)
     for problem in PROBLEMS:
         keys = sorted(k for k in groups if k[0] == problem)
         if not keys:
@@ -178,19 +190,19 @@ def render(recs: list[dict]) -> list[str]:
         head = ["budget", "method", "noise", "seeds"] + [f"{u.name} rel. error" for u in names] + \
                ["solution rel. e2", "forward rel. e2 (same budget)", "wall s"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for _, adam, lbfgs in keys:
-            rs = groups[(problem, adam, lbfgs)]
+        for _, adam, lbfgs, preset in keys:
+            rs = groups[(problem, adam, lbfgs, preset)]
             cells: dict = {}
             for r in rs:
                 cells.setdefault((r["method"], _f(r["noise"])), []).append(r)
             for (method, noise), cr in sorted(cells.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
                 cr = sorted(cr, key=lambda r: r["seed"])
                 errs = [_stat([r["unknowns"][u.name]["rel_error"] for r in cr]) for u in names]
-                f = fwd_by.get((problem, method, adam, lbfgs), [])
+                f = fwd_by.get((problem, method, adam, lbfgs, preset), [])
                 f_text = _stat([r["rel_e2"] for r in f]) + (f" ({len(f)} seed{'s' if len(f) > 1 else ''})" if f else "")
-                if not f and (adam, lbfgs) == budget(problem, None, None) and (problem, method) in paper:
+                if not f and (adam, lbfgs) == budget(problem, None, None) and preset == "faithful" and (problem, method) in paper:
                     f_text = _stat(paper[(problem, method)]) + " (paper_runs.json)"
-                lines.append(f"| {adam} + {lbfgs} | {LABEL[method]} | {noise:g} | "
+                lines.append(f"| {_budget_label(adam, lbfgs, preset)} | {LABEL[method]} | {noise:g} | "
                              f"{','.join(str(r['seed']) for r in cr)} | " + " | ".join(errs) +
                              f" | {_stat([r['rel_e2'] for r in cr])} | {f_text} | {_stat([r['wall_s'] for r in cr], '{:.0f}')} |")
         lines.append("")
@@ -206,9 +218,10 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     cells: dict = {}
     for r in inv:
-        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _f(r["noise"])), []).append(r)
+        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _f(r["noise"])),
+                         []).append(r)
     any_row = False
-    for (problem, method, adam, lbfgs, noise), cr in sorted(cells.items()):
+    for (problem, method, adam, lbfgs, preset, noise), cr in sorted(cells.items()):
         goal = GOALS.get(noise, {}).get(problem)
         if not goal:
             continue
@@ -218,8 +231,8 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
             ok &= med <= g
             parts.append(f"{name} {med:.2e} (<= {g:g})")
         if noise == 0.01:
-            f = [r["rel_e2"] for r in fwd_by.get((problem, method, adam, lbfgs), [])]
-            if not f and (adam, lbfgs) == budget(problem, None, None):
+            f = [r["rel_e2"] for r in fwd_by.get((problem, method, adam, lbfgs, preset), [])]
+            if not f and (adam, lbfgs) == budget(problem, None, None) and preset == "faithful":
                 f = paper.get((problem, method), [])
             e2 = statistics.median(_f(r["rel_e2"]) for r in cr)
             if f:
@@ -229,7 +242,7 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
                 parts.append(f"solution e2 {e2:.2e} (<= 2 x forward {fm:.2e})")
             else:
                 parts.append(f"solution e2 {e2:.2e} (no forward run at this budget)")
-        lines.append(f"| {problem} | {LABEL[method]} | {adam} + {lbfgs} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
+        lines.append(f"| {problem} | {LABEL[method]} | {_budget_label(adam, lbfgs, preset)} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
                      f"{('yes' if e2_checked else 'coefficients yes, e2 not checked') if ok else 'no'} |")
         any_row = True
     if not any_row:
@@ -249,7 +262,7 @@ def planned(args) -> list[tuple]:
         for method in methods:
             for noise in ([None] if args.forward else noises):
                 for seed in seeds:
-                    out.append((problem, method, noise, adam, lbfgs, seed))
+                    out.append((problem, method, noise, adam, lbfgs, seed, args.preset))
     return out
 
 
@@ -262,6 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--adam-steps", type=int, default=None, help="Adam steps (default: the problem's, the paper's)")
     ap.add_argument("--lbfgs-steps", type=int, default=None, help="L-BFGS iterations (default: the problem's)")
     ap.add_argument("--forward", action="store_true", help="train the forward problems instead (the e2 reference)")
+    ap.add_argument("--preset", default="faithful", choices=tuple(cj.PRESETS),
+                    help="TrainConfig.preset of the runs (default: faithful, float32)")
     ap.add_argument("--list", action="store_true", help="list the planned runs: recorded or missing")
     ap.add_argument("--report-only", action="store_true", help="no training: rewrite inverse.md from the record")
     args = ap.parse_args(argv)
