@@ -88,8 +88,8 @@ class TrainResult:
     history: History
     adam_status: StageStatus
     lbfgs_status: StageStatus  # the second stage's status, whichever member ran it
-    compile_seconds: float
-    run_seconds: float
+    compile_seconds: float  # seconds the run waited for compilations (not a background one hidden behind Adam)
+    run_seconds: float  # the rest of the run's wall time
     adam_steps: int
     lbfgs_steps: int
     k_upd: int
