@@ -20,7 +20,9 @@ Deliberate deviations from the reference, all documented in REFERENCE §8 / DESI
   moving every iteration but gives the objective new lambdas only at the weight refreshes;
   not the default: the released code updates the lambdas every iteration, and on the 1D
   Poisson headline (5 seeds) this option gave 5.5 evaluations per iteration but a median
-  relative e2 of 8.7e-4 against 3.5e-4.
+  relative e2 of 8.7e-4 against 3.5e-4. In float64 it is the better one (1D Poisson, seeds
+  0-4: median 8.4e-6 at 1.13 evaluations per iteration against 5.5e-5 at 2.13,
+  benchmarks/results/precision.md), so the "accurate" preset uses it.
 * Guards: a non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best
   unweighted loss seen in the stage, stops the stage and restores the best parameters of
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
