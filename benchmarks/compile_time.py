@@ -9,10 +9,10 @@ compiles. Every run is a fresh process (nothing in memory); per run:
 
 * ``serial``: no on-disk cache, and the second stage compiled when it starts
   (``prefetch_compile=False``: the behaviour before the background compilation);
-* ``no-cache``: the library as it is called from Python (no on-disk cache; the second
-  stage's chunk compiled in a background thread while Adam runs, the default of ``cj.train``);
+* ``no-cache``: no on-disk cache; the second stage's chunk compiled in a background thread
+  while Adam runs (``prefetch_compile=True``, not the default);
 * ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (the command's first
-  run on a machine: compiles, then stores);
+  run on a machine: compiles, then stores), with the background compilation;
 * ``warm``: the same directory again (every later run of the same setup).
 
 For each: the seconds of every compiled chunk split into tracing+lowering (Python, jax) and
@@ -108,9 +108,9 @@ def build() -> str:
         "1D Poisson CGMPINN, float32, the command's defaults (the compiled programs are the full run's: budgets are "
         "arguments of the chunks; 5000 Adam steps as in the headline, a short second stage). One fresh process per "
         "run, one at a time. `serial`: no disk cache, the second stage compiled when it starts (the behaviour before "
-        "the background compilation); `no-cache`: `cj.train` as the library runs it (the second stage's chunk compiles "
-        "in a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory (compiles and stores); "
-        "`warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
+        "the background compilation, the library's default); `no-cache`: `prefetch_compile=True` (the second stage's "
+        "chunk compiles in a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory "
+        "(compiles and stores), with the background compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
         "`TrainResult.compile_seconds` reports (the compilations the run waited for); lowering and XLA = work done, "
         "in the foreground or the background thread; process = the whole process to the end of training, imports "
         "included.",

@@ -269,7 +269,7 @@ def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
-               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = True) -> RunOutput:
+               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
     its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
@@ -368,7 +368,7 @@ def train(
     snapshot_refreshes: int = 4,
     print_fn: Callable[[str], None] | None = None,
     cache: CompileCache = COMPILE_CACHE,
-    prefetch_compile: bool = True,
+    prefetch_compile: bool = False,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -385,7 +385,10 @@ def train(
         cache: the :class:`CompileCache` to use.
         prefetch_compile: compile the second stage's chunk in a background thread while the
             Adam stage runs (results are the same either way; ``compile_seconds`` then
-            counts only the time spent waiting for it).
+            counts only the time spent waiting for it). Off by default: on the 2-core
+            development machine it moved compile time into run time without saving any
+            (headline: waited 10.4 s instead of 17.1 s, whole process 52.5 s against 51.3 s;
+            ``benchmarks/results/compile_time.md``); it can pay where Adam leaves cores idle.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test

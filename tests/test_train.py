@@ -217,7 +217,7 @@ def _prefetch_pair(method, precision):
     cfg = TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, precision=precision)
     lines = []
     a = cj.train("poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False)
-    b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache())
+    b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache(), prefetch_compile=True)
     return a, b, lines
 
 
