@@ -88,7 +88,7 @@ class TrainConfig:
             step, returns its last trial point even where the loss rose; with this option
             such an iteration is undone (parameters, value and gradient kept) and the
             curvature memory cleared, so the next step is a steepest-descent restart (False:
-            the reference's torch L-BFGS keeps such steps too). Off by default and in the
+            optax's behaviour, which every recorded run used). Off by default and in the
             presets until measured over seeds; see :mod:`cgmpinn_jax.second_stage`.
         lbfgs_linesearch, lbfgs_linesearch_init, lbfgs_reset_on_failure: jaxopt only
             (``"zoom"``/``"hager-zhang"``/``"backtracking"``; ``"increase"``/``"max"``/
