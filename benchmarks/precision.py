@@ -9,9 +9,6 @@ Variants (columns):
 * ``mixed-ssbfgs`` -- Adam in float32, self-scaled BFGS in float64 (1D Poisson and heat).
 * ``f64-lbfgs-refresh`` -- CGMPINN only: ``f64-lbfgs`` with ReLoBRaLo's L-BFGS lambdas moved
   once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
-* ``f64-lbfgs-refresh-reject`` -- CGMPINN only: ``f64-lbfgs-refresh`` with
-  ``lbfgs_reject_increase=True`` (an iteration whose line search ends at a higher loss is
-  undone); trained only where asked (``--variants``), not part of the default plan.
 
 The table adds a column ``accurate`` = what ``TrainConfig.preset("accurate")`` trains: CGMPINN's
 ``f64-lbfgs-refresh`` runs beside PINN's ``f64-lbfgs`` runs (PINN has no ReLoBRaLo in the
@@ -60,13 +57,9 @@ VARIANTS = {
     # CGMPINN only: ReLoBRaLo's lambdas move once per chunk of k_upd iterations instead of
     # every iteration, so no iteration pays a start-point evaluation of its own
     "f64-lbfgs-refresh": dict(precision="float64", second_stage="optax", relobralo_lbfgs_apply="refresh"),
-    # CGMPINN only: f64-lbfgs-refresh, and an iteration whose line search ends higher is undone
-    # (memory cleared) instead of kept; run where the divergence guard stopped f64-lbfgs-refresh
-    "f64-lbfgs-refresh-reject": dict(precision="float64", second_stage="optax", relobralo_lbfgs_apply="refresh",
-                                     lbfgs_reject_increase=True),
 }
 MIXED_PROBLEMS = ("poisson1d", "heat")
-ON_REQUEST = ("f64-lbfgs-refresh-reject",)  # not in the default plan: trained where --variants names it
+ON_REQUEST: tuple[str, ...] = ()  # variants trained only where --variants names them (none at present)
 # issue 19's goals: median relative e2 of the accurate setting, and at least 10x below the paper's CGMPINN
 GOALS = {"poisson1d": 1e-5, "heat": 1e-5, "advection_diffusion": 1e-5, "damped_wave": 1e-5, "poisson2d": 1e-4,
          "fisher_kpp": 1e-4}

@@ -84,12 +84,6 @@ class TrainConfig:
         lbfgs_lr: the line search's first trial step (1.0; the reference's torch lr is 0.8).
         lbfgs_history: L-BFGS memory (100, as the reference). L-BFGS members only.
         lbfgs_max_linesearch: at most this many line-search evaluations per iteration (10).
-        lbfgs_reject_increase: optax only. optax's zoom search, when it finds no acceptable
-            step, returns its last trial point even where the loss rose; with this option
-            such an iteration is undone (parameters, value and gradient kept) and the
-            curvature memory cleared, so the next step is a steepest-descent restart (False:
-            optax's behaviour, which every recorded run used). Off by default and in the
-            presets until measured over seeds; see :mod:`cgmpinn_jax.second_stage`.
         lbfgs_linesearch, lbfgs_linesearch_init, lbfgs_reset_on_failure: jaxopt only
             (``"zoom"``/``"hager-zhang"``/``"backtracking"``; ``"increase"``/``"max"``/
             ``"current"``; restart the curvature memory after a failed line search).
@@ -134,7 +128,6 @@ class TrainConfig:
     lbfgs_lr: float = 1.0
     lbfgs_history: int = 100
     lbfgs_max_linesearch: int = 10
-    lbfgs_reject_increase: bool = False
     lbfgs_linesearch: str = "zoom"
     lbfgs_linesearch_init: str = "increase"
     lbfgs_reset_on_failure: bool = False
@@ -209,11 +202,6 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.relobralo not in (None, True, False, "both", "adam", "none"):
             raise ValueError(f"TrainConfig.relobralo must be None, a bool, 'both', 'adam' or 'none', got {self.relobralo!r}")
-        if not isinstance(self.lbfgs_reject_increase, bool):
-            raise ValueError(f"TrainConfig.lbfgs_reject_increase must be a bool, got {self.lbfgs_reject_increase!r}")
-        if self.lbfgs_reject_increase and self.second_stage != "optax":
-            raise ValueError("TrainConfig.lbfgs_reject_increase is an option of second_stage='optax'; the dense members "
-                             "reject such steps themselves and jaxopt has lbfgs_reset_on_failure")
         if self.second_stage != "jaxopt":
             for name, default in _JAXOPT_ONLY.items():
                 if getattr(self, name) != default:
