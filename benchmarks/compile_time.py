@@ -24,6 +24,7 @@ process at a time; the machine's load average is recorded before and after.
 
     python benchmarks/compile_time.py                 # default XLA threads (as the command runs)
     python benchmarks/compile_time.py --threads 1     # one XLA thread, pinned to core 0
+    python benchmarks/compile_time.py --anatomy       # each piece compiled on its own: where the time goes
     python benchmarks/compile_time.py --build-only
 
 Writes ``benchmarks/results/compile_time.{json,md}``.
@@ -84,6 +85,97 @@ def one(mode: str, cache_dir: str, threads: int | None, adam: int, lbfgs: int, o
     return full
 
 
+ANATOMY_WORKER = """
+import json, sys, time
+import equinox as eqx, jax, jax.numpy as jnp, optax
+import cgmpinn_jax as cj
+from cgmpinn_jax.config import Hyper
+from cgmpinn_jax.driver import CompileCache, init_state
+from cgmpinn_jax.methods import get_method
+from cgmpinn_jax.problems import get_problem
+from cgmpinn_jax.schedule import resolve
+
+out = {}
+
+def timed(name, fn, *args):
+    t0 = time.perf_counter(); lowered = jax.jit(fn).lower(*args); t1 = time.perf_counter()
+    exe = lowered.compile(); t2 = time.perf_counter()
+    out[name] = dict(lower_seconds=t1 - t0, xla_seconds=t2 - t1, hlo_lines=len(exe.as_text().splitlines()))
+    print(f"  {name}: lowering {t1 - t0:.2f} s, XLA {t2 - t1:.2f} s", flush=True)
+
+def engine(method, **kw):
+    cfg = cj.TrainConfig(**kw)
+    setup = resolve(get_problem("poisson1d"), get_method(method), cfg)
+    _, eng = CompileCache().engine(setup)
+    state, batch = init_state(setup, eng, jax.random.key(0))
+    return cfg, eng, state, batch
+
+with jax.default_matmul_precision("highest"):
+    cfg, eng, state, batch = engine("cgmpinn")
+    hyper = Hyper.from_config(cfg)
+    w = jnp.ones(batch["pde"][0].shape[-2])
+    timed("GMM refresh (residuals, EM, CGM weights)", lambda s, b, h: eng.refresh(s, b, h, jnp.int32(3)), state, batch, hyper)
+    timed("loss + gradient", eng.objective.value_and_grad, state.params, w, state.lambdas, batch)
+    timed("loss + gradient + ReLoBRaLo update",
+          lambda p, w, bs, b: eng.objective.balanced_eval(p, w, bs, b, eng.balancing), state.params, w, state.bstate, batch)
+    timed("Adam chunk (CGMPINN)", eng.adam_chunk, state, batch, hyper, jnp.int32(0), jnp.int32(5))
+    for label, method, kw in (("second-stage chunk: optax L-BFGS, CGMPINN (the default)", "cgmpinn", {}),
+                              ("second-stage chunk: optax L-BFGS, CGMPINN, lambdas per refresh", "cgmpinn",
+                               dict(relobralo_lbfgs_apply="refresh")),
+                              ("second-stage chunk: dense BFGS (own line search), CGMPINN", "cgmpinn", dict(second_stage="bfgs")),
+                              ("second-stage chunk: optax L-BFGS, PINN", "pinn", {})):
+        cfg, eng, state, batch = engine(method, **kw)
+        hyper = Hyper.from_config(cfg)
+        w = jnp.ones(batch["pde"][0].shape[-2])
+        state = eqx.tree_at(lambda s: s.opt, state, eng.init_second(state.params, w, state.lambdas, batch))
+        timed(label, eng.second_chunk, state, batch, hyper, jnp.int32(0), jnp.int32(5))
+    # optax's L-BFGS and zoom line search alone: the network's parameter tree, a trivial objective
+    params = state.params
+    f = lambda p: sum(jnp.sum(jnp.tanh(x) ** 2) for x in jax.tree_util.tree_leaves(p))
+    solver = optax.lbfgs(learning_rate=1.0, memory_size=100,
+                         linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=10, initial_guess_strategy="one"))
+    def machinery(p, n):
+        def body(c):
+            i, p, st = c
+            v, g = jax.value_and_grad(f)(p)
+            u, st = solver.update(g, st, p, value=v, grad=g, value_fn=f)
+            return i + 1, optax.apply_updates(p, u), st
+        return jax.lax.while_loop(lambda c: c[0] < n, body, (0, p, solver.init(p)))[1]
+    timed("optax L-BFGS + zoom search alone (trivial objective, same parameter tree)", machinery, params, 5)
+json.dump(out, open(sys.argv[1], "w"))
+"""
+
+
+def anatomy(repeats: int) -> None:
+    """Compile the headline run's pieces one by one, each round in a fresh process."""
+    study = runcache.Study(STUDY)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            out = Path(tmp) / "anatomy.json"
+            load0 = os.getloadavg()
+            subprocess.run([sys.executable, "-c", ANATOMY_WORKER, str(out)], check=True)
+            study.save(f"anatomy-r{r}", {"pieces": json.loads(out.read_text()), "load_start": load0,
+                                         "load_end": os.getloadavg()})
+
+
+def anatomy_table(recs: dict) -> list[str]:
+    rs = [v for k, v in sorted(recs.items()) if k.startswith("anatomy-")]
+    if not rs:
+        return []
+    loads = [r["load_start"][0] for r in rs] + [r["load_end"][0] for r in rs]
+    lines = ["", "## Where the compile time goes", "",
+             "`python benchmarks/compile_time.py --anatomy`: each piece of the headline run (1D Poisson, float32) "
+             "traced and compiled on its own (`jax.jit(f).lower(...).compile()`), a fresh process per round; "
+             f"{len(rs)} round(s), median seconds; load average (1 min) {min(loads):.2f}-{max(loads):.2f}. "
+             "HLO lines: length of the optimized HLO text, a size measure independent of the machine's load.",
+             "", "| piece | lowering s | XLA s | optimized HLO lines |", "|---|---|---|---|"]
+    for name in rs[0]["pieces"]:
+        vals = [r["pieces"][name] for r in rs if name in r["pieces"]]
+        med = lambda k: statistics.median(v[k] for v in vals)
+        lines.append(f"| {name} | {med('lower_seconds'):.2f} | {med('xla_seconds'):.2f} | {med('hlo_lines'):.0f} |")
+    return lines
+
+
 def run(threads: int | None, repeats: int, adam: int, lbfgs: int) -> None:
     study = runcache.Study(STUDY)
     tag = "t1" if threads == 1 else "tdefault"
@@ -124,6 +216,7 @@ def build() -> str:
         return f"{statistics.median(vals):.2f} [{vals[0]:.2f}-{vals[-1]:.2f}]" if len(vals) > 1 else f"{vals[0]:.2f}"
 
     machines = set()
+    recs_runs = {k: v for k, v in recs.items() if not k.startswith("anatomy-")}
     for tag, label in (("tdefault", "default"), ("t1", "1 (pinned)")):
         for mode in MODES:
             rs = [v for k, v in sorted(recs.items()) if k.startswith(f"{tag}-{mode}-")]
@@ -136,11 +229,12 @@ def build() -> str:
                          f"{cell([r['lower_seconds'] for r in rs])} | {cell([r['xla_seconds'] for r in rs])} | "
                          f"{cell(ch('adam'))} | {cell(ch('lbfgs'))} | {cell([r['process_wall_seconds'] for r in rs])} | "
                          f"{min(loads):.2f}-{max(loads):.2f} |")
-    if recs:
-        r0 = next(iter(recs.values()))
+    if recs_runs:
+        r0 = next(iter(recs_runs.values()))
         m = r0.get("machine", {})
         lines += ["", f"Machine: {m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs, jax {m.get('jax', '?')}, "
-                      f"backend {m.get('backend', '?')}; finished {max(r.get('finished_at', '') for r in recs.values())}."]
+                      f"backend {m.get('backend', '?')}; finished {max(r.get('finished_at', '') for r in recs_runs.values())}."]
+    lines += anatomy_table(recs)
     text = "\n".join(lines) + "\n"
     (RESULTS / f"{STUDY}.md").write_text(text)
     return text
@@ -153,8 +247,11 @@ def main() -> None:
     ap.add_argument("--adam-steps", type=int, default=5000)
     ap.add_argument("--lbfgs-steps", type=int, default=100)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--anatomy", action="store_true", help="compile the pieces one by one (where the time goes)")
     a = ap.parse_args()
-    if not a.build_only:
+    if a.anatomy:
+        anatomy(a.repeats)
+    elif not a.build_only:
         run(a.threads, a.repeats, a.adam_steps, a.lbfgs_steps)
     print(build())
 
