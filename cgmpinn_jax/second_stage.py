@@ -10,14 +10,14 @@ Members (``TrainConfig.second_stage``):
   guess 1 (the default: on the 1D Poisson CGMPINN headline run, seed 1224, float32, it
   reached relative e2 1.3e-4 where jaxopt reached 1.4e-3, its line search failing from a
   loss ~3e-3 on; benchmarks/results/headline.md). When its search finds no acceptable step
-  it returns the last point it tried, even where the loss rose. That rescues the first
-  iteration of a stage (its search typically fails), but it is also what stopped two float64
-  CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the first iteration
-  after a weight refresh moved the loss from ~9e-6 to 1e6 (and 7e-5 to 136), and the
-  divergence guard ended the stage with the best parameters. Undoing such iterations and
-  restarting the memory was tried and is not an option: on heat seed 1 the restart repeated
-  the same failing first step every iteration (10 evaluations each, LOSS_TOL after 2001
-  iterations, relative e2 1.5e-2 against 3.5e-4).
+  it returns the last point it tried, even where the loss rose. That is what stopped two
+  float64 CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the two
+  iterations after a weight refresh moved the loss from 8.7e-6 to 1.1e6 (2D Poisson: 6.5e-5
+  to 136), and the divergence guard ended the stage with the best parameters. Undoing such
+  iterations and restarting the memory was tried and is not an option: on heat seed 1 the
+  stage's very first search already failed, and the restart repeated that step every
+  iteration (10 evaluations each, LOSS_TOL after 2001 iterations, relative e2 1.5e-2 against
+  3.5e-4 with optax's behaviour).
 * ``"jaxopt"`` -- :class:`jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
   (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
   pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
