@@ -1,7 +1,6 @@
 """benchmarks/precision.py: run keys and the table of runs with a longer second stage."""
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
