@@ -72,33 +72,41 @@ def budget(problem: str, adam: int | None, lbfgs: int | None) -> tuple[int, int]
 
 
 def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
-            preset: str = "faithful") -> str:
+            preset: str = "faithful", obs_weight: float = 1.0) -> str:
     kind = "forward" if noise is None else f"noise{noise:g}"
-    return f"{problem}-{method}-{kind}-A{adam}-L{lbfgs}-seed{seed}" + ("" if preset == "faithful" else f"-{preset}")
+    return (f"{problem}-{method}-{kind}-A{adam}-L{lbfgs}-seed{seed}" + ("" if preset == "faithful" else f"-{preset}")
+            + ("" if obs_weight == 1.0 else f"-obsw{obs_weight:g}"))
 
 
 def _preset(r: dict) -> str:
-    return r.get("preset", "faithful")
+    return r.get("preset") or "faithful"
 
 
-def _budget_label(adam: int, lbfgs: int, preset: str) -> str:
-    return f"{adam} + {lbfgs}" + ("" if preset == "faithful" else f", {preset}")
+def _obsw(r: dict) -> float:
+    return float(r.get("obs_weight", 1.0))
+
+
+def _budget_label(adam: int, lbfgs: int, preset: str, obs_weight: float = 1.0) -> str:
+    return (f"{adam} + {lbfgs}" + ("" if preset == "faithful" else f", {preset}")
+            + ("" if obs_weight == 1.0 else f", obs weight {obs_weight:g}"))
 
 
 def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
-           preset: str = "faithful") -> dict:
+           preset: str = "faithful", obs_weight: float = 1.0) -> dict:
     cfg = cj.TrainConfig.preset(preset, adam_steps=adam, lbfgs_steps=lbfgs)
     t0 = time.perf_counter()
     if noise is None:
         res = cj.train(problem, method, cfg, key=seed, quiet=True)
     else:
-        res = inverse.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True)
+        res = inverse.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True,
+                            obs_weight=obs_weight)
     wall = time.perf_counter() - t0
     s = res.summary()
     rec = {
         "problem": problem, "method": method, "kind": "forward" if noise is None else "inverse", "noise": noise,
         "n_obs": None if noise is None else N_OBS, "seed": seed, "adam_steps": adam, "lbfgs_steps": lbfgs,
         "preset": preset,
+        **({} if obs_weight == 1.0 else {"obs_weight": obs_weight}),
         "rel_e2": s["rel_e2"], "e2": s["e2"], "e_inf": s["e_inf"],
         "compile_s": s["compile_seconds"], "run_s": s["run_seconds"], "wall_s": s["compile_seconds"] + s["run_seconds"],
         "call_s": wall, "adam_status": s["adam_status"], "lbfgs_status": s["lbfgs_status"],
@@ -109,14 +117,14 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
         h = res.history
         rec["history"] = {"coeff_k": h.coeff_k.tolist(), "coeffs": h.coeffs.tolist(), "loss": h.loss.tolist()}
     errs = " ".join(f"{n}={d['estimate']:.5g} (err {d['rel_error']:.2e})" for n, d in rec.get("unknowns", {}).items())
-    print(f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset)}: rel_e2={rec['rel_e2']:.3e} {errs} "
+    print(f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)}: rel_e2={rec['rel_e2']:.3e} {errs} "
           f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
     return rec
 
 
-def run_one(problem, method, noise, adam, lbfgs, seed, preset="faithful") -> dict:
-    key = run_key(problem, method, noise, adam, lbfgs, seed, preset)
-    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed, preset))
+def run_one(problem, method, noise, adam, lbfgs, seed, preset="faithful", obs_weight=1.0) -> dict:
+    key = run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)
+    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed, preset, obs_weight))
 
 
 # --------------------------------------------------------------------------------------
@@ -176,7 +184,7 @@ def render(recs: list[dict]) -> list[str]:
     ]
     groups: dict = {}
     for r in inv:
-        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"], _preset(r)), []).append(r)
+        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _obsw(r)), []).append(r)
     fwd_by: dict = {}
     for r in fwd:
         fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r)), []).append(r)
@@ -190,8 +198,8 @@ def render(recs: list[dict]) -> list[str]:
         head = ["budget", "method", "noise", "seeds"] + [f"{u.name} rel. error" for u in names] + \
                ["solution rel. e2", "forward rel. e2 (same budget)", "wall s"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for _, adam, lbfgs, preset in keys:
-            rs = groups[(problem, adam, lbfgs, preset)]
+        for _, adam, lbfgs, preset, obsw in keys:
+            rs = groups[(problem, adam, lbfgs, preset, obsw)]
             cells: dict = {}
             for r in rs:
                 cells.setdefault((r["method"], _f(r["noise"])), []).append(r)
@@ -202,7 +210,7 @@ def render(recs: list[dict]) -> list[str]:
                 f_text = _stat([r["rel_e2"] for r in f]) + (f" ({len(f)} seed{'s' if len(f) > 1 else ''})" if f else "")
                 if not f and (adam, lbfgs) == budget(problem, None, None) and preset == "faithful" and (problem, method) in paper:
                     f_text = _stat(paper[(problem, method)]) + " (paper_runs.json)"
-                lines.append(f"| {_budget_label(adam, lbfgs, preset)} | {LABEL[method]} | {noise:g} | "
+                lines.append(f"| {_budget_label(adam, lbfgs, preset, obsw)} | {LABEL[method]} | {noise:g} | "
                              f"{','.join(str(r['seed']) for r in cr)} | " + " | ".join(errs) +
                              f" | {_stat([r['rel_e2'] for r in cr])} | {f_text} | {_stat([r['wall_s'] for r in cr], '{:.0f}')} |")
         lines.append("")
@@ -218,10 +226,10 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     cells: dict = {}
     for r in inv:
-        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _f(r["noise"])),
-                         []).append(r)
+        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _obsw(r),
+                          _f(r["noise"])), []).append(r)
     any_row = False
-    for (problem, method, adam, lbfgs, preset, noise), cr in sorted(cells.items()):
+    for (problem, method, adam, lbfgs, preset, obsw, noise), cr in sorted(cells.items()):
         goal = GOALS.get(noise, {}).get(problem)
         if not goal:
             continue
@@ -242,7 +250,7 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
                 parts.append(f"solution e2 {e2:.2e} (<= 2 x forward {fm:.2e})")
             else:
                 parts.append(f"solution e2 {e2:.2e} (no forward run at this budget)")
-        lines.append(f"| {problem} | {LABEL[method]} | {_budget_label(adam, lbfgs, preset)} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
+        lines.append(f"| {problem} | {LABEL[method]} | {_budget_label(adam, lbfgs, preset, obsw)} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
                      f"{('yes' if e2_checked else 'coefficients yes, e2 not checked') if ok else 'no'} |")
         any_row = True
     if not any_row:
@@ -262,7 +270,8 @@ def planned(args) -> list[tuple]:
         for method in methods:
             for noise in ([None] if args.forward else noises):
                 for seed in seeds:
-                    out.append((problem, method, noise, adam, lbfgs, seed, args.preset))
+                    out.append((problem, method, noise, adam, lbfgs, seed, args.preset,
+                                1.0 if noise is None else args.obs_weight))
     return out
 
 
@@ -277,9 +286,15 @@ def main(argv=None) -> int:
     ap.add_argument("--forward", action="store_true", help="train the forward problems instead (the e2 reference)")
     ap.add_argument("--preset", default="faithful", choices=tuple(cj.PRESETS),
                     help="TrainConfig.preset of the runs (default: faithful, float32)")
+    ap.add_argument("--obs-weight", type=float, default=1.0,
+                    help="fixed factor on the observation term (InverseProblem.obs_weight; default 1)")
     ap.add_argument("--list", action="store_true", help="list the planned runs: recorded or missing")
     ap.add_argument("--report-only", action="store_true", help="no training: rewrite inverse.md from the record")
     args = ap.parse_args(argv)
+    if not (args.obs_weight > 0 and args.obs_weight < float("inf")):
+        ap.error(f"--obs-weight must be a finite number > 0, got {args.obs_weight}")
+    if args.forward and args.obs_weight != 1.0:
+        ap.error("--obs-weight applies to inverse runs; a forward run has no observation term")
     plan = [] if args.report_only else planned(args)
     if args.list:
         have = study().load()

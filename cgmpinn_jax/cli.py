@@ -7,7 +7,7 @@
                     [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
-                      [every option of run]
+                      [--obs-weight W] [every option of run]
     cgmpinn-jax list
 
 ``infer`` trains the inverse version of a problem (:mod:`cgmpinn_jax.inverse`): its unknown
@@ -224,7 +224,7 @@ def _cmd_infer(args) -> int:
     try:
         forward = get_problem(args.problem)
         problem = inverse_problem(forward, unknowns=as_list(args.unknowns), n_obs=args.n_obs, noise=args.noise,
-                                  key=args.seed if args.obs_seed is None else args.obs_seed)
+                                  key=args.seed if args.obs_seed is None else args.obs_seed, obs_weight=args.obs_weight)
         method = get_method(args.method)
         config = TrainConfig.preset(args.preset, **config_kwargs(args))
         cache_text = _compile_cache(args)
@@ -391,6 +391,8 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
                         "observation points")
     i.add_argument("--obs-seed", type=int, default=None, metavar="S",
                    help="seed of the observations' points and noise (default: --seed)")
+    i.add_argument("--obs-weight", type=float, default=1.0, metavar="W",
+                   help="fixed factor on the observation term (default 1); below 1 the network fits noisy data less")
     i.set_defaults(func=_cmd_infer)
     return i
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from typing import Iterable, Optional, Sequence
 
 import jax
@@ -129,6 +130,17 @@ def _operator_reads(problem: Problem, name: str) -> bool:
     return bool(np.any(np.abs(np.asarray(g)) > 0))
 
 
+@dataclasses.dataclass(frozen=True)
+class WeightedObservation(Dirichlet):
+    """The observation piece with a fixed weight: residual ``sqrt(weight) (u(z) - y)``, so
+    the term is ``weight * mean((u - y)^2)``."""
+
+    weight: float = 1.0
+
+    def residual(self, u, points, target):
+        return math.sqrt(self.weight) * (self.value(u, points) - target)
+
+
 def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
     cls = type(forward).__name__
     declared = {u.name: u for u in declared_unknowns(forward)}
@@ -184,6 +196,12 @@ class InverseProblem(Problem):
         unknowns: names of the coefficients the forward problem declares, or
             :class:`Unknown` records naming any of its float fields; ``None`` = all it
             declares.
+        obs_weight: a fixed factor on the observation term, ``obs_weight * mean((u - y)^2)``
+            (ReLoBRaLo's lambdas are scale-free, so the factor survives the balancing).
+            Below 1 the PDE residual counts for more against noisy data: the network fits
+            the noise less and the estimate moves toward the least-squares fit of the PDE's
+            own solutions (``benchmarks/results/inverse_oracle.md``). 1 (the default) is the
+            plain term, bit for bit.
 
     Raises:
         ValueError: naming the culprit: an unknown coefficient name (or one the operator does
@@ -193,6 +211,7 @@ class InverseProblem(Problem):
     forward: Problem
     observations: Observations = dataclasses.field(compare=False, repr=False)
     unknowns: Optional[tuple[Unknown, ...]] = None
+    obs_weight: float = 1.0
 
     _bound_forward = None  # set on a bound copy (see bind); not a field
 
@@ -212,6 +231,11 @@ class InverseProblem(Problem):
                 raise ValueError(f"unknown coefficient {u.name!r} for {type(fwd).__name__}: its operator does not read it "
                                  f"(d N[u] / d {u.name} = 0), so the PDE residual cannot identify it")
         object.__setattr__(self, "unknowns", unknowns)
+        w = self.obs_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.floating, np.integer)) \
+                or not np.isfinite(float(w)) or not float(w) > 0:
+            raise ValueError(f"InverseProblem: obs_weight must be a finite number > 0, got {w!r}")
+        object.__setattr__(self, "obs_weight", float(w))
         if not isinstance(self.observations, Observations):
             raise TypeError(f"InverseProblem: observations must be Observations(points, values), "
                             f"got {type(self.observations).__name__}")
@@ -259,7 +283,8 @@ class InverseProblem(Problem):
         return self.forward.source(z)
 
     def pieces(self):
-        return {**self.forward.pieces(), OBS_TERM: (Dirichlet(),)}
+        obs = Dirichlet() if self.obs_weight == 1.0 else WeightedObservation(self.obs_weight)
+        return {**self.forward.pieces(), OBS_TERM: (obs,)}
 
     def sample_points(self, key):
         return {**self.forward.sample_points(key), OBS_TERM: (jnp.asarray(self.observations.points),)}
@@ -350,10 +375,11 @@ def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
 
 def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str | Unknown]] = None, n_obs: int = 200,
                     noise: float = 0.01, key: jax.Array | int = 0, observations: Optional[Observations] = None,
-                    **params) -> InverseProblem:
+                    obs_weight: float = 1.0, **params) -> InverseProblem:
     """The inverse version of ``problem``: synthetic observations (``n_obs`` points uniform in
     the domain, relative noise ``noise``, drawn with ``key``) unless ``observations`` are
-    given, and the unknowns it declares (or ``unknowns``).
+    given, and the unknowns it declares (or ``unknowns``); ``obs_weight`` as in
+    :class:`InverseProblem`.
 
     ``params`` override the forward problem's fields (``inverse_problem("fisher_kpp",
     n_pde=2000)``).
@@ -368,21 +394,23 @@ def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str |
     obs = observations if observations is not None else synthetic_observations(forward, key, n_obs, noise)
     if isinstance(unknowns, str):
         unknowns = as_list(unknowns)  # "D,r" or "D"
-    return InverseProblem(forward, obs, None if unknowns is None else tuple(unknowns))
+    return InverseProblem(forward, obs, None if unknowns is None else tuple(unknowns), obs_weight)
 
 
 def infer(problem: Problem | str, method="cgmpinn", config=None, *, unknowns=None, n_obs: int = 200,
           noise: float = 0.01, observations: Optional[Observations] = None, key: int | jax.Array = 1224,
-          obs_key: int | jax.Array | None = None, **train_kwargs):
+          obs_key: int | jax.Array | None = None, obs_weight: float = 1.0, **train_kwargs):
     """Train ``method`` on the inverse version of ``problem``: :func:`inverse_problem` (its
     observations drawn with ``obs_key``, default ``key``), then :func:`~cgmpinn_jax.train`.
     An :class:`InverseProblem` is trained as it is. Returns the
     :class:`~cgmpinn_jax.records.TrainResult`; ``result.unknowns`` holds the coefficients."""
     from .driver import train
 
+    if isinstance(problem, InverseProblem) and obs_weight != 1.0:
+        raise ValueError("infer: obs_weight is an InverseProblem's field; set it there (InverseProblem(..., obs_weight=w))")
     if not isinstance(problem, InverseProblem):
         problem = inverse_problem(problem, unknowns=unknowns, n_obs=n_obs, noise=noise, observations=observations,
-                                  key=key if obs_key is None else obs_key)
+                                  key=key if obs_key is None else obs_key, obs_weight=obs_weight)
     return train(problem, method, config, key=key, **train_kwargs)
 
 

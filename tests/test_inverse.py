@@ -181,3 +181,37 @@ def test_infer_command_errors(capsys):
     assert "noise must be" in capsys.readouterr().err
     assert cli.main(["infer", "heat", "--n-obs", "0", "--quiet"]) == 2
     assert "n must be a positive int" in capsys.readouterr().err
+
+
+def test_observation_weight_scales_the_observation_term_only():
+    obs = synthetic_observations("heat", 3, 40, noise=0.05)
+    plain = InverseProblem(cj.get_problem("heat"), obs)
+    heavy = InverseProblem(cj.get_problem("heat"), obs, obs_weight=0.04)
+    assert plain.pieces()["obs"][0] == inverse.Dirichlet() and plain != heavy  # distinct compile keys
+    net = nets.mlp(jax.random.key(0), 2, 12, 2)
+    batch = jax.jit(plain.sample)(jax.random.key(1))
+    r1 = plain.constraint_residuals(net, batch)
+    r2 = heavy.constraint_residuals(net, batch)
+    # the term is obs_weight * mean((u - y)^2): residuals scale by sqrt(0.04) = 0.2; the rest unchanged
+    np.testing.assert_allclose(r2["obs"][0], 0.2 * r1["obs"][0], rtol=1e-6)
+    np.testing.assert_allclose(np.mean(np.square(r2["obs"][0])), 0.04 * np.mean(np.square(r1["obs"][0])), rtol=1e-5)
+    for term in ("ic", "bc"):
+        for a, b in zip(r1[term], r2[term]):
+            np.testing.assert_array_equal(a, b)
+    p = inverse.inverse_problem("fisher_kpp", n_obs=10, key=0, obs_weight=0.5)
+    assert p.obs_weight == 0.5 and p.pieces()["obs"][0].weight == 0.5
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), True, "0.1"])
+def test_observation_weight_bad_input(bad):
+    obs = synthetic_observations("heat", 0, 5)
+    with pytest.raises(ValueError, match="obs_weight must be a finite number > 0"):
+        InverseProblem(cj.get_problem("heat"), obs, obs_weight=bad)
+
+
+def test_observation_weight_belongs_to_the_problem_in_infer(capsys):
+    prob = inverse.inverse_problem("heat", n_obs=5, key=0)
+    with pytest.raises(ValueError, match="obs_weight is an InverseProblem's field"):
+        inverse.infer(prob, "pinn", obs_weight=0.5)
+    assert cli.main(["infer", "heat", "--obs-weight", "0", "--quiet"]) == 2
+    assert "obs_weight must be a finite number > 0" in capsys.readouterr().err

@@ -1,0 +1,75 @@
+"""benchmarks/inverse.py (run keys and rows of the observation weight) and
+benchmarks/inverse_oracle.py (the least-squares oracle's solvers and fit)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ib = _load("inverse")
+orc = _load("inverse_oracle")
+
+
+def _rec(seed, d_err, **kw):
+    return dict(problem="fisher_kpp", method="pinn", kind="inverse", noise=0.01, n_obs=200, seed=seed, adam_steps=3000,
+                lbfgs_steps=3000, preset="faithful", rel_e2=6e-4, wall_s=300.0,
+                unknowns={"D": {"rel_error": d_err}, "r": {"rel_error": 1e-3}}, **kw)
+
+
+def test_observation_weight_has_its_own_keys_and_rows():
+    base = ib.run_key("fisher_kpp", "pinn", 0.01, 3000, 3000, 0)
+    assert base == "fisher_kpp-pinn-noise0.01-A3000-L3000-seed0"  # unchanged: the record's existing keys
+    weighted = ib.run_key("fisher_kpp", "pinn", 0.01, 3000, 3000, 0, "faithful", 0.1)
+    assert weighted == base + "-obsw0.1"
+    lines = "\n".join(ib.render([_rec(0, 0.03), _rec(0, 0.004, obs_weight=0.1)]))
+    assert "| 3000 + 3000 | PINN | 0.01 | 0 | 3.00e-02 |" in lines
+    assert "| 3000 + 3000, obs weight 0.1 | PINN | 0.01 | 0 | 4.00e-03 |" in lines
+    goal_rows = [ln for ln in lines.splitlines() if ln.startswith("| fisher_kpp | PINN |")]
+    assert len(goal_rows) == 2 and any("obs weight 0.1" in ln and "D 4.00e-03" in ln for ln in goal_rows)
+
+
+@pytest.mark.parametrize("argv, msg", [(["--obs-weight", "0"], "finite number > 0"),
+                                       (["--forward", "--obs-weight", "0.1"], "no observation term")])
+def test_observation_weight_arguments(argv, msg, capsys):
+    with pytest.raises(SystemExit):
+        ib.main(argv + ["--list"])
+    assert msg in capsys.readouterr().err
+
+
+def test_oracle_recovers_the_truth_without_noise():
+    """With noiseless data the least-squares fit returns the true coefficients; the closed form
+    (advection-diffusion) has no solver error."""
+    c = orc.oracle_cell("advection_diffusion", 0.0, 0)
+    assert c["solver_max_abs_error_at_truth"] == 0.0
+    for v in c["coefficients"].values():
+        assert v["rel_error"] < 1e-7 and v["crb_rel_std"] == 0.0
+    assert c["solution_rel_e2"] < 1e-7
+
+
+def test_method_of_lines_matches_the_exact_solution():
+    """The heat solver at the true kappa against u* (its error must be far below any noise)."""
+    rng = np.random.default_rng(0)
+    pts = np.stack([rng.uniform(0, 1, 30), rng.uniform(0, 1, 30)], axis=1)
+    f, truth, names = orc.model("heat", pts)
+    assert names == ("kappa",) and truth.tolist() == [1.0]
+    assert np.max(np.abs(f(truth) - orc.exact_at("heat", pts))) < 1e-4
+    # and it depends on kappa: a 10% larger diffusivity moves the solution by far more
+    assert np.max(np.abs(f(1.1 * truth) - f(truth))) > 1e-2
+
+
+def test_oracle_bound_scales_with_the_noise():
+    a, b = (orc.oracle_cell("advection_diffusion", nz, 1) for nz in (0.01, 0.05))
+    for name in ("a", "nu"):
+        assert b["coefficients"][name]["crb_rel_std"] == pytest.approx(5 * a["coefficients"][name]["crb_rel_std"],
+                                                                       rel=0.05)
