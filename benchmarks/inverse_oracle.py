@@ -27,6 +27,7 @@ it must be far below the noise).
 
     python benchmarks/inverse_oracle.py            # all: writes results/inverse_oracle.{json,md}
     python benchmarks/inverse_oracle.py --only fisher_kpp --noises 0.01
+    python benchmarks/inverse_oracle.py --report-only   # rewrite the .md (new runs in inverse.json)
 """
 
 from __future__ import annotations
@@ -187,8 +188,10 @@ def pinn_medians(problem: str, noise: float) -> dict:
             continue
         if abs(float(r.get("noise", -1)) - noise) > 1e-12:
             continue
+        w = float(r.get("obs_weight", 1.0))
         label = (r.get("method"), f"{r.get('adam_steps')} + {r.get('lbfgs_steps')}" +
-                 (", " + r["preset"] if (r.get("preset") or "faithful") != "faithful" else ""))
+                 (", " + r["preset"] if (r.get("preset") or "faithful") != "faithful" else "") +
+                 ("" if w == 1.0 else f", obs weight {w:g}"))
         cells.setdefault(label, []).append(r)
     out = {}
     for label, rs in cells.items():
@@ -204,7 +207,8 @@ def solution_medians() -> dict:
         return {}
     cells: dict = {}
     for r in json.loads(path.read_text())["runs"].values():
-        if (r.get("adam_steps"), r.get("lbfgs_steps"), r.get("preset") or "faithful") != (3000, 3000, "faithful"):
+        if (r.get("adam_steps"), r.get("lbfgs_steps"), r.get("preset") or "faithful") != (3000, 3000, "faithful") \
+                or float(r.get("obs_weight", 1.0)) != 1.0:
             continue
         noise = None if r.get("kind") == "forward" else float(r["noise"])
         cells.setdefault((r["problem"], r["method"], noise), []).append(r["rel_e2"])
@@ -273,6 +277,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help=f"comma-separated problems (default: {','.join(PROBLEMS)})")
     ap.add_argument("--noises", default=None, help="comma-separated noise levels (default: 0.01,0.05)")
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="no fitting: rewrite inverse_oracle.md from the record (after new inverse.py runs)")
     args = ap.parse_args(argv)
     probs = tuple(args.only.split(",")) if args.only else PROBLEMS
     bad = [p for p in probs if p not in PROBLEMS]
@@ -284,7 +290,7 @@ def main(argv=None) -> int:
     seeds = tuple(int(v) for v in args.seeds.split(",")) if args.seeds else SEEDS
     path = OUT / "inverse_oracle.json"
     rec = json.loads(path.read_text()) if path.exists() else {"format": 1, "study": "inverse_oracle", "cells": {}}
-    for p in probs:
+    for p in ([] if args.report_only else probs):
         for nz in noises:
             for s in seeds:
                 c = oracle_cell(p, nz, s)
