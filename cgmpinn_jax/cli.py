@@ -233,12 +233,15 @@ def _cmd_infer(args) -> int:
         return 2
     out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"cgmpinn-jax infer: {problem.name} / {method.name}, unknowns {', '.join(problem.unknown_names)}, "
-          f"{len(problem.observations)} observations, noise {args.noise:g}, seed {args.seed}, {config.precision}, "
+          f"{len(problem.observations)} observations, noise {args.noise:g}"
+          + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
+          + f", seed {args.seed}, {config.precision}, "
           f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
     result = train(problem, method, config, key=args.seed, quiet=args.quiet)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
-    (out / "observations.json").write_text(json.dumps(io.to_jsonable(problem.observations.to_dict())))
+    (out / "observations.json").write_text(json.dumps(io.to_jsonable({**problem.observations.to_dict(),
+                                                                       "obs_weight": problem.obs_weight})))
     if not args.no_plots:
         try:
             from .plots import plot_result

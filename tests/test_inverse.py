@@ -162,14 +162,15 @@ def test_forward_problems_unchanged():
 def test_infer_command(tmp_path, capsys):
     out = tmp_path / "run"
     rc = cli.main(["infer", "heat", "--n-obs", "20", "--noise", "0.05", "--adam-steps", "0", "--lbfgs-steps", "0",
-                   "--width", "8", "--depth", "1", "--quiet", "--out", str(out)])
+                   "--width", "8", "--depth", "1", "--quiet", "--out", str(out), "--obs-weight", "0.5"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "kappa" in text and "rel. error" in text and "relative e2" in text
+    assert "kappa" in text and "rel. error" in text and "relative e2" in text and "observation weight 0.5" in text
     m = json.loads((out / "metrics.json").read_text())
     assert m["unknowns"]["kappa"] == pytest.approx({"estimate": 0.5, "true": 1.0, "rel_error": 0.5, "init": 0.5}, rel=1e-6)
     assert {"rel_e2", "e2", "e_inf"} <= set(m)
-    assert len(json.loads((out / "observations.json").read_text())["values"]) == 20
+    saved_obs = json.loads((out / "observations.json").read_text())
+    assert len(saved_obs["values"]) == 20 and saved_obs["obs_weight"] == 0.5
     pytest.importorskip("matplotlib")
     assert (out / "unknowns.png").exists() and (out / "solution.png").exists()
 
