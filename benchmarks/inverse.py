@@ -169,7 +169,8 @@ def render(recs: list[dict]) -> list[str]:
         "",
         "Written by `python benchmarks/inverse.py` from its record `benchmarks/results/inverse.json` "
         "(one entry per run). float32 (a budget naming `accurate` is `TrainConfig.preset(\"accurate\")`: float64, "
-        "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule), 200 observations uniform inside the domain, noise = Gaussian with standard "
+        "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule; a budget naming `obs weight w` multiplies "
+        "the observation term by w, `InverseProblem.obs_weight`), 200 observations uniform inside the domain, noise = Gaussian with standard "
         "deviation `noise x std(u* at the observations)`, observations of seed s drawn with key s; every unknown the "
         "problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, advection-diffusion "
         "a 0.5 and nu 0.05). Cells: median [min - max] over the seeds recorded; wall = compile + run of `cj.train`.",
