@@ -50,11 +50,14 @@ from cgmpinn_jax import inverse
 from cgmpinn_jax.problems import get_problem
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import inverse as inverse_bench  # noqa: E402  (benchmarks/inverse.py: the runs, their labels and goals)
+
 OUT = HERE / "results"
-PROBLEMS = ("fisher_kpp", "heat", "advection_diffusion")
-NOISES = (0.01, 0.05)
-SEEDS = (0, 1, 2)
-N_OBS = 200
+PROBLEMS = inverse_bench.PROBLEMS
+NOISES = tuple(n for n in inverse_bench.NOISES if n > 0)
+SEEDS = inverse_bench.SEEDS
+N_OBS = inverse_bench.N_OBS
 GRID = {"fisher_kpp": 2001, "heat": 2001}  # nodes of the method-of-lines grid
 
 
@@ -176,22 +179,16 @@ def oracle_cell(name: str, noise: float, seed: int) -> dict:
     }
 
 
-def pinn_medians(problem: str, noise: float) -> dict:
-    """{(method, budget): {coef: median rel error}} from inverse.json (float32 runs and presets)."""
-    path = OUT / "inverse.json"
-    if not path.exists():
-        return {}
-    runs = json.loads(path.read_text())["runs"]
+def pinn_medians(runs: list[dict], problem: str, noise: float) -> dict:
+    """{(method, budget label): {coef: median rel error}} of the inverse runs (``inverse.json``)."""
     cells: dict = {}
-    for key, r in runs.items():
+    for r in runs:
         if r.get("problem") != problem or r.get("kind") != "inverse":
             continue
         if abs(float(r.get("noise", -1)) - noise) > 1e-12:
             continue
-        w = float(r.get("obs_weight", 1.0))
-        label = (r.get("method"), f"{r.get('adam_steps')} + {r.get('lbfgs_steps')}" +
-                 (", " + r["preset"] if (r.get("preset") or "faithful") != "faithful" else "") +
-                 ("" if w == 1.0 else f", obs weight {w:g}"))
+        label = (r.get("method"), inverse_bench._budget_label(r["adam_steps"], r["lbfgs_steps"],
+                                                              inverse_bench._preset(r), inverse_bench._obsw(r)))
         cells.setdefault(label, []).append(r)
     out = {}
     for label, rs in cells.items():
@@ -200,15 +197,12 @@ def pinn_medians(problem: str, noise: float) -> dict:
     return out
 
 
-def solution_medians() -> dict:
+def solution_medians(runs: list[dict]) -> dict:
     """{(problem, method, noise or None for forward): median rel. e2} of the faithful 3000 + 3000 runs."""
-    path = OUT / "inverse.json"
-    if not path.exists():
-        return {}
     cells: dict = {}
-    for r in json.loads(path.read_text())["runs"].values():
-        if (r.get("adam_steps"), r.get("lbfgs_steps"), r.get("preset") or "faithful") != (3000, 3000, "faithful") \
-                or float(r.get("obs_weight", 1.0)) != 1.0:
+    for r in runs:
+        if (r.get("adam_steps"), r.get("lbfgs_steps"), inverse_bench._preset(r)) != (3000, 3000, "faithful") \
+                or inverse_bench._obsw(r) != 1.0:
             continue
         noise = None if r.get("kind") == "forward" else float(r["noise"])
         cells.setdefault((r["problem"], r["method"], noise), []).append(r["rel_e2"])
@@ -231,21 +225,20 @@ def report(cells: list[dict]) -> str:
         "| problem | noise | coefficient | goal | oracle | CRB (rel. std) | PINN / CGMPINN (inverse.md) | solver error at truth / noise sigma |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    goals = {0.01: {"D": 0.01, "r": 0.01, "kappa": 0.01, "a": 0.01, "nu": 0.05},
-             0.05: {"D": 0.05, "r": 0.05, "kappa": 0.05, "a": 0.05, "nu": 0.20}}
+    runs = list(inverse_bench.study().load().values())  # the PINN runs, read once
     by = {}
     for c in cells:
         by.setdefault((c["problem"], c["noise"]), []).append(c)
     for (prob, noise), cs in sorted(by.items(), key=lambda kv: (PROBLEMS.index(kv[0][0]), kv[0][1])):
         cs = sorted(cs, key=lambda c: c["seed"])
-        med_pinn = pinn_medians(prob, noise)
+        med_pinn = pinn_medians(runs, prob, noise)
         for coef in cs[0]["coefficients"]:
             errs = [c["coefficients"][coef]["rel_error"] for c in cs]
             crb = statistics.median(c["coefficients"][coef]["crb_rel_std"] for c in cs)
             others = "; ".join(f"{m.upper() if m == 'pinn' else 'CGMPINN'} {v['median'][coef]:.2e} ({b}, seeds {','.join(map(str, v['seeds']))})"
                                for (m, b), v in sorted(med_pinn.items()) if coef in v["median"]) or "-"
             ratio = max(c["solver_max_abs_error_at_truth"] for c in cs) / cs[0]["sigma"]
-            lines.append(f"| {prob} | {noise:g} | {coef} | <= {goals[noise][coef]:g} | {statistics.median(errs):.2e} "
+            lines.append(f"| {prob} | {noise:g} | {coef} | <= {inverse_bench.GOALS[noise][prob][coef]:g} | {statistics.median(errs):.2e} "
                          f"[{min(errs):.1e} - {max(errs):.1e}] (seeds {','.join(str(c['seed']) for c in cs)}) | "
                          f"{crb:.2e} | {others} | {ratio:.1e} |")
     lines += [
@@ -260,7 +253,7 @@ def report(cells: list[dict]) -> str:
         "| problem | noise | oracle solution rel. e2 | 2 x forward e2 (PINN / CGMPINN) | inverse e2 (PINN / CGMPINN) |",
         "|---|---|---|---|---|",
     ]
-    e2s = solution_medians()
+    e2s = solution_medians(runs)
     for (prob, noise), cs in sorted(by.items(), key=lambda kv: (PROBLEMS.index(kv[0][0]), kv[0][1])):
         errs = [c["solution_rel_e2"] for c in cs if "solution_rel_e2" in c]
         if not errs:
