@@ -1,24 +1,13 @@
 """benchmarks/inverse.py (run keys and rows of the observation weight) and
 benchmarks/inverse_oracle.py (the least-squares oracle's solvers and fit)."""
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchscripts import load
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"{name}_bench", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ib = _load("inverse")
-orc = _load("inverse_oracle")
+ib = load("inverse")
+orc = load("inverse_oracle")
 
 
 def _rec(seed, d_err, **kw):

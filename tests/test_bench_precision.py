@@ -1,21 +1,9 @@
 """benchmarks/precision.py: run keys and the table of runs with a longer second stage."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from benchscripts import load
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("precision_bench", ROOT / "benchmarks" / "precision.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pb = _load()
+pb = load("precision")
 
 
 def _run(e2, **kw):

@@ -5,25 +5,15 @@ import dataclasses
 import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from benchscripts import load
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def _load(name):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tl = _load("tables_lib")
+tl = load("tables_lib")
 PAPER = json.loads((BENCH.parent / "cgmpinn_jax" / "data" / "paper_tables.json").read_text())
 
 
@@ -173,7 +163,7 @@ def test_downsample_curve():
 
 
 def test_cache_key_and_variant_configs():
-    pt = _load("paper_tables")
+    pt = load("paper_tables")
     s = pt.run_spec("poisson1d", "cgmpinn", 0, 1.0)
     assert tl.cache_key(s) == tl.cache_key(pt.run_spec("poisson1d", "cgmpinn", 0, 1.0))
     assert tl.cache_key(s) == tl.cache_key(json.loads(json.dumps(s)))  # stable through a JSON round trip
@@ -212,7 +202,7 @@ def test_cache_key_and_variant_configs():
 
 
 def test_variants_flag_selects_exact_ids(capsys, tmp_path):
-    pt = _load("paper_tables")
+    pt = load("paper_tables")
     iso = ["--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
     pt.main(["--variants", "cgmpinn", "--problems", "poisson1d", "--seeds", "0", "--list", *iso])
     out = capsys.readouterr().out
@@ -222,7 +212,7 @@ def test_variants_flag_selects_exact_ids(capsys, tmp_path):
 
 
 def test_build_outputs(runs_dir, tmp_path):
-    pt = _load("paper_tables")
+    pt = load("paper_tables")
     # CGMPINN runs with predictions on the test grid: a 1-D (200 points) and a 2-D (100 x 100) figure
     for problem, n in (("poisson1d", 200), ("heat", 10000)):
         # poisson1d: replaces the seed-0 run (same numbers, newer), so the verdict is unchanged
@@ -263,7 +253,7 @@ def test_build_outputs(runs_dir, tmp_path):
 
 def test_recorded_run_counts_as_done(tmp_path):
     """A run in the compact record is not trained again, although no cache file exists."""
-    pt = _load("paper_tables")
+    pt = load("paper_tables")
     spec = pt.run_spec("heat", "pinn", 1, 1.0)
     rec = tl.fake_run("heat", "pinn", 1, 1e-3)
     rec.update(key=tl.cache_key(spec), spec=spec)
@@ -301,7 +291,7 @@ def test_committed_results_are_compact():
 
 
 def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
-    pt = _load("paper_tables")
+    pt = load("paper_tables")
     cpu = {"backend": "cpu"}
 
     def run(variant, seed, wall, machine=cpu, **kw):
@@ -341,7 +331,7 @@ def test_hardware_label():
 
 
 def test_cost_probe_extrapolation_and_table():
-    cp = _load("cost_probe")
+    cp = load("cost_probe")
     # 100 Adam steps at 10 ms + 50 L-BFGS iterations at 40 ms
     assert cp.extrapolate(100, 50, 0.01, 0.04, 3.0) == pytest.approx(3.0)
     # an iteration with 7 evaluations (+1 forward) costs twice one with 3 (+1)

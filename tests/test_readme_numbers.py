@@ -1,26 +1,15 @@
 """The README's Results section against benchmarks/results/ (benchmarks/readme_tables.py):
 its generated tables are up to date, and every number it quotes is in a report."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchscripts import load
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-rt = _load("readme_tables")
+rt = load("readme_tables")
 README = (ROOT / "README.md").read_text()
 
 

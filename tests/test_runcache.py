@@ -1,29 +1,14 @@
 """benchmarks/runcache.py: full runs in the (ignored) cache, compact runs in the committed
 record, a recorded run counts as done."""
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchscripts import load
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _load(name):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-rc = _load("runcache")
+rc = load("runcache")
 
 
 @pytest.fixture
