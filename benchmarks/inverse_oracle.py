@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy import sparse
 from scipy.integrate import solve_ivp
@@ -62,23 +63,30 @@ GRID = {"fisher_kpp": 2001, "heat": 2001}  # nodes of the method-of-lines grid
 
 
 # ---- forward solvers: u(points; coefficients) with the true initial / boundary data --------
-def _fisher_exact(x, t, D, r):
-    lam, c = math.sqrt(r / (6 * D)), 5 * math.sqrt(D * r / 6)
-    return 1.0 / (1.0 + np.exp(np.clip(lam * (x - c * t), -50, 50))) ** 2
+# u*, its initial and boundary values and the heat source are the library's own (the problem's
+# ``exact`` and ``source``, the latter by automatic differentiation), evaluated in float64.
+def _f64(fn):
+    """``fn`` run with float64 jax, its result as a float64 numpy array."""
+    def call(*args):
+        with jax.enable_x64(True):
+            return np.asarray(fn(*args), np.float64)
+    return call
 
 
-def _heat_exact(x, t):
-    return (np.sin(np.pi * x) + np.tanh(10 * x)) * np.sin(2 * np.pi * t)
+def _u_star(prob, **values):
+    """points (M, 2) -> u*(points) of ``prob`` with the coefficients ``values`` put in."""
+    p = inverse._with_values(prob, values) if values else prob
+    return _f64(lambda pts: p.exact_on(jnp.asarray(pts, jnp.float64)))
 
 
-def _heat_source(x, t):  # f = u*_t - 1 * u*_xx (the source is data: derived with kappa = 1)
-    th = np.tanh(10 * x)
-    u_xx = (-np.pi**2 * np.sin(np.pi * x) - 200 * th * (1 - th**2)) * np.sin(2 * np.pi * t)
-    return (np.sin(np.pi * x) + th) * 2 * np.pi * np.cos(2 * np.pi * t) - u_xx
+def _on_line(fn, xs):
+    """t -> fn at the points (xs, t): fn of a fixed set of x, jitted once (the solver calls it
+    at every right-hand side)."""
+    xs = np.asarray(xs, np.float64)
 
-
-def _advdiff_exact(x, t, a, nu):
-    return -np.exp(-nu * np.pi**2 * t) * np.sin(np.pi * (x - a * t))
+    def at(t):
+        return fn(jnp.stack([jnp.asarray(xs), jnp.full(xs.shape, t, jnp.float64)], axis=1))
+    return _f64(jax.jit(at))
 
 
 def _mol(x, t_end, u0, diff, reaction, left, right, points, rtol=1e-9):
@@ -108,38 +116,35 @@ def _mol(x, t_end, u0, diff, reaction, left, right, points, rtol=1e-9):
 def model(name: str, points: np.ndarray):
     """(theta -> u(points; theta), the true theta, coefficient names)."""
     prob = get_problem(name)
-    if name == "advection_diffusion":
+    if name == "advection_diffusion":  # the closed form holds for any (a, nu)
         def f(th):
-            return _advdiff_exact(points[:, 0], points[:, 1], th[0], th[1])
+            return _u_star(prob, a=float(th[0]), nu=float(th[1]))(points)
         return f, np.array([prob.a, prob.nu]), ("a", "nu")
     if name == "fisher_kpp":
         x = np.linspace(-5.0, 5.0, GRID[name])
-        D0, r0 = prob.D, prob.r
+        u0 = _u_star(prob)(np.stack([x[1:-1], np.zeros(len(x) - 2)], axis=1))
+        edges = _on_line(prob.exact_on, [x[0], x[-1]])
 
         def f(th):
-            return _mol(x, 2.0, lambda xi: _fisher_exact(xi, 0.0, D0, r0), th[0],
-                        lambda v, xi, t: th[1] * v * (1 - v),
-                        lambda t: float(_fisher_exact(-5.0, t, D0, r0)), lambda t: float(_fisher_exact(5.0, t, D0, r0)),
-                        points)
-        return f, np.array([D0, r0]), ("D", "r")
-    if name == "heat":
+            return _mol(x, 2.0, lambda xi: u0, th[0], lambda v, xi, t: th[1] * v * (1 - v),
+                        lambda t: float(edges(t)[0]), lambda t: float(edges(t)[1]), points)
+        return f, np.array([prob.D, prob.r]), ("D", "r")
+    if name == "heat":  # the source is data: derived from u* at the true kappa
         x = np.linspace(0.0, 1.0, GRID[name])
+        u0 = _u_star(prob)(np.stack([x[1:-1], np.zeros(len(x) - 2)], axis=1))
+        source = _on_line(jax.vmap(prob.source), x[1:-1])
+        edges = _on_line(prob.exact_on, [x[0], x[-1]])
 
         def f(th):
-            return _mol(x, 1.0, lambda xi: np.zeros_like(xi), th[0], lambda v, xi, t: _heat_source(xi, t),
-                        lambda t: 0.0, lambda t: float(_heat_exact(1.0, t)), points)
+            return _mol(x, 1.0, lambda xi: u0, th[0], lambda v, xi, t: source(t),
+                        lambda t: float(edges(t)[0]), lambda t: float(edges(t)[1]), points)
         return f, np.array([prob.kappa]), ("kappa",)
     raise ValueError(f"no oracle for {name!r}; choose from {PROBLEMS}")
 
 
 def exact_at(name: str, points: np.ndarray) -> np.ndarray:
-    prob = get_problem(name)
-    x, t = points[:, 0], points[:, 1]
-    if name == "fisher_kpp":
-        return _fisher_exact(x, t, prob.D, prob.r)
-    if name == "heat":
-        return _heat_exact(x, t)
-    return _advdiff_exact(x, t, prob.a, prob.nu)
+    """u* of the library's problem at ``points`` (M, 2), in float64."""
+    return _u_star(get_problem(name))(points)
 
 
 def oracle_cell(name: str, noise: float, seed: int) -> dict:
