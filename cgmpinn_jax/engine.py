@@ -2,8 +2,9 @@
 
 A chunk refreshes the per-point PDE weights at tau(``tau_k``), then runs up to ``n_steps``
 steps of one stage in a ``lax.while_loop`` and returns the new state, the weights and a
-:class:`~cgmpinn_jax.records.ChunkHistory`. The host loop (:mod:`cgmpinn_jax.driver`) calls
-one compiled chunk per refresh.
+:class:`~cgmpinn_jax.records.ChunkHistory`. The host loop (:mod:`cgmpinn_jax.driver`) runs one
+chunk per refresh, as separately compiled pieces (the refresh, the second stage's re-basing,
+the stage's loop) that it calls one after the other.
 
 Deliberate deviations from the reference, all documented in REFERENCE §8 / DESIGN.md:
 
@@ -117,10 +118,8 @@ class Engine:
     # --- refresh and guard -------------------------------------------------------------
     def refresh(self, state: State, batch, hyper: Hyper, tau_k):
         """New weights at tau(tau_k): ``(state with the weighting's state, w, tau)``."""
-        tau = weighting_lib.tau(tau_k, self.setup.k_max, hyper.c_sat)
-        r = self.residual_fn(state.params, batch)
-        w, wstate = self.setup.method.weighting(self.setup.config, hyper).update(r, tau, state.wstate)
-        return eqx.tree_at(lambda s: s.wstate, state, wstate), w, tau
+        state, w, h0 = self._begin(state, batch, hyper, tau_k)
+        return state, w, h0.tau
 
     def _chunk_history(self, w, tau, wstate) -> ChunkHistory:
         h = _history(self.setup.k_upd, self.setup.n_terms, w.dtype)
@@ -142,13 +141,34 @@ class Engine:
     def _running(n_steps):
         return lambda s: (s[0] < n_steps) & (s[1].status == StageStatus.COMPLETED)
 
+    # --- a chunk: the refresh that opens it, then one stage's steps ------------------------
+    # The host (:mod:`cgmpinn_jax.driver`) compiles and calls the pieces separately
+    # (``begin_chunk``, ``rebase`` for the second stage, ``adam_steps`` / ``second_steps``):
+    # the refresh is then compiled once for both stages instead of inside each stage's
+    # program, and the pieces can compile in parallel. ``adam_chunk`` / ``second_chunk``
+    # are the same pieces composed into one program.
+    def begin_chunk(self, params, wstate, batch, hyper: Hyper, tau_k):
+        """The chunk's refresh: ``(weighting state, w, empty ChunkHistory)``. It takes the
+        parameters and the weighting's state only, so that both stages share one program."""
+        tau = weighting_lib.tau(tau_k, self.setup.k_max, hyper.c_sat)
+        r = self.residual_fn(params, batch)
+        w, wstate = self.setup.method.weighting(self.setup.config, hyper).update(r, tau, wstate)
+        return wstate, w, self._chunk_history(w, tau, wstate)
+
+    def _begin(self, state: State, batch, hyper: Hyper, tau_k):
+        wstate, w, h0 = self.begin_chunk(state.params, state.wstate, batch, hyper, tau_k)
+        return eqx.tree_at(lambda s: s.wstate, state, wstate), w, h0
+
     # --- Adam ------------------------------------------------------------------------
     def adam_chunk(self, state: State, batch, hyper: Hyper, tau_k, n_steps):
         """Refresh, then up to ``n_steps`` Adam steps: ``(state, w, ChunkHistory)``."""
+        state, w, h0 = self._begin(state, batch, hyper, tau_k)
+        return self.adam_steps(state, batch, hyper, w, h0, n_steps)
+
+    def adam_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
+        """Up to ``n_steps`` Adam steps with the chunk's weights ``w``: ``(state, w, ChunkHistory)``."""
         use_relo = self.setup.uses_relobralo("adam")
         adam = optax.adam(hyper.adam_lr)
-        state, w, tau = self.refresh(state, batch, hyper, tau_k)
-        h0 = self._chunk_history(w, tau, state.wstate)
 
         def body(s):
             i, c, h = s
@@ -199,17 +219,31 @@ class Engine:
         status = jnp.where((status == 0) & (stall >= self.stop.patience), StageStatus.LOSS_TOL, status)
         return status.astype(jnp.int32), stall.astype(jnp.int32)
 
+    @property
+    def rebases(self) -> bool:
+        """Whether a second-stage chunk re-bases the member's stored point (:meth:`rebase`):
+        always, unless ReLoBRaLo changes the lambdas every iteration."""
+        return not (self.setup.uses_relobralo("lbfgs") and self.setup.config.relobralo_lbfgs_apply == "iteration")
+
+    def rebase(self, params, opt, w, lambdas, batch):
+        """The member's state with its stored value and gradient recomputed under the
+        chunk's refreshed weights ``w`` (once per chunk, so that no iteration pays an
+        evaluation of its own)."""
+        (value, tv), grad = self.objective.value_and_grad(params, w, lambdas, batch)
+        return self.second.set_point(opt, value, grad, tv)
+
     def second_chunk(self, state: State, batch, hyper: Hyper, tau_k, n_steps):
         """Refresh, then up to ``n_steps`` second-stage iterations: ``(state, w, ChunkHistory)``."""
-        per_iter = self.setup.uses_relobralo("lbfgs") and self.setup.config.relobralo_lbfgs_apply == "iteration"
-        state, w, tau = self.refresh(state, batch, hyper, tau_k)
-        h0 = self._chunk_history(w, tau, state.wstate)
+        state, w, h0 = self._begin(state, batch, hyper, tau_k)
+        if self.rebases:
+            state = eqx.tree_at(lambda s: s.opt, state, self.rebase(state.params, state.opt, w, state.lambdas, batch))
+        return self.second_steps(state, batch, hyper, w, h0, n_steps)
+
+    def second_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
+        """Up to ``n_steps`` second-stage iterations with the chunk's weights ``w`` (after
+        :meth:`rebase` unless the lambdas change every iteration): ``(state, w, ChunkHistory)``."""
+        per_iter = not self.rebases
         lam_chunk = state.lambdas  # the objective's lambdas in this chunk (unless they change every iteration)
-        if not per_iter:
-            # re-base the member's stored value and gradient once per chunk, under the
-            # refreshed weights, so that no iteration pays an evaluation of its own
-            (value, tv), grad = self.objective.value_and_grad(state.params, w, lam_chunk, batch)
-            state = eqx.tree_at(lambda s: s.opt, state, self.second.set_point(state.opt, value, grad, tv))
 
         def body(s):
             i, c, h = s
