@@ -5,21 +5,25 @@ the reference's settings. Its compiled programs do not depend on the budgets (th
 steps in a chunk is an argument, not a constant; ``k_upd`` is), so each run here trains the
 headline's 5000 Adam steps (the time the second stage's compilation can hide behind) and a
 short second stage (``--lbfgs-steps``, default 100), and compiles exactly what the full run
-compiles. Every run is a fresh process (nothing in memory); per run:
+compiles. A chunk is three programs: the weight refresh (one for both stages), the second
+stage's re-basing (where it has one) and the stage's loop. Every run is a fresh process
+(nothing in memory); per run:
 
-* ``serial``: no on-disk cache, and the second stage compiled when it starts
-  (``prefetch_compile=False``: the behaviour before the background compilation);
-* ``no-cache``: no on-disk cache; the second stage's chunk compiled in a background thread
-  while Adam runs (``prefetch_compile=True``, not the default);
+* ``serial``: no on-disk cache, each program compiled when first needed, one after the
+  other (``parallel_compile=False``);
+* ``parallel``: no on-disk cache, every program compiled before the first step in parallel
+  threads, one per core (``parallel_compile=True``: the library's default);
+* ``prefetch``: no on-disk cache; the Adam stage's programs compiled together, the second
+  stage's in a background thread while Adam runs (``prefetch_compile=True``, not the default);
 * ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (the command's first
-  run on a machine: compiles, then stores), with the background compilation;
+  run on a machine: compiles, then stores), with the library's default (``parallel``);
 * ``warm``: the same directory again (every later run of the same setup).
 
 For each: the seconds of every compiled chunk split into tracing+lowering (Python, jax) and
 XLA's compiler (``CompileCache.timings``, also where a background thread did it), the
 seconds the run waited for compilations (``TrainResult.compile_seconds``: with the
 background compilation, only what Adam's run did not hide), and the process's wall seconds
-from start to the end of training (imports included). ``--repeats`` rounds of (no-cache, cold, warm), one
+from start to the end of training (imports included). ``--repeats`` rounds of every mode, one
 process at a time; the machine's load average is recorded before and after.
 
     python benchmarks/compile_time.py                 # default XLA threads (as the command runs)
@@ -47,7 +51,7 @@ import runcache  # noqa: E402
 STUDY = "compile_time"
 RESULTS = Path(__file__).parent / "results"
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-MODES = ("serial", "no-cache", "cold", "warm")
+MODES = ("serial", "parallel", "prefetch", "cold", "warm")
 
 WORKER = """
 import json, sys, time
@@ -58,7 +62,7 @@ if cache_dir != "-":
     cj.disk_cache.enable(cache_dir)
 cache = cj.CompileCache()
 res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps={adam}, lbfgs_steps={lbfgs}), key=1224, quiet=True,
-               cache=cache, prefetch_compile=sys.argv[3] == "prefetch")
+               cache=cache, prefetch_compile=sys.argv[3] == "prefetch", parallel_compile=sys.argv[3] != "serial")
 wall = time.perf_counter() - t0
 chunks = {{}}
 for name, lower, comp in cache.timings:
@@ -73,7 +77,7 @@ json.dump(dict(compile_seconds=res.compile_seconds, lower_seconds=sum(v[0] for v
 def one(mode: str, cache_dir: str, threads: int | None, adam: int, lbfgs: int, out: Path) -> dict:
     env = dict(os.environ)
     cmd = [sys.executable, "-c", WORKER.format(adam=adam, lbfgs=lbfgs), str(out), cache_dir,
-           "serial" if mode == "serial" else "prefetch"]
+           mode if mode in ("serial", "prefetch") else "parallel"]
     if threads == 1:
         env["XLA_FLAGS"] = ONE_THREAD
         cmd = ["taskset", "-c", "0"] + cmd
@@ -118,7 +122,9 @@ with jax.default_matmul_precision("highest"):
     timed("loss + gradient", eng.objective.value_and_grad, state.params, w, state.lambdas, batch)
     timed("loss + gradient + ReLoBRaLo update",
           lambda p, w, bs, b: eng.objective.balanced_eval(p, w, bs, b, eng.balancing), state.params, w, state.bstate, batch)
-    timed("Adam chunk (CGMPINN)", eng.adam_chunk, state, batch, hyper, jnp.int32(0), jnp.int32(5))
+    timed("Adam chunk (CGMPINN): refresh + loop in one program", eng.adam_chunk, state, batch, hyper, jnp.int32(0), jnp.int32(5))
+    _, w0, h0 = eng.begin_chunk(state.params, state.wstate, batch, hyper, jnp.int32(0))
+    timed("Adam loop alone (CGMPINN; the program the run compiles)", eng.adam_steps, state, batch, hyper, w0, h0, jnp.int32(5))
     for label, method, kw in (("second-stage chunk: optax L-BFGS, CGMPINN (the default)", "cgmpinn", {}),
                               ("second-stage chunk: optax L-BFGS, CGMPINN, lambdas per refresh", "cgmpinn",
                                dict(relobralo_lbfgs_apply="refresh")),
@@ -129,6 +135,10 @@ with jax.default_matmul_precision("highest"):
         w = jnp.ones(batch["pde"][0].shape[-2])
         state = eqx.tree_at(lambda s: s.opt, state, eng.init_second(state.params, w, state.lambdas, batch))
         timed(label, eng.second_chunk, state, batch, hyper, jnp.int32(0), jnp.int32(5))
+        if method == "cgmpinn" and not kw:
+            _, w0, h0 = eng.begin_chunk(state.params, state.wstate, batch, hyper, jnp.int32(0))
+            timed("second-stage loop alone: optax L-BFGS, CGMPINN (the program the run compiles)", eng.second_steps,
+                  state, batch, hyper, w0, h0, jnp.int32(5))
     # optax's L-BFGS and zoom line search alone: the network's parameter tree, a trivial objective
     params = state.params
     f = lambda p: sum(jnp.sum(jnp.tanh(x) ** 2) for x in jax.tree_util.tree_leaves(p))
@@ -183,7 +193,7 @@ def run(threads: int | None, repeats: int, adam: int, lbfgs: int) -> None:
         for r in range(repeats):
             cache_dir = Path(tmp) / f"xla-{r}"
             for mode in MODES:
-                full = one(mode, "-" if mode in ("serial", "no-cache") else str(cache_dir), threads, adam, lbfgs,
+                full = one(mode, str(cache_dir) if mode in ("cold", "warm") else "-", threads, adam, lbfgs,
                            Path(tmp) / "out.json")
                 study.save(f"{tag}-{mode}-r{r}", full)
                 print(f"[compile_time] {tag} {mode} round {r}: compile {full['compile_seconds']:.2f} s "
@@ -199,16 +209,18 @@ def build() -> str:
         "Command: `python benchmarks/compile_time.py [--threads 1]`; record `benchmarks/results/compile_time.json`.",
         "1D Poisson CGMPINN, float32, the command's defaults (the compiled programs are the full run's: budgets are "
         "arguments of the chunks; 5000 Adam steps as in the headline, a short second stage). One fresh process per "
-        "run, one at a time. `serial`: no disk cache, the second stage compiled when it starts (the behaviour before "
-        "the background compilation, the library's default); `no-cache`: `prefetch_compile=True` (the second stage's "
-        "chunk compiles in a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory "
-        "(compiles and stores), with the background compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
+        "run, one at a time. A chunk is three programs: the weight refresh (one for both stages), the second stage's "
+        "re-basing (where it has one) and the stage's loop. `serial`: no disk cache, each program compiled when first "
+        "needed (`parallel_compile=False`); `parallel`: no disk cache, every program compiled before the first step in "
+        "parallel threads (the library's default); `prefetch`: `prefetch_compile=True` (the second stage's programs "
+        "compile in a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory (compiles and "
+        "stores), default compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
         "`TrainResult.compile_seconds` reports (the compilations the run waited for); lowering and XLA = work done, "
         "in the foreground or the background thread; process = the whole process to the end of training, imports "
         "included.",
         "",
-        "| threads | mode | rounds | waited s | lowering s | XLA s | adam chunk s | lbfgs chunk s | process s | load avg (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| threads | mode | rounds | waited s | lowering s | XLA s | refresh s | adam loop s | lbfgs loop s | process s | load avg (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def cell(vals):
@@ -227,7 +239,7 @@ def build() -> str:
             loads = [r["load_start"][0] for r in rs] + [r["load_end"][0] for r in rs]
             lines.append(f"| {label} | {mode} | {len(rs)} | {cell([r['compile_seconds'] for r in rs])} | "
                          f"{cell([r['lower_seconds'] for r in rs])} | {cell([r['xla_seconds'] for r in rs])} | "
-                         f"{cell(ch('adam'))} | {cell(ch('lbfgs'))} | {cell([r['process_wall_seconds'] for r in rs])} | "
+                         f"{cell(ch('refresh'))} | {cell(ch('adam'))} | {cell(ch('lbfgs'))} | {cell([r['process_wall_seconds'] for r in rs])} | "
                          f"{min(loads):.2f}-{max(loads):.2f} |")
     if recs_runs:
         r0 = next(iter(recs_runs.values()))
