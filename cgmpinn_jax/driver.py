@@ -328,7 +328,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     (:meth:`Engine.begin_chunk`, one program for both stages), for the second stage the
     re-basing of its stored point (:meth:`Engine.rebase`), and the stage's loop.
     ``parallel_compile`` (single runs): every program of both stages is compiled before the
-    first step, in parallel threads (:meth:`CompileCache.compile_together`); otherwise each
+    first step, in parallel threads (:meth:`CompileCache.compile_ahead`); otherwise each
     when first called. ``prefetch`` (single runs with both stages): the second stage's
     programs compile in a background thread while the Adam stage runs
     (:meth:`CompileCache.prefetch`). Neither changes a result."""
