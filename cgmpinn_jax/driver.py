@@ -398,6 +398,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             s2, b2, h2, w2 = hand_off("lbfgs", state, batch, hyper, w)
             for name, fn, args in chunk_programs("lbfgs", s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
                 cache.prefetch(setup, name, fn, args, batched=False)
+            del s2, b2, h2, w2, args
         ahead = ["adam"]
     if parallel_compile and ahead:
         # every program of the stages, lowered in its stage's precision scope, then
@@ -408,6 +409,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                 s1, b1, h1, w1 = hand_off(stage, state, batch, hyper, w) if stage == "lbfgs" else (state, batch, hyper, w)
                 for name, fn, args in chunk_programs(stage, s1, b1, h1, w1, jnp.int32(0), jnp.int32(0)):
                     cache.lower_ahead(setup, name, fn, args, batched=False)
+                del s1, b1, h1, w1, args  # stand-ins (a dense member's n x n matrix): not kept for the run
         n_new = cache.pending_lowered()
         cache.compile_ahead()
         if n_new:
