@@ -9,14 +9,12 @@ compiles. A chunk is three programs: the weight refresh (one for both stages), t
 stage's re-basing (where it has one) and the stage's loop. Every run is a fresh process
 (nothing in memory); per run:
 
-* ``serial``: no on-disk cache, each program compiled when first needed, one after the
-  other (``parallel_compile=False``);
-* ``parallel``: no on-disk cache, every program compiled before the first step in parallel
-  threads, one per core (``parallel_compile=True``: the library's default);
-* ``prefetch``: no on-disk cache; the Adam stage's programs compiled together, the second
-  stage's in a background thread while Adam runs (``prefetch_compile=True``, not the default);
+* ``serial``: no on-disk cache, each program compiled when first needed (the library's
+  default);
+* ``prefetch``: no on-disk cache; the second stage's programs compiled in a background
+  thread while Adam runs (``prefetch_compile=True``, not the default);
 * ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (the command's first
-  run on a machine: compiles, then stores), with the library's default (``parallel``);
+  run on a machine: compiles, then stores), the default compilation;
 * ``warm``: the same directory again (every later run of the same setup).
 
 For each: the seconds of every compiled chunk split into tracing+lowering (Python, jax) and
@@ -51,7 +49,7 @@ import runcache  # noqa: E402
 STUDY = "compile_time"
 RESULTS = Path(__file__).parent / "results"
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-MODES = ("serial", "parallel", "prefetch", "cold", "warm")
+MODES = ("serial", "prefetch", "cold", "warm")
 
 WORKER = """
 import json, sys, time
@@ -62,7 +60,7 @@ if cache_dir != "-":
     cj.disk_cache.enable(cache_dir)
 cache = cj.CompileCache()
 res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps={adam}, lbfgs_steps={lbfgs}), key=1224, quiet=True,
-               cache=cache, prefetch_compile=sys.argv[3] == "prefetch", parallel_compile=sys.argv[3] != "serial")
+               cache=cache, prefetch_compile=sys.argv[3] == "prefetch")
 wall = time.perf_counter() - t0
 chunks = {{}}
 for name, lower, comp in cache.timings:
@@ -77,7 +75,7 @@ json.dump(dict(compile_seconds=res.compile_seconds, lower_seconds=sum(v[0] for v
 def one(mode: str, cache_dir: str, threads: int | None, adam: int, lbfgs: int, out: Path) -> dict:
     env = dict(os.environ)
     cmd = [sys.executable, "-c", WORKER.format(adam=adam, lbfgs=lbfgs), str(out), cache_dir,
-           mode if mode in ("serial", "prefetch") else "parallel"]
+           "prefetch" if mode == "prefetch" else "serial"]
     if threads == 1:
         env["XLA_FLAGS"] = ONE_THREAD
         cmd = ["taskset", "-c", "0"] + cmd
@@ -211,10 +209,9 @@ def build() -> str:
         "arguments of the chunks; 5000 Adam steps as in the headline, a short second stage). One fresh process per "
         "run, one at a time. A chunk is three programs: the weight refresh (one for both stages), the second stage's "
         "re-basing (where it has one) and the stage's loop. `serial`: no disk cache, each program compiled when first "
-        "needed (`parallel_compile=False`); `parallel`: no disk cache, every program compiled before the first step in "
-        "parallel threads (the library's default); `prefetch`: `prefetch_compile=True` (the second stage's programs "
-        "compile in a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory (compiles and "
-        "stores), default compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
+        "needed (the library's default); `prefetch`: `prefetch_compile=True` (the second stage's programs compile in "
+        "a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory (compiles and stores), "
+        "default compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
         "`TrainResult.compile_seconds` reports (the compilations the run waited for); lowering and XLA = work done, "
         "in the foreground or the background thread; process = the whole process to the end of training, imports "
         "included.",

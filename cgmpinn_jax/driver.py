@@ -46,7 +46,6 @@ class CompileCache:
         self._engines: dict = {}
         self._compiled: dict = {}
         self._pending: dict = {}  # key -> Future of (compiled, seconds), from prefetch()
-        self._lowered: list = []  # (key, name, Lowered, seconds), from lower_ahead()
         self._executor = None
         #: seconds the background compilation took, when the last :meth:`compiled` call
         #: waited for a :meth:`prefetch` (else None)
@@ -62,7 +61,6 @@ class CompileCache:
         for f in self._pending.values():
             f.result()  # let a background compilation finish rather than orphan it
         self._pending.clear()
-        self._lowered.clear()
         self._engines.clear()
         self._compiled.clear()
         self.timings.clear()
@@ -118,48 +116,6 @@ class CompileCache:
         self._compiled[key] = exe
         self.last_background_seconds = None
         return exe, seconds
-
-    def lower_ahead(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
-        """Trace and lower ``fn`` for ``args`` now (in the caller's jax settings: call it in
-        the stage's precision scope) and keep it for :meth:`compile_ahead`."""
-        key = self._key(setup, name, args, batched)
-        if key in self._compiled or key in self._pending or any(k == key for k, *_ in self._lowered):
-            return
-        t0 = time.perf_counter()
-        lowered = jax.jit(fn).lower(*args)
-        self._lowered.append((key, name, lowered, time.perf_counter() - t0))
-
-    def pending_lowered(self) -> int:
-        """How many programs :meth:`lower_ahead` keeps for :meth:`compile_ahead`."""
-        return len(self._lowered)
-
-    def compile_ahead(self) -> float:
-        """Compile every program :meth:`lower_ahead` kept, in parallel threads, one per CPU
-        core (XLA's compiler releases the GIL and works on one core per program), the
-        biggest first. Later :meth:`compiled` calls with the same signatures find them: the
-        same programs :meth:`compiled` would build, so no result changes. Returns the
-        seconds spent here plus in the lowering (what the caller waited)."""
-        import concurrent.futures
-        import os
-
-        todo, self._lowered = self._lowered, []
-        if not todo:
-            return 0.0
-        t0 = time.perf_counter()
-
-        def xla(entry):
-            t = time.perf_counter()
-            return entry[2].compile(), time.perf_counter() - t
-
-        order = sorted(todo, key=lambda e: -len(e[2].as_text()))
-        workers = max(1, min(len(order), os.cpu_count() or 1))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cgmpinn-compile") as ex:
-            done = list(ex.map(xla, order))
-        for (key, name, _, lower_s), (exe, xla_s) in zip(order, done):
-            self._compiled[key] = exe
-            self.timings.append((name, lower_s, xla_s))
-        self.last_background_seconds = None
-        return time.perf_counter() - t0 + sum(e[3] for e in todo)
 
     def prefetch(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
         """Start compiling ``fn`` for ``args`` in a background thread; a later
@@ -318,20 +274,17 @@ def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
-               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
-               parallel_compile: bool = True) -> RunOutput:
+               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
     its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
 
-    A chunk is three compiled programs called one after the other: the weight refresh
-    (:meth:`Engine.begin_chunk`, one program for both stages), for the second stage the
-    re-basing of its stored point (:meth:`Engine.rebase`), and the stage's loop.
-    ``parallel_compile`` (single runs): every program of both stages is compiled before the
-    first step, in parallel threads (:meth:`CompileCache.compile_ahead`); otherwise each
-    when first called. ``prefetch`` (single runs with both stages): the second stage's
-    programs compile in a background thread while the Adam stage runs
-    (:meth:`CompileCache.prefetch`). Neither changes a result."""
+    A chunk is up to three compiled programs called one after the other: the weight refresh
+    (:meth:`Engine.begin_chunk`, one program for both stages: compiled once, not inside
+    each stage's program), for the second stage the re-basing of its stored point
+    (:meth:`Engine.rebase`), and the stage's loop. ``prefetch`` (single runs with both
+    stages): the second stage's programs compile in a background thread while the Adam
+    stage runs (:meth:`CompileCache.prefetch`); it changes no result."""
     precision = setup.config.precision
     vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
     lead = to_host if batched else (lambda x: np.asarray(x)[None])
@@ -355,7 +308,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
 
     def chunk_programs(stage, state, batch, hyper, w, tau_k, n_steps):
         """``[(name, fn, args)]`` of one chunk, with ``w`` and the history of the refresh's
-        shapes (for compiling ahead; the values do not matter)."""
+        shapes (for compiling in the background; the values do not matter)."""
         h0 = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
             begin, state.params, state.wstate, batch, hyper, tau_k)[2])
         out = [("refresh", begin, (state.params, state.wstate, batch, hyper, tau_k))]
@@ -390,7 +343,6 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
     rec.add_coeffs(setup.problem, 0, state.params)
     plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in ("adam", "lbfgs")}
-    ahead = [] if batched else [st for st in ("adam", "lbfgs") if plan[st]]
     if prefetch and not batched and plan["adam"] and plan["lbfgs"]:
         # the hand-off maps the initial state to arguments of the shapes, dtypes and
         # placements the second stage will get, so its programs can compile while Adam runs
@@ -399,24 +351,6 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             for name, fn, args in chunk_programs("lbfgs", s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
                 cache.prefetch(setup, name, fn, args, batched=False)
             del s2, b2, h2, w2, args
-        ahead = ["adam"]
-    if parallel_compile and ahead:
-        # every program of the stages, lowered in its stage's precision scope, then
-        # compiled together before the first step
-        t0, c0 = time.perf_counter(), compile_s
-        for stage in ahead:
-            with precision_scope(precision, "adam" if stage == "adam" else "second"):
-                s1, b1, h1, w1 = hand_off(stage, state, batch, hyper, w) if stage == "lbfgs" else (state, batch, hyper, w)
-                for name, fn, args in chunk_programs(stage, s1, b1, h1, w1, jnp.int32(0), jnp.int32(0)):
-                    cache.lower_ahead(setup, name, fn, args, batched=False)
-                del s1, b1, h1, w1, args  # stand-ins (a dense member's n x n matrix): not kept for the run
-        n_new = cache.pending_lowered()
-        cache.compile_ahead()
-        if n_new:
-            seconds = time.perf_counter() - t0 - (compile_s - c0)  # the hand-off's own compilation counted once
-            compile_s += seconds
-            emit(f"{tag} compiled {n_new} programs of the {' and '.join(ahead)} stage{'s' * (len(ahead) > 1)} "
-                 f"in parallel in {seconds:.1f}s")
     for stage in ("adam", "lbfgs"):
         chunks = plan[stage]
         if not chunks:
@@ -468,7 +402,6 @@ def train(
     print_fn: Callable[[str], None] | None = None,
     cache: CompileCache = COMPILE_CACHE,
     prefetch_compile: bool = False,
-    parallel_compile: bool = True,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -489,10 +422,6 @@ def train(
             development machine it moved compile time into run time without saving any
             (headline: waited 10.4 s instead of 17.1 s, whole process 52.5 s against 51.3 s;
             ``benchmarks/results/compile_time.md``); it can pay where Adam leaves cores idle.
-        parallel_compile: compile every program of the run (the weight refresh, the stages'
-            loops, the second stage's re-basing) before the first step, in parallel threads,
-            one per CPU core, instead of each when it is first needed. Same programs, same
-            results; ``compile_seconds`` is then the time spent waiting for all of them.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
@@ -517,8 +446,7 @@ def train(
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
         out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
-                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
-                         parallel_compile=parallel_compile)
+                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)

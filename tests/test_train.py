@@ -213,27 +213,6 @@ def test_relobralo_lbfgs_apply_validated():
         TrainConfig(relobralo_lbfgs_apply="sometimes")
 
 
-def test_compiling_together_or_one_by_one_gives_identical_results():
-    """The default compiles every program of the run before the first step, in parallel
-    threads; compiled one by one when first needed, the same programs give the same bits."""
-    cfg = TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10)
-    runs = {}
-    for together in (True, False):
-        cache, lines = cj.CompileCache(), []
-        res = cj.train("poisson1d", "pinn", cfg, key=0, print_fn=lines.append, cache=cache, parallel_compile=together)
-        runs[together] = (res, sorted(t[0] for t in cache.timings), lines)
-    (a, names_a, lines_a), (b, names_b, lines_b) = runs[True], runs[False]
-    # PINN's second stage re-bases its stored point once per chunk: four programs per run
-    assert {"refresh", "adam", "rebase", "lbfgs"} <= set(names_a) and names_a == names_b
-    assert any("compiled 4 programs of the adam and lbfgs stages in parallel" in ln for ln in lines_a), lines_a
-    assert not any("in parallel" in ln for ln in lines_b)
-    for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
-        if isinstance(x, jax.Array):
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-    np.testing.assert_array_equal(a.history.loss, b.history.loss)
-    assert a.metrics.rel_e2 == b.metrics.rel_e2 and a.lbfgs_status == b.lbfgs_status
-
-
 def _prefetch_pair(method, precision):
     cfg = TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, precision=precision)
     lines = []
