@@ -416,12 +416,12 @@ def train(
             spaced) in the history, for plots.
         print_fn: where progress lines go (default: stderr).
         cache: the :class:`CompileCache` to use.
-        prefetch_compile: compile the second stage's chunk in a background thread while the
-            Adam stage runs (results are the same either way; ``compile_seconds`` then
-            counts only the time spent waiting for it). Off by default: on the 2-core
-            development machine it moved compile time into run time without saving any
-            (headline: waited 10.4 s instead of 17.1 s, whole process 52.5 s against 51.3 s;
-            ``benchmarks/results/compile_time.md``); it can pay where Adam leaves cores idle.
+        prefetch_compile: compile the second stage's programs in a background thread while
+            the Adam stage runs (results are the same either way; ``compile_seconds`` then
+            counts only the time spent waiting for them). Off by default in the library (no
+            thread is started unasked); the ``cgmpinn-jax`` command turns it on. Measured on
+            the 2-core development machine (headline run, ``benchmarks/results/compile_time.md``):
+            waited 8.15 s instead of 14.63 s, whole process 45.35 s against 47.03 s.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test

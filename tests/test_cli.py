@@ -142,3 +142,15 @@ def test_run_a_users_problem_from_the_current_directory(tmp_path, monkeypatch, c
     assert info["width"] == 5 and info["depth"] == 2 and info["config"]["k_upd"] == 1
     assert model(__import__("jax").numpy.zeros(1)).shape == ()
     sys.modules.pop("cli_user_pde_mod", None)
+
+
+def test_run_compiles_the_second_stage_in_the_background(tmp_path, capsys):
+    """The command compiles the second stage's programs while Adam trains (the library's
+    ``prefetch_compile``), unless ``--background-compile off``."""
+    assert _run_parser().parse_args([]).background_compile == "on"
+    assert _run_parser().parse_args(["--background-compile", "off"]).background_compile == "off"
+    rc = cli.main(["run", "poisson1d", "--method", "pinn", "--adam-steps", "4", "--lbfgs-steps", "2", "--width", "5",
+                   "--depth", "2", "--out", str(tmp_path / "run"), "--no-plots", "--compile-cache", "off"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "compiled the lbfgs chunk in the background" in err, err
