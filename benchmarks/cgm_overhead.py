@@ -1,12 +1,13 @@
 """What CGMPINN adds to a PINN's Adam step, measured in pairs (issue 22: "CGMPINN within 10%
 of PINN per step, the GMM refresh amortised").
 
-``roofline.py`` times PINN and CGMPINN one after the other, minutes apart, and found CGMPINN
-from 26% cheaper to 25% dearer per step, although a CGMPINN step does strictly more work and,
-on five of the six problems, runs the very same network. Its loss+gradient evaluation, the
-same graph for both methods, differed by up to 30% between the two, so those rows mostly
-measure drift. This script measures the difference itself: in one process (one XLA thread,
-one core) it compiles three Adam steps on the same training points,
+``roofline.py`` times PINN and CGMPINN one after the other, minutes apart. On the 2-core
+development machine such timings drift by up to 2x: its rows have put CGMPINN from 26%
+cheaper to 25% dearer per Adam step than PINN, although a CGMPINN step does strictly more work
+and, on five of the six problems, runs the very same network, and the loss+gradient
+evaluation, one and the same program for both methods, has differed by up to 2x between the
+two rows. This script measures the difference itself: in one process (one XLA thread, one
+core) it compiles three Adam steps on the same training points,
 
 * ``pinn``: the PINN network, unit weights, fixed term weights (a PINN step);
 * ``cgm-weights``: the CGMPINN network and non-uniform per-point weights, fixed term weights
@@ -23,7 +24,7 @@ step of each, and the median [min-max] over rounds of the per-round ratio to ``p
 The steps are built exactly as ``roofline.py`` builds them (its objective, network settings and
 training points).
 
-    python benchmarks/cgm_overhead.py                       # all six problems (~6 min idle)
+    python benchmarks/cgm_overhead.py                       # all six problems (~3 min idle)
     python benchmarks/cgm_overhead.py --problems poisson1d --rounds 5 --no-write
 
 Writes ``benchmarks/results/cgm_overhead.{md,json}``.
