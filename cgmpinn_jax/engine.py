@@ -117,7 +117,8 @@ class Engine:
 
     # --- refresh and guard -------------------------------------------------------------
     def refresh(self, state: State, batch, hyper: Hyper, tau_k):
-        """New weights at tau(tau_k): ``(state with the weighting's state, w, tau)``."""
+        """New weights at tau(tau_k): ``(state with the weighting's state, w, tau)`` (tau in
+        w's dtype); the refresh of :meth:`begin_chunk` on a whole state."""
         state, w, h0 = self._begin(state, batch, hyper, tau_k)
         return state, w, h0.tau
 
