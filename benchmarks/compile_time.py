@@ -12,9 +12,10 @@ stage's re-basing (where it has one) and the stage's loop. Every run is a fresh 
 * ``serial``: no on-disk cache, each program compiled when first needed (the library's
   default);
 * ``prefetch``: no on-disk cache; the second stage's programs compiled in a background
-  thread while Adam runs (``prefetch_compile=True``, not the default);
-* ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (the command's first
-  run on a machine: compiles, then stores), the default compilation;
+  thread while Adam runs (``prefetch_compile=True``: off in the library unless asked, the
+  ``cgmpinn-jax`` command's default, ``--background-compile on``);
+* ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (a first run on a
+  machine: compiles, then stores), each program compiled when first needed;
 * ``warm``: the same directory again (every later run of the same setup).
 
 For each: the seconds of every compiled chunk split into tracing+lowering (Python, jax) and
@@ -210,8 +211,8 @@ def build() -> str:
         "run, one at a time. A chunk is three programs: the weight refresh (one for both stages), the second stage's "
         "re-basing (where it has one) and the stage's loop. `serial`: no disk cache, each program compiled when first "
         "needed (the library's default); `prefetch`: `prefetch_compile=True` (the second stage's programs compile in "
-        "a thread while Adam runs); `cold`: first run into an empty `disk_cache` directory (compiles and stores), "
-        "default compilation; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
+        "a thread while Adam runs; the `cgmpinn-jax` command's default); `cold`: first run into an empty `disk_cache` "
+        "directory (compiles and stores), each program compiled when first needed; `warm`: the same directory again. Seconds: median [min-max] over rounds; waited = what "
         "`TrainResult.compile_seconds` reports (the compilations the run waited for); lowering and XLA = work done, "
         "in the foreground or the background thread; process = the whole process to the end of training, imports "
         "included.",
