@@ -1,8 +1,9 @@
 """The host side: :func:`train`, the loop over chunks, and an explicit compile cache.
 
-The host is touched once per chunk (k_upd steps): it calls the compiled chunk, collects its
+The host is touched once per chunk (k_upd steps): it calls the chunk's compiled programs
+(the weight refresh, the second stage's re-basing, the stage's loop), collects its
 :class:`~cgmpinn_jax.records.ChunkHistory` and prints progress. :class:`CompileCache` holds
-the engines and the ahead-of-time compiled chunks keyed by the run's :class:`Setup` and the
+the engines and the ahead-of-time compiled programs keyed by the run's :class:`Setup` and the
 arguments' shapes, dtypes and shardings, so repeated runs (seeds, tests, benchmarks, sweeps)
 reuse compilations; :data:`COMPILE_CACHE` is the one :func:`train` and
 :func:`~cgmpinn_jax.sweep` use unless given another.

@@ -2,8 +2,8 @@
 
 ``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
 every member of the Cartesian product seeds x beta x ... with the same engine as
-:func:`cgmpinn_jax.train`: each chunk of k_upd steps is one jitted call vmapped over the
-members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept
+:func:`cgmpinn_jax.train`: each chunk of k_upd steps is the same few jitted calls (the weight
+refresh, the stage's loop), each vmapped over the members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept
 inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
 outside, one ``sweep`` per value.
 
