@@ -1,4 +1,4 @@
-"""Sweeps: many training runs (seeds x hyperparameters) in one compiled, vmapped call.
+"""Sweeps: many training runs (seeds x hyperparameters) in the same compiled, vmapped calls.
 
 ``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
 every member of the Cartesian product seeds x beta x ... with the same engine as
