@@ -105,6 +105,7 @@ class CompileCache:
         (a compilation started by :meth:`prefetch` is waited for, not repeated)."""
         key = self._key(setup, name, args, batched)
         if key in self._compiled:
+            self.last_background_seconds = None  # nothing was compiled or waited for by this call
             return self._compiled[key], 0.0
         pending = self._pending.pop(key, None)
         if pending is not None:
