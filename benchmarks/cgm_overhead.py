@@ -21,8 +21,8 @@ refresh (residual pass + EM fit + CGM weights) and spreads it over the method's 
 steps: ``cgmpinn + refresh/k_upd`` is the per-step cost the goal names. Reported: median ms per
 step of each, and the median [min-max] over rounds of the per-round ratio to ``pinn``.
 
-The steps are built exactly as ``roofline.py`` builds them (its objective, network settings and
-training points).
+The steps and the refresh are ``roofline.py``'s own (``step_parts``, ``adam_loop``,
+``gmm_refresh``).
 
     python benchmarks/cgm_overhead.py                       # all six problems (~3 min idle)
     python benchmarks/cgm_overhead.py --problems poisson1d --rounds 5 --no-write
@@ -54,50 +54,18 @@ STEPS = ("pinn", "cgm-weights", "cgmpinn")
 
 def _adam_step(problem, variant: str, steps: int):
     """(jitted loop of ``steps`` Adam steps, its arguments) of one of :data:`STEPS`."""
-    jax, jnp, lax, optax, eqx, balancing = rl.jax, rl.jnp, rl.lax, rl.optax, rl.eqx, rl.balancing
-    _, model, batch = rl._setup(problem, "pinn" if variant == "pinn" else "cgmpinn")
-    params, static = eqx.partition(model, eqx.is_array)
-    n_pde = batch["pde"][0].shape[0]
-    C = len(problem.loss_terms)
-    w = jnp.ones((n_pde,), jnp.float32)
-    if variant != "pinn":  # weights as after a refresh (any non-uniform w; same cost)
-        w = w + 0.5 * jax.random.uniform(jax.random.key(2), (n_pde,))
-    lam = jnp.ones((C,), jnp.float32)
-    vg = jax.value_and_grad(rl.make_objective(problem, static), has_aux=True)
-    opt = optax.adam(1e-3)
-    relo = variant == "cgmpinn"
-    bal = balancing.relobralo(C, history_size=1000) if relo else None
-
-    def loop(p, s, lam, bstate):
-        def body(i, c):
-            p, s, lam, bstate = c
-            (_, terms), g = vg(p, batch, w, lam)
-            upd, s = opt.update(g, s, p)
-            p = optax.apply_updates(p, upd)
-            if relo:
-                lam, bstate = bal.update(terms, bstate)
-            return p, s, lam, bstate
-
-        return lax.fori_loop(0, steps, body, (p, s, lam, bstate))
-
-    args = (params, opt.init(params), lam, bal.init(jax.random.key(3)) if relo else jnp.zeros(()))
-    fn, compile_s, _ = rl._compile(jax.jit(loop), args)
+    params, _, batch, w, lam, vg = rl.step_parts(problem, "pinn" if variant == "pinn" else "cgmpinn",
+                                                 weighted=variant != "pinn")
+    loop, args = rl.adam_loop(vg, params, batch, w, lam, steps, relobralo=variant == "cgmpinn")
+    fn, compile_s, _ = rl._compile(rl.jax.jit(loop), args)
     return fn, args, compile_s
 
 
 def _refresh(problem):
     """(jitted GMM refresh of the CGMPINN network, its arguments)."""
-    jax, jnp, eqx, weighting = rl.jax, rl.jnp, rl.eqx, rl.weighting
-    _, model, batch = rl._setup(problem, "cgmpinn")
-    params, static = eqx.partition(model, eqx.is_array)
-    wt = weighting.cgm_weighting()
-    wstate = wt.init(batch["pde"][0].shape[0], jnp.float32)
-
-    def refresh(p, wstate):
-        pts, src = batch["pde"]
-        return wt.update(problem.pde_residuals(eqx.combine(p, static), pts, src), jnp.float32(0.5), wstate)
-
-    fn, _, _ = rl._compile(jax.jit(refresh), (params, wstate))
+    params, static, batch, *_ = rl.step_parts(problem, "cgmpinn", weighted=True)
+    refresh, wstate = rl.gmm_refresh(problem, static, batch)
+    fn, _, _ = rl._compile(rl.jax.jit(refresh), (params, wstate))
     return fn, (params, wstate)
 
 

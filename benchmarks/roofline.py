@@ -175,41 +175,67 @@ def make_objective(problem, static):
     return loss
 
 
-def measure_ours(problem, variant, steps, repeats, path: str = "fast", with_eval: bool = True):
-    """Adam step through ``path`` ("fast": the default fast path; "general": nested jvp,
-    ``taylor.fast_path(False)``; "stacked": fast path with one stacked product per layer);
-    for "fast" with ``with_eval`` also one loss+gradient evaluation (FLOPs, time) and, for
-    CGMPINN, one GMM refresh."""
-    _, model, batch = _setup(problem, variant)
+def step_parts(problem, net_variant: str, weighted: bool):
+    """``(params, static, batch, w, lam, vg)`` of the timed steps: the network of the method
+    ``net_variant`` and its training points (:func:`_setup`), per-point weights (unit, or
+    non-uniform as after a refresh: any non-uniform w has the same cost), unit term weights,
+    and the value and gradient of :func:`make_objective`."""
+    _, model, batch = _setup(problem, net_variant)
     params, static = eqx.partition(model, eqx.is_array)
     n_pde = batch["pde"][0].shape[0]
-    C = len(problem.loss_terms)
-    cgm = variant == "cgmpinn"
     w = jnp.ones((n_pde,), jnp.float32)
-    if cgm:  # weights as after a refresh (any non-uniform w; same cost)
+    if weighted:
         w = w + 0.5 * jax.random.uniform(jax.random.key(2), (n_pde,))
-    lam = jnp.ones((C,), jnp.float32)
-    rec = {}
-    loss = make_objective(problem, static)
-    vg = jax.value_and_grad(loss, has_aux=True)
-    opt = optax.adam(1e-3)
-    bal = balancing.relobralo(C, history_size=1000) if cgm else None
+    lam = jnp.ones((len(problem.loss_terms),), jnp.float32)
+    vg = jax.value_and_grad(make_objective(problem, static), has_aux=True)
+    return params, static, batch, w, lam, vg
 
-    def adam_loop(p, s, lam, bstate):
+
+def adam_loop(vg, params, batch, w, lam, steps: int, relobralo: bool):
+    """``(loop, args)``: ``steps`` Adam steps in a ``lax.fori_loop`` (not jitted); with
+    ``relobralo`` the term weights are ReLoBRaLo's, updated from every step's terms."""
+    opt = optax.adam(1e-3)
+    bal = balancing.relobralo(lam.shape[0], history_size=1000) if relobralo else None
+
+    def loop(p, s, lam, bstate):
         def body(i, c):
             p, s, lam, bstate = c
             (_, terms), g = vg(p, batch, w, lam)
             upd, s = opt.update(g, s, p)
             p = optax.apply_updates(p, upd)
-            if cgm:  # ReLoBRaLo lambdas from this step's terms
+            if relobralo:  # ReLoBRaLo lambdas from this step's terms
                 lam, bstate = bal.update(terms, bstate)
             return p, s, lam, bstate
 
         return lax.fori_loop(0, steps, body, (p, s, lam, bstate))
 
-    args = (params, opt.init(params), lam, bal.init(jax.random.key(3)) if cgm else jnp.zeros(()))
+    return loop, (params, opt.init(params), lam, bal.init(jax.random.key(3)) if relobralo else jnp.zeros(()))
+
+
+def gmm_refresh(problem, static, batch):
+    """``(refresh, wstate)``: one GMM refresh (residuals at the snapshot + EM fit + CGM
+    weights) as a function of ``(params, wstate)`` (not jitted), and the weighting's state."""
+    wt = weighting.cgm_weighting()
+    wstate = wt.init(batch["pde"][0].shape[0], jnp.float32)
+
+    def refresh(p, wstate):
+        pts, src = batch["pde"]
+        return wt.update(problem.pde_residuals(eqx.combine(p, static), pts, src), jnp.float32(0.5), wstate)
+
+    return refresh, wstate
+
+
+def measure_ours(problem, variant, steps, repeats, path: str = "fast", with_eval: bool = True):
+    """Adam step through ``path`` ("fast": the default fast path; "general": nested jvp,
+    ``taylor.fast_path(False)``; "stacked": fast path with one stacked product per layer);
+    for "fast" with ``with_eval`` also one loss+gradient evaluation (FLOPs, time) and, for
+    CGMPINN, one GMM refresh."""
+    cgm = variant == "cgmpinn"
+    params, static, batch, w, lam, vg = step_parts(problem, variant, weighted=cgm)
+    rec = {}
+    loop, args = adam_loop(vg, params, batch, w, lam, steps, relobralo=cgm)
     with taylor.fast_path(path != "general", stack=True if path == "stacked" else None):  # read while tracing
-        fn, rec["adam_compile_s"], _ = _compile(jax.jit(adam_loop), args)
+        fn, rec["adam_compile_s"], _ = _compile(jax.jit(loop), args)
     _put(rec, "adam", _timeit(fn, args, repeats), steps)
     if path != "fast" or not with_eval:
         return rec
@@ -235,13 +261,7 @@ def measure_ours(problem, variant, steps, repeats, path: str = "fast", with_eval
     _put(rec, "eval", _timeit(el, (params,), repeats), steps)
 
     if cgm:  # one GMM refresh: residuals at the snapshot + EM fit + CGM weights
-        wt = weighting.cgm_weighting()
-        wstate = wt.init(n_pde, jnp.float32)
-
-        def refresh(p, wstate):
-            pts, src = batch["pde"]
-            return wt.update(problem.pde_residuals(eqx.combine(p, static), pts, src), jnp.float32(0.5), wstate)
-
+        refresh, wstate = gmm_refresh(problem, static, batch)
         rf, rec["refresh_compile_s"], _ = _compile(jax.jit(refresh), (params, wstate))
         _put(rec, "refresh", _timeit(rf, (params, wstate), repeats * 3))
         rec["refresh_gmm_status"] = int(rf(params, wstate)[1].last_status)
