@@ -33,7 +33,7 @@ ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 SEED = 1224
 VARIANTS = {
     # the preset exactly as the CLI builds it
-    "accurate": "cj.TrainConfig.preset('accurate')",
+    "accurate": "cj.TrainConfig.preset('accurate_lbfgs')",
     # the faithful float32 default with the stop rule off: the full 10000 iterations
     "float32-full": "cj.TrainConfig(lbfgs_gtol=0.0, lbfgs_tol_patience=10001)",
 }

@@ -168,7 +168,7 @@ def render(recs: list[dict]) -> list[str]:
         "# Inverse problems: coefficients from 200 noisy observations",
         "",
         "Written by `python benchmarks/inverse.py` from its record `benchmarks/results/inverse.json` "
-        "(one entry per run). float32 (a budget naming `accurate` is `TrainConfig.preset(\"accurate\")`: float64, "
+        "(one entry per run). float32 (a budget naming `accurate_lbfgs` is `TrainConfig.preset(\"accurate_lbfgs\")`, the float64 L-BFGS setting: float64, "
         "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule; a budget naming `obs weight w` multiplies "
         "the observation term by w, `InverseProblem.obs_weight`), 200 observations uniform inside the domain, noise = Gaussian with standard "
         "deviation `noise x std(u* at the observations)`, observations of seed s drawn with key s; every unknown the "

@@ -2,8 +2,8 @@
 
     cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N]
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
-                    [--preset faithful|accurate] [--precision float32|float64|mixed] [--x64]
-                    [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden] [--relobralo on|off|adam]
+                    [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed] [--x64]
+                    [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden|gauss_newton] [--relobralo on|off|adam]
                     [--relobralo-lbfgs iteration|refresh]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
                     [--background-compile on|off]
@@ -294,15 +294,19 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
 
     r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
                    help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
-                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); other options override it "
+                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); 'accurate_lbfgs' = "
+                        f"the float64 L-BFGS setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate_lbfgs'].items())}); "
+                        "other options override it "
                         "(default: %(default)s)")
     r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
                    help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
                         "configuration is left as it is (default: the preset's, float32)")
     r.add_argument("--x64", action="store_true", help="alias of --precision float64")
-    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"), default=None,
-                   help="the optimizer after Adam: L-BFGS (optax or jaxopt) or dense BFGS / self-scaled BFGS / self-scaled "
-                        "Broyden for networks up to 20k parameters (default: the preset's, optax)")
+    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"),
+                   default=None,
+                   help="the optimizer after Adam: L-BFGS (optax or jaxopt), dense BFGS / self-scaled BFGS / self-scaled "
+                        "Broyden for networks up to 20k parameters, or gauss_newton (Levenberg-Marquardt on the "
+                        "residuals) (default: the preset's: faithful optax, accurate gauss_newton)")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
                    help="older spelling of --second-stage optax|jaxopt")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,

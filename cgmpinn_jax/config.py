@@ -19,12 +19,15 @@ import numpy as np
 __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRESETS", "stop_rule"]
 
 Precision = Literal["float32", "float64", "mixed"]
-SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"]
+SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
 RelobraloStages = Literal["both", "adam", "none"]
 
 # options that only the jaxopt L-BFGS reads, with their defaults
 _JAXOPT_ONLY = {"lbfgs_linesearch": "zoom", "lbfgs_linesearch_init": "increase", "lbfgs_reset_on_failure": False}
 _DENSE = ("bfgs", "ssbfgs", "ssbroyden")
+# options that only the Gauss-Newton member reads, with their defaults
+_GN_ONLY = {"gn_form": "auto", "gn_mu_init": 1e-3, "gn_mu_min": 1e-15, "gn_mu_max": 1e8, "gn_max_trials": 12,
+            "gn_memory_limit_gb": 16.0}
 
 
 class StopRule(NamedTuple):
@@ -49,6 +52,13 @@ class StopRule(NamedTuple):
 _STOP_DEFAULTS = {
     "float32": StopRule(gtol=1e-7, ftol=1e-3, patience=1000),
     "float64": StopRule(gtol=1e-12, ftol=1e-9, patience=2000),
+}
+#: Gauss-Newton (Levenberg-Marquardt): a plateau is a few hundred iterations, not 2000 (an
+#: iteration costs ~100 L-BFGS iterations); the gradient rule is off (it would test a gradient
+#: one iteration old, and NO_DECREASE ends a converged run).
+_GN_STOP_DEFAULTS = {
+    "float32": StopRule(gtol=0.0, ftol=1e-6, patience=100),
+    "float64": StopRule(gtol=0.0, ftol=1e-10, patience=200),
 }
 
 
@@ -89,6 +99,12 @@ class TrainConfig:
             ``"current"``; restart the curvature memory after a failed line search).
             Setting them with another ``second_stage`` is an error, not silently ignored.
         dense_max_params: the dense members refuse networks with more parameters (20000).
+        gn_form, gn_mu_init, gn_mu_min, gn_mu_max, gn_max_trials, gn_memory_limit_gb:
+            ``second_stage="gauss_newton"`` only (:mod:`cgmpinn_jax.gauss_newton`): the
+            linear system's form (``"auto"``: kernel ``J J^T`` when rows <= parameters, else
+            Gramian ``J^T J``; or ``"kernel"`` / ``"gramian"``); the first damping and its
+            bounds, relative to the mean diagonal of ``J^T J`` (1e-3, 1e-15, 1e8); trials
+            of the damping per iteration (12); the memory an iteration may hold, GiB (16).
         lbfgs_gtol, lbfgs_ftol, lbfgs_tol_patience: the stop rule (GRAD_TOL, LOSS_TOL);
             ``None`` = the default for the second stage's precision (:func:`stop_rule`).
         divergence_ratio: a stage stops (DIVERGED, best parameters restored) when the
@@ -113,8 +129,8 @@ class TrainConfig:
     Example:
         >>> TrainConfig(adam_steps=100, precision="float64").precision
         'float64'
-        >>> TrainConfig.preset("accurate").precision
-        'float64'
+        >>> TrainConfig.preset("accurate").second_stage
+        'gauss_newton'
     """
 
     adam_steps: Optional[int] = None
@@ -132,6 +148,12 @@ class TrainConfig:
     lbfgs_linesearch_init: str = "increase"
     lbfgs_reset_on_failure: bool = False
     dense_max_params: int = 20_000
+    gn_form: str = "auto"
+    gn_mu_init: float = 1e-3
+    gn_mu_min: float = 1e-15
+    gn_mu_max: float = 1e8
+    gn_max_trials: int = 12
+    gn_memory_limit_gb: float = 16.0
     lbfgs_gtol: Optional[float] = None
     lbfgs_ftol: Optional[float] = None
     lbfgs_tol_patience: Optional[int] = None
@@ -160,26 +182,32 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be a non-negative int, got {v!r}")
         if self.n_components != "bic" and (not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1):
             raise ValueError(f"TrainConfig.n_components must be a positive int or 'bic', got {self.n_components!r}")
-        for name in ("k_upd", "width", "depth", "lbfgs_history", "lbfgs_max_linesearch", "lbfgs_tol_patience", "dense_max_params"):
+        for name in ("k_upd", "width", "depth", "lbfgs_history", "lbfgs_max_linesearch", "lbfgs_tol_patience", "dense_max_params",
+                     "gn_max_trials"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {v!r}")
 
     def _check_floats(self):
         floats = ("adam_lr", "lbfgs_lr", "lbfgs_gtol", "lbfgs_ftol", "divergence_ratio", "beta", "eps", "c_sat",
-                  "relobralo_alpha", "relobralo_rho", "relobralo_temperature")
+                  "relobralo_alpha", "relobralo_rho", "relobralo_temperature", "gn_mu_init", "gn_mu_min", "gn_mu_max",
+                  "gn_memory_limit_gb")
         for name in floats:
             v = getattr(self, name)
             if v is None and name in ("lbfgs_gtol", "lbfgs_ftol"):
                 continue
             if not _is_real(v) or not math.isfinite(float(v)):
                 raise ValueError(f"TrainConfig.{name} must be a finite number, got {v!r}")
-        for name in ("adam_lr", "lbfgs_lr", "eps", "divergence_ratio", "relobralo_temperature"):
+        for name in ("adam_lr", "lbfgs_lr", "eps", "divergence_ratio", "relobralo_temperature", "gn_mu_init", "gn_mu_min",
+                     "gn_mu_max", "gn_memory_limit_gb"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("lbfgs_gtol", "lbfgs_ftol"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        if not self.gn_mu_min <= self.gn_mu_init <= self.gn_mu_max:
+            raise ValueError(f"TrainConfig: need gn_mu_min <= gn_mu_init <= gn_mu_max, got {self.gn_mu_min}, "
+                             f"{self.gn_mu_init}, {self.gn_mu_max}")
         if self.beta < 0:
             raise ValueError(f"TrainConfig.beta must be >= 0, got {self.beta}")
         if not 0 < self.c_sat <= 1:
@@ -196,6 +224,7 @@ class TrainConfig:
             "lbfgs_linesearch_init": ("increase", "max", "current"),
             "relobralo_lbfgs_apply": ("iteration", "refresh"),
             "relobralo_variant": ("reference", "original"),
+            "gn_form": ("auto", "kernel", "gramian"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -207,6 +236,11 @@ class TrainConfig:
                 if getattr(self, name) != default:
                     raise ValueError(f"TrainConfig.{name} is a jaxopt L-BFGS option; it has no effect with "
                                      f"second_stage={self.second_stage!r} (use second_stage='jaxopt')")
+        if self.second_stage != "gauss_newton":
+            for name, default in _GN_ONLY.items():
+                if getattr(self, name) != default:
+                    raise ValueError(f"TrainConfig.{name} is a Gauss-Newton option; it has no effect with "
+                                     f"second_stage={self.second_stage!r} (use second_stage='gauss_newton')")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -220,31 +254,34 @@ class TrainConfig:
         """A named setting from :data:`PRESETS`, with ``overrides`` on top.
 
         ``"faithful"`` is the default (the reference's float32 run); ``"accurate"`` is the
-        best measured setting for accuracy (``benchmarks/results/precision.md``)."""
+        best measured setting for accuracy (float64 Gauss-Newton,
+        ``benchmarks/results/accuracy.md``); ``"accurate_lbfgs"`` the float64 L-BFGS setting
+        (``benchmarks/results/precision.md``)."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; valid names: {', '.join(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
 
 #: Named settings for :meth:`TrainConfig.preset` (fields that differ from the defaults).
-#: "accurate": float64, optax L-BFGS, the float64 stop rule, and ReLoBRaLo's lambdas moved
-#: into the second-stage objective once per weight refresh (``relobralo_lbfgs_apply=
-#: "refresh"``). Measured on 1D Poisson CGMPINN, the paper's budget, seeds 0-4, one XLA
-#: thread (benchmarks/results/precision.md): relative e2 median 8.4e-6 [6.5e-6 - 6.4e-5], all
-#: five COMPLETED, 1.13 evaluations per L-BFGS iteration; with the lambdas moved every
-#: iteration (the reference's schedule) 5.5e-5 [3.3e-6 - 1.3e-4], one seed DIVERGED, 2.13
-#: evaluations per iteration; float32 (faithful) 8.8e-4 [3.7e-4 - 1.5e-3]. The dense
-#: self-scaled BFGS member is not the preset: at 7801 parameters one iteration costs ~1 s on
-#: this CPU (the n x n update), against ~20-40 ms for L-BFGS.
+#: "accurate": float64, the Gauss-Newton (Levenberg-Marquardt) second stage for 1500
+#: iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
+#: refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
+#: "accurate_lbfgs": the previous accurate preset, float64 optax L-BFGS for the problem's
+#: budget (1D Poisson CGMPINN, seeds 0-4: median relative e2 8.4e-6,
+#: ``benchmarks/results/precision.md``); it stalls 6-44x above 1e-5 on heat, damped wave
+#: and 2D Poisson.
 PRESETS: dict[str, dict] = {
     "faithful": {},
-    "accurate": {"precision": "float64", "second_stage": "optax", "relobralo_lbfgs_apply": "refresh"},
+    "accurate": {"precision": "float64", "second_stage": "gauss_newton", "lbfgs_steps": 1500,
+                 "relobralo_lbfgs_apply": "refresh"},
+    "accurate_lbfgs": {"precision": "float64", "second_stage": "optax", "relobralo_lbfgs_apply": "refresh"},
 }
 
 
 def stop_rule(config: TrainConfig) -> StopRule:
     """The second stage's tolerances: the config's, or the defaults of its precision."""
-    d = _STOP_DEFAULTS[config.second_stage_dtype]
+    table = _GN_STOP_DEFAULTS if config.second_stage == "gauss_newton" else _STOP_DEFAULTS
+    d = table[config.second_stage_dtype]
     return StopRule(
         gtol=d.gtol if config.lbfgs_gtol is None else float(config.lbfgs_gtol),
         ftol=d.ftol if config.lbfgs_ftol is None else float(config.lbfgs_ftol),

@@ -45,7 +45,7 @@ import optax
 from . import balancing as balancing_lib
 from . import weighting as weighting_lib
 from .config import Hyper, stop_rule
-from .objective import Objective, make_residual_fn, make_term_fn
+from .objective import LeastSquares, Objective, make_residual_fn, make_term_fn
 from .records import ChunkHistory, StageStatus
 from .schedule import Setup
 from .second_stage import make_second_stage
@@ -98,6 +98,28 @@ def restore_best(state: State) -> State:
     return eqx.tree_at(lambda s: s.params, state, params)
 
 
+def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members: int = 1) -> None:
+    """Refuse a Gauss-Newton stage whose iteration would hold more than
+    ``cfg.gn_memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
+    from .gauss_newton import lm_solve_form, memory_bytes
+
+    if setup.lbfgs_steps == 0:
+        return
+    batch = jax.eval_shape(setup.problem.sample, jax.random.key(0))
+    rows = lsq.n_rows(batch)
+    item = 4 if cfg.precision == "float32" else 8
+    need = members * memory_bytes(rows, n_params, item, cfg.gn_form)
+    if need > cfg.gn_memory_limit_gb * 2**30:
+        form = lm_solve_form(rows, n_params, cfg.gn_form)
+        s = rows if form == "kernel" else n_params
+        raise ValueError(
+            f"second_stage='gauss_newton' on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
+            f"({form} form: a {rows} x {n_params} Jacobian and {s} x {s} matrices"
+            f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
+            f"TrainConfig.gn_memory_limit_gb={cfg.gn_memory_limit_gb}. Use fewer collocation points or a smaller "
+            "network, raise gn_memory_limit_gb if the machine has the memory, or use second_stage='optax'")
+
+
 class Engine:
     """The pure, jittable pieces of one :class:`Setup`: objective, refresh and chunks."""
 
@@ -109,7 +131,11 @@ class Engine:
         self.balancing = make_balancing(setup)
         self.weighting_init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
         self.adam_init = optax.adam(cfg.adam_lr).init
-        self.second = make_second_stage(cfg, self.objective, n_steps=setup.lbfgs_steps, n_params=n_params)
+        lsq = None
+        if cfg.second_stage == "gauss_newton":
+            lsq = LeastSquares(setup.problem, setup.method, static)
+            check_gn_memory(cfg, setup, lsq, n_params)
+        self.second = make_second_stage(cfg, self.objective, n_steps=setup.lbfgs_steps, n_params=n_params, lsq=lsq)
         self.stop = stop_rule(cfg)
 
     def init_second(self, params, w, lam, batch):
@@ -253,6 +279,8 @@ class Engine:
             raw_total = jnp.sum(tv.raw)  # guards on the unweighted loss at the start point
             best_params, best_raw, status = self._guard(c, raw_total, c.params)
             status, stall = self._stop_status(c, status, raw_total, grad, value, step.value)
+            if step.status is not None:  # the member's own stop (Gauss-Newton: NO_DECREASE)
+                status = jnp.where((status == 0) & (step.status != 0), step.status, status).astype(jnp.int32)
             ok = (status == StageStatus.COMPLETED) | (status == StageStatus.LOSS_TOL)
             params = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), step.params, c.params)
             c = State(params=params, opt=step.state, wstate=c.wstate, bstate=bstate, lambdas=lam_next,

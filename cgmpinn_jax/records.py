@@ -31,6 +31,7 @@ class StageStatus(enum.IntEnum):
     GRAD_TOL = 3  # second stage: max|g| <= gtol * max(1, |objective|)
     LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
     SKIPPED = 5  # zero steps requested
+    NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
 
 
 class ChunkHistory(NamedTuple):

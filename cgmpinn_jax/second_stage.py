@@ -25,6 +25,9 @@ Members (``TrainConfig.second_stage``):
   ``lbfgs_reset_on_failure``). The first trial step is ``lbfgs_lr`` = 1.0 (jaxopt's
   ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
   lr, made its zoom search fail far more often in our measurements).
+* ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
+  (:mod:`cgmpinn_jax.gauss_newton`): one Jacobian per iteration, the damped normal system in
+  kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.
 * ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
   (:mod:`cgmpinn_jax.ssbfgs`) over the raveled parameters, for networks up to
   ``dense_max_params`` parameters (an n x n matrix is stored).
@@ -44,6 +47,7 @@ from jax.flatten_util import ravel_pytree
 from .config import TrainConfig
 
 __all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_second_stage"]
+# the Gauss-Newton member lives in :mod:`cgmpinn_jax.gauss_newton`
 
 ObjectiveFn = Callable[..., Any]  # (params, w, lam, batch) -> (value, TermValues)
 
@@ -55,6 +59,7 @@ class StepResult(NamedTuple):
     state: Any  # the member's state there
     value: jax.Array  # the objective at the new point
     evals: jax.Array  # int32 loss+gradient evaluations the iteration used
+    status: Optional[jax.Array] = None  # int32 StageStatus the member asks for (0 / None: go on)
 
 
 class SecondStage(Protocol):
@@ -192,9 +197,15 @@ class DenseQuasiNewton:
         return StepResult(unravel(x_new), new, new.value, jnp.asarray(new.n_evals, jnp.int32))
 
 
-def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int) -> SecondStage:
-    """The member ``config.second_stage`` names, with only its own options."""
+def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
+    """The member ``config.second_stage`` names, with only its own options (``lsq``: the
+    objective's :class:`~cgmpinn_jax.objective.LeastSquares` view, for ``"gauss_newton"``)."""
     kind = config.second_stage
+    if kind == "gauss_newton":
+        from .gauss_newton import GaussNewton
+
+        return GaussNewton(obj_fn, lsq, form=config.gn_form, mu_init=config.gn_mu_init, mu_min=config.gn_mu_min,
+                           mu_max=config.gn_mu_max, max_trials=config.gn_max_trials)
     if kind == "optax":
         return OptaxLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch)
     if kind == "jaxopt":
