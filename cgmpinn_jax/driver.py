@@ -276,7 +276,8 @@ def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
-               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False) -> RunOutput:
+               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
+               track: Callable[[int, Any], None] | None = None, track_every: int = 0) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
     its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
@@ -286,7 +287,11 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     each stage's program), for the second stage the re-basing of its stored point
     (:meth:`Engine.rebase`), and the stage's loop. ``prefetch`` (single runs with both
     stages): the second stage's programs compile in a background thread while the Adam
-    stage runs (:meth:`CompileCache.prefetch`); it changes no result."""
+    stage runs (:meth:`CompileCache.prefetch`); it changes no result.
+
+    ``track(k, params)`` (single runs) is called at every chunk end and, with
+    ``track_every > 0``, every ``track_every`` steps inside a chunk: the stage's loop is then
+    called in pieces (the same steps bit for bit; one host round-trip per piece)."""
     precision = setup.config.precision
     vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
     lead = to_host if batched else (lambda x: np.asarray(x)[None])
@@ -318,13 +323,22 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             out.append(("rebase", rebase, (state.params, state.opt, w, state.lambdas, batch)))
         return out + [(stage, loop[stage], (state, batch, hyper, w, h0, n_steps))]
 
-    def run_chunk(stage, state, batch, hyper, tau_k, n_steps):
+    def run_chunk(stage, state, batch, hyper, tau_k, n_steps, first_k):
         wstate, w, h0 = call("refresh", begin, state.params, state.wstate, batch, hyper, tau_k)
         state = eqx.tree_at(lambda s: s.wstate, state, wstate)
         if stage == "lbfgs" and eng.rebases:
             opt = call("rebase", rebase, state.params, state.opt, w, state.lambdas, batch)
             state = eqx.tree_at(lambda s: s.opt, state, opt)
-        return call(stage, loop[stage], state, batch, hyper, w, h0, n_steps)
+        if track is None or track_every <= 0:
+            return call(stage, loop[stage], state, batch, hyper, w, h0, n_steps)
+        h, n_total = h0, int(n_steps)
+        for end in list(range(track_every, n_total, track_every)) + [n_total]:
+            state, w, h = call(stage, loop[stage], state, batch, hyper, w, h, jnp.int32(end))
+            if int(h.n_done) < end:  # the stage stopped inside this piece
+                break
+            if end < n_total:
+                track(first_k + end - 1, state.params)
+        return state, w, h
 
     def hand_off(stage, state, batch, hyper, w):
         """The stage's starting point, inside its precision scope: a mixed run's casts, the
@@ -361,8 +375,11 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         with precision_scope(precision, "adam" if stage == "adam" else "second"):
             state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
             for chunk in chunks:
-                state, w, h = run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps))
+                state, w, h = run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps),
+                                        chunk.first_k)
                 n, _ = rec.add(chunk, h, w)
+                if n and track is not None:
+                    track(chunk.first_k + n - 1, state.params)
                 if n:
                     rec.add_coeffs(setup.problem, chunk.first_k + n - 1, state.params)
                 if n:
@@ -387,10 +404,43 @@ def _unknowns_result(problem, raw):
     return unknowns_result(problem, raw)
 
 
-def member_history(h: dict, b: int) -> History:
-    """Member ``b``'s :class:`History` from a run's history arrays."""
+def member_history(h: dict, b: int, errors: dict | None = None) -> History:
+    """Member ``b``'s :class:`History` from a run's history arrays (``errors``: the
+    ``error_*`` arrays of a single run's :class:`_ErrorTracker`)."""
     per = {k: (v if k in ("k", "refresh_k", "coeff_k") else v[b]) for k, v in h.items() if k != "snapshots"}
-    return History(**per, snapshots={i: v[b] for i, v in h["snapshots"].items()})
+    return History(**per, **(errors or {}), snapshots={i: v[b] for i, v in h["snapshots"].items()})
+
+
+class _ErrorTracker:
+    """``tracker(k, params)``: the relative e2 on the test grid after step ``k`` and the
+    seconds since ``t0`` (one jitted forward pass of the test grid per call)."""
+
+    def __init__(self, problem: Problem, static, t0: float):
+        self.t0, self.rows = t0, []
+        grid = problem.test_grid().points
+        self._fns: dict = {}
+        self._grid, self._problem, self._static = grid, problem, static
+
+    def _fn(self):
+        dtype = jnp.zeros(()).dtype  # the stage's precision scope
+        if dtype not in self._fns:
+            pts = jnp.asarray(self._grid, dtype)
+            exact = self._problem.exact_on(pts)
+
+            def rel(params):
+                pred = jax.vmap(eqx.combine(params, self._static).model)(pts)
+                return jnp.sqrt(jnp.mean((pred - exact) ** 2) / jnp.mean(exact**2))
+
+            self._fns[dtype] = jax.jit(rel)
+        return self._fns[dtype]
+
+    def __call__(self, k: int, params) -> None:
+        e = float(self._fn()(params))
+        self.rows.append((k, time.perf_counter() - self.t0, e))
+
+    def arrays(self) -> dict:
+        a = np.asarray(self.rows, float).reshape(-1, 3)
+        return {"error_k": a[:, 0].astype(np.int64), "error_seconds": a[:, 1], "error_rel_e2": a[:, 2]}
 
 
 def train(
@@ -404,6 +454,7 @@ def train(
     print_fn: Callable[[str], None] | None = None,
     cache: CompileCache = COMPILE_CACHE,
     prefetch_compile: bool = False,
+    track_error_every: int | None = None,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -424,6 +475,11 @@ def train(
             thread is started unasked); the ``cgmpinn-jax`` command turns it on. Measured on
             the 2-core development machine (headline run, ``benchmarks/results/compile_time.md``):
             waited 8.15 s instead of 14.63 s, whole process 45.35 s against 47.03 s.
+        track_error_every: record the relative e2 on the problem's test grid, with the
+            seconds since the run started, in ``history.error_k`` / ``error_seconds`` /
+            ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every
+            ``n`` steps inside a chunk (the same steps, one host round-trip per piece; the
+            evaluations' own time is in the seconds). ``None`` (default): not recorded.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
@@ -447,8 +503,12 @@ def train(
         key, seed = as_key(key)
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
+        tracker = None if track_error_every is None else _ErrorTracker(problem, static, time.perf_counter())
+        if track_error_every is not None and (isinstance(track_error_every, bool) or int(track_error_every) < 0):
+            raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
         out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
-                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile)
+                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
+                         track=tracker, track_every=int(track_error_every or 0))
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)
@@ -456,7 +516,7 @@ def train(
     result = TrainResult(
         problem=problem, method=method, config=config, model=trained.model,
         log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
-        history=member_history(out.history, 0), adam_status=StageStatus(int(out.statuses["adam"][0])),
+        history=member_history(out.history, 0, None if tracker is None else tracker.arrays()), adam_status=StageStatus(int(out.statuses["adam"][0])),
         lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])), compile_seconds=out.compile_seconds,
         run_seconds=out.run_seconds, adam_steps=setup.adam_steps, lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd,
         relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,

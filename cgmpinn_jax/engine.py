@@ -193,7 +193,9 @@ class Engine:
         return self.adam_steps(state, batch, hyper, w, h0, n_steps)
 
     def adam_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
-        """Up to ``n_steps`` Adam steps with the chunk's weights ``w``: ``(state, w, ChunkHistory)``."""
+        """Adam steps with the chunk's weights ``w`` from step ``h0.n_done`` of the chunk up to
+        step ``n_steps``: ``(state, w, ChunkHistory)`` (a chunk can be run in pieces: pass the
+        history a piece returned; the steps are the same bit for bit)."""
         use_relo = self.setup.uses_relobralo("adam")
         adam = optax.adam(hyper.adam_lr)
 
@@ -213,7 +215,7 @@ class Engine:
                       best_raw=best_raw, status=status, stall=c.stall)
             return i + 1, c, _record(h, i, value, tv, lam, 1)
 
-        n_done, state, h = jax.lax.while_loop(self._running(n_steps), body, (jnp.int32(0), state, h0))
+        n_done, state, h = jax.lax.while_loop(self._running(n_steps), body, (h0.n_done, state, h0))
         return state, w, h._replace(n_done=n_done)
 
     # --- second stage ----------------------------------------------------------------
@@ -267,8 +269,9 @@ class Engine:
         return self.second_steps(state, batch, hyper, w, h0, n_steps)
 
     def second_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
-        """Up to ``n_steps`` second-stage iterations with the chunk's weights ``w`` (after
-        :meth:`rebase` unless the lambdas change every iteration): ``(state, w, ChunkHistory)``."""
+        """Second-stage iterations with the chunk's weights ``w`` (after :meth:`rebase` unless
+        the lambdas change every iteration) from iteration ``h0.n_done`` of the chunk up to
+        ``n_steps``: ``(state, w, ChunkHistory)`` (in pieces like :meth:`adam_steps`)."""
         per_iter = not self.rebases
         lam_chunk = state.lambdas  # the objective's lambdas in this chunk (unless they change every iteration)
 
@@ -287,5 +290,5 @@ class Engine:
                       best_params=best_params, best_raw=best_raw, status=status, stall=stall)
             return i + 1, c, _record(h, i, value, tv, lam, n_ev + step.evals)
 
-        n_done, state, h = jax.lax.while_loop(self._running(n_steps), body, (jnp.int32(0), state, h0))
+        n_done, state, h = jax.lax.while_loop(self._running(n_steps), body, (h0.n_done, state, h0))
         return state, w, h._replace(n_done=n_done)

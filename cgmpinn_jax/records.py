@@ -68,6 +68,11 @@ class History(NamedTuple):
     # every chunk (weight refresh), not at every step
     coeff_k: Optional[np.ndarray] = None  # (R,) step after which the row was taken (0 = initial guess)
     coeffs: Optional[np.ndarray] = None  # (R, U) values, in the order of problem.unknowns
+    # train(..., track_error_every=...) only: the relative e2 on the test grid after step
+    # error_k, error_seconds after the run started (compilation included)
+    error_k: Optional[np.ndarray] = None
+    error_seconds: Optional[np.ndarray] = None
+    error_rel_e2: Optional[np.ndarray] = None
 
     def to_dict(self) -> dict:
         d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots" and v is not None}
