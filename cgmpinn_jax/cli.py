@@ -105,10 +105,14 @@ def _table(result, paper: dict | None) -> str:
         f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine; "
         "paper = one PyTorch CPU run, hardware not stated)"
     )
+    if s["second_stage"] == "gauss_newton":
+        second, per = "Gauss-Newton", "trials of the damping (one Jacobian and one forward evaluation each) per iteration"
+    else:
+        second = "L-BFGS" if s["second_stage"] in ("optax", "jaxopt") else f"dense {s['second_stage']}"
+        per = "loss+gradient evaluations per iteration"
     lines.append(
-        f"stages: Adam {s['adam_steps']} steps -> {s['adam_status']}, L-BFGS {s['lbfgs_steps']} iterations -> "
-        f"{s['lbfgs_status']} ({s['evals_per_lbfgs_iteration']:.2f} loss+gradient evaluations per iteration); "
-        f"ReLoBRaLo: {s['relobralo']}"
+        f"stages: Adam {s['adam_steps']} steps -> {s['adam_status']}, {second} {s['lbfgs_steps']} iterations -> "
+        f"{s['lbfgs_status']} ({s['evals_per_lbfgs_iteration']:.2f} {per}); ReLoBRaLo: {s['relobralo']}"
     )
     return "\n".join(lines)
 

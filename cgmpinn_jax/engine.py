@@ -273,7 +273,10 @@ class Engine:
         the lambdas change every iteration) from iteration ``h0.n_done`` of the chunk up to
         ``n_steps``: ``(state, w, ChunkHistory)`` (in pieces like :meth:`adam_steps`)."""
         per_iter = not self.rebases
-        lam_chunk = state.lambdas  # the objective's lambdas in this chunk (unless they change every iteration)
+        # the objective's lambdas in this chunk (unless they change every iteration); a later
+        # piece of the chunk (h0.n_done > 0) takes them from the history, where the first
+        # iteration recorded them (state.lambdas has moved on with ReLoBRaLo's state since)
+        lam_chunk = jnp.where(h0.n_done > 0, h0.lambdas[0], state.lambdas)
 
         def body(s):
             i, c, h = s

@@ -199,6 +199,12 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache) -> Swee
 
     with jax.default_matmul_precision("highest"):
         static, eng = cache.engine(setup)
+        if config.second_stage == "gauss_newton":  # every member on a device holds its own Jacobian
+            from .engine import check_gn_memory
+
+            n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(
+                jax.eval_shape(lambda: init_state(setup, eng, jax.random.key(0))[0].params)))
+            check_gn_memory(config, setup, eng.second.lsq, n_params, members=-(-len(seeds_np) // n_dev))
         # points, networks and optimiser states are created where their member's shard lives
         init = jax.vmap(lambda s: init_state(setup, eng, jax.random.key(s)))
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)

@@ -207,7 +207,9 @@ def test_error_tracking_in_pieces_changes_nothing():
     """track_error_every runs a chunk's loop in pieces: every loss of the history and the
     final error are the same bit for bit, and the tracked error ends at the final one."""
     prob = cj.get_problem("poisson1d", n_pde=80)
-    cfg = cj.TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, width=8, depth=2, **GN)
+    # ReLoBRaLo's lambdas per refresh: a later piece must keep the chunk's lambdas
+    cfg = cj.TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, width=8, depth=2, relobralo_lbfgs_apply="refresh",
+                         **GN)
     a = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True)
     b = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True, track_error_every=7)
     assert np.array_equal(a.history.loss, b.history.loss) and a.metrics.rel_e2 == b.metrics.rel_e2
@@ -215,3 +217,11 @@ def test_error_tracking_in_pieces_changes_nothing():
     assert list(b.history.error_k[:4]) == [7, 10, 17, 20]
     assert b.history.error_k[-1] == 50 and np.all(np.diff(b.history.error_seconds) >= 0)
     assert b.history.error_rel_e2[-1] == pytest.approx(b.metrics.rel_e2, rel=1e-9)
+
+
+def test_sweep_memory_check_counts_members():
+    cfg = cj.TrainConfig(adam_steps=2, lbfgs_steps=2, gn_memory_limit_gb=0.25, **GN)
+    with jax.enable_x64(True):  # one member fits in 0.25 GiB (0.23 GiB) ...
+        CompileCache().engine(resolve(cj.get_problem("poisson1d"), cj.get_method("pinn"), cfg))
+    with pytest.raises(ValueError, match="2 members"):  # ... two do not
+        cj.sweep("poisson1d", "pinn", cfg, seeds=[0, 1], quiet=True, shard=False)
