@@ -498,14 +498,16 @@ def train(
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     setup = resolve(problem, method, config)
+    if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
+                                          or isinstance(track_error_every, bool) or track_error_every < 0):
+        raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
+    t_call = time.perf_counter()
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         key, seed = as_key(key)
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
-        tracker = None if track_error_every is None else _ErrorTracker(problem, static, time.perf_counter())
-        if track_error_every is not None and (isinstance(track_error_every, bool) or int(track_error_every) < 0):
-            raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
+        tracker = None if track_error_every is None else _ErrorTracker(problem, static, t_call)
         out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
                          snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
                          track=tracker, track_every=int(track_error_every or 0))
