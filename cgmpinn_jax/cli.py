@@ -349,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--adam-steps", type=int, default=None, metavar="N",
                    help=f"Adam steps (default: the problem's: {_problem_defaults_text('adam_steps')})")
     r.add_argument("--lbfgs-steps", type=int, default=None, metavar="N",
-                   help=f"second-stage (L-BFGS) iterations (default: the problem's: {_problem_defaults_text('lbfgs_steps')})")
+                   help="second-stage iterations (L-BFGS, or Gauss-Newton with --preset accurate) (default: the preset's: "
+                        f"accurate 1500; else the problem's: {_problem_defaults_text('lbfgs_steps')})")
     r.add_argument("--k-upd", type=int, default=None, metavar="N",
                    help="steps between refreshes of the per-point weights (default: the method's on this problem: "
                         f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)")

@@ -1,0 +1,191 @@
+"""Time to accuracy on the CPU: the Gauss-Newton preset beside the float64 L-BFGS setting, side by side.
+
+``cgmpinn-jax run heat --preset accurate`` (CGMPINN, seed 1224, float64, Gauss-Newton) and
+the same run with ``--preset accurate_lbfgs`` (float64 optax L-BFGS for the problem's 10000
+iterations), started together, each pinned to its own core with one XLA thread (the way
+``accurate_wall.py`` measures). Each tracks the test-grid relative e2 against wall seconds
+(``train(track_error_every=...)``). Afterwards, alone and pinned the same way, the float32
+faithful run (``--preset faithful``) for the figure.
+
+The issue's goals, read off the traces: the Gauss-Newton run reaches the L-BFGS run's final
+error in <= 0.5x the L-BFGS run's wall time, and reaches <= 1e-5 within 600 s, compile
+included.
+
+    python benchmarks/gn_wall.py                  # the pair, then the float32 run (~40 min)
+    python benchmarks/gn_wall.py --build-only     # report + figure from the record / cache
+
+Writes ``benchmarks/results/gn_wall.{json,md}`` and the figure
+``benchmarks/results/gn_wall_heat.png`` (relative e2 against wall seconds, the README's).
+Error traces live in the ignored cache ``benchmarks/cache/gn_wall/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import runcache  # noqa: E402
+
+STUDY = "gn_wall"
+RESULTS = Path(__file__).parent / "results"
+ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+PROBLEM, METHOD, SEED = "heat", "cgmpinn", 1224
+VARIANTS = {  # name -> (preset, track every n second-stage iterations)
+    "gauss_newton": ("accurate", 25),
+    "lbfgs_f64": ("accurate_lbfgs", 100),
+    "float32": ("faithful", 100),
+}
+LABELS = {"gauss_newton": "float64, Gauss-Newton (--preset accurate)",
+          "lbfgs_f64": "float64, L-BFGS (--preset accurate_lbfgs)", "float32": "float32, L-BFGS (faithful)"}
+
+WORKER = """
+import json, sys, time
+import numpy as np
+import cgmpinn_jax as cj
+t0 = time.perf_counter()
+res = cj.train({problem!r}, {method!r}, cj.TrainConfig.preset({preset!r}), key={seed}, quiet=True,
+               prefetch_compile=True, track_error_every={every})
+wall = time.perf_counter() - t0
+h = res.history
+out = dict(variant={variant!r}, preset={preset!r}, problem={problem!r}, method={method!r}, seed={seed},
+           rel_e2=float(res.metrics.rel_e2), wall_seconds=wall, compile_seconds=res.compile_seconds,
+           run_seconds=res.run_seconds, second_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
+           second_iterations=int(np.sum(h.k > res.adam_steps)), config=res.config.to_dict(),
+           error_trace=dict(k=h.error_k.tolist(), seconds=h.error_seconds.tolist(), rel_e2=h.error_rel_e2.tolist()))
+json.dump(out, open(sys.argv[1], "w"))
+"""
+
+
+def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
+    preset, every = VARIANTS[variant]
+    code = WORKER.format(problem=PROBLEM, method=METHOD, preset=preset, seed=SEED, variant=variant, every=every)
+    env = dict(os.environ, XLA_FLAGS=ONE_THREAD)
+    return subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", code, str(out)], env=env)
+
+
+def compact(full: dict) -> dict:
+    c = {k: v for k, v in full.items() if k != "error_trace"}
+    t = full["error_trace"]
+    for thr in (1e-4, 1e-5, 1e-6):
+        idx = np.nonzero(np.asarray(t["rel_e2"]) <= thr)[0]
+        c[f"seconds_to_{thr:.0e}"] = float(t["seconds"][idx[0]]) if idx.size else None
+    return c
+
+
+def run(variants: list[str], together: bool) -> None:
+    study = runcache.Study(STUDY)
+    tmp = Path(runcache.CACHE) / STUDY
+    tmp.mkdir(parents=True, exist_ok=True)
+    load0, started = os.getloadavg(), runcache._now()
+    procs = {v: launch(v, i, tmp / f"{v}.out.json") for i, v in enumerate(variants)}
+    for v, p in procs.items():
+        if p.wait() != 0:
+            raise SystemExit(f"{v} run failed (exit {p.returncode})")
+    load1 = os.getloadavg()
+    fulls = {v: json.loads((tmp / f"{v}.out.json").read_text()) for v in variants}
+    if "gauss_newton" in fulls and "lbfgs_f64" in fulls:  # when Gauss-Newton reached its partner's final error
+        fulls["gauss_newton"]["seconds_to_partner_final"] = first_time(fulls["gauss_newton"]["error_trace"],
+                                                                       fulls["lbfgs_f64"]["rel_e2"])
+    for v in variants:
+        full = fulls[v]
+        full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=ONE_THREAD,
+                    pinned="one core per run (taskset), " + ("started together" if together else "alone"))
+        study.save(f"{v}-seed{SEED}", full, compact=compact)
+
+
+def first_time(trace: dict, thr: float):
+    idx = np.nonzero(np.asarray(trace["rel_e2"]) <= thr)[0]
+    return float(trace["seconds"][idx[0]]) if idx.size else None
+
+
+def build() -> None:
+    study = runcache.Study(STUDY)
+    recs = study.load()
+    gn, lb = recs.get(f"gauss_newton-seed{SEED}"), recs.get(f"lbfgs_f64-seed{SEED}")
+    lines = [
+        "# Time to accuracy: Gauss-Newton beside float64 L-BFGS (heat CGMPINN, seed 1224)",
+        "",
+        "Command: `python benchmarks/gn_wall.py`; record `benchmarks/results/gn_wall.json`. The two float64 runs "
+        "started together, each pinned to its own core with one XLA thread; the float32 run alone, pinned the same "
+        "way. Seconds from the start of `cj.train` (compile included), read off the test-grid error tracked every "
+        "25 (Gauss-Newton) or 100 (L-BFGS) second-stage iterations.",
+        "",
+        "| run | final rel. e2 | wall s (compile) | second stage | to 1e-4 s | to 1e-5 s | to 1e-6 s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in VARIANTS:
+        r = recs.get(f"{v}-seed{SEED}")
+        if r is None:
+            continue
+        f = lambda x: "never" if x is None else f"{x:.0f}"  # noqa: E731
+        lines.append(f"| {LABELS[v]} | {r['rel_e2']:.3e} | {r['wall_seconds']:.0f} ({r['compile_seconds']:.1f}) | "
+                     f"{r['second_iterations']} its, {r['second_status']} | {f(r['seconds_to_1e-04'])} | "
+                     f"{f(r['seconds_to_1e-05'])} | {f(r['seconds_to_1e-06'])} |")
+    if gn and lb:
+        t_match = gn.get("seconds_to_partner_final")
+        lines += ["", "Goals:", ""]
+        if t_match is not None:
+            ratio = t_match / lb["wall_seconds"]
+            lines.append(f"- Gauss-Newton reached the L-BFGS run's final error ({lb['rel_e2']:.3e}) after {t_match:.0f} s, "
+                         f"{ratio:.2f}x the L-BFGS run's wall time ({lb['wall_seconds']:.0f} s): goal <= 0.5x "
+                         + ("met." if ratio <= 0.5 else "missed."))
+        t5 = gn["seconds_to_1e-05"]
+        lines.append("- Gauss-Newton to <= 1e-5: " + ("never" if t5 is None else f"{t5:.0f} s") + ", goal <= 600 s: "
+                     + ("met." if t5 is not None and t5 <= 600 else "missed."))
+        lines += ["", f"Load average at start {gn['load_start']}, at end {gn['load_end']}; machine: "
+                  f"{gn['machine'].get('processor')}, {gn['machine'].get('cpu_count')} CPUs, jax {gn['machine'].get('jax')}."]
+    text = "\n".join(lines) + "\n"
+    (RESULTS / f"{STUDY}.md").write_text(text)
+    print(text)
+    figure(study)
+
+
+def figure(study) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no figure")
+        return
+    traces = {v: study.load_full(f"{v}-seed{SEED}") for v in VARIANTS}
+    if not any(traces.values()):
+        return
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    for v, full in traces.items():
+        if full is None:
+            continue
+        t = full["error_trace"]
+        ax.plot(t["seconds"], t["rel_e2"], label=LABELS[v], lw=1.6)
+    ax.set_yscale("log")
+    ax.set_xlabel("wall seconds (one core each, compile included)")
+    ax.set_ylabel("relative e2 (test grid)")
+    ax.set_title("heat, CGMPINN, seed 1224")
+    ax.axhline(1e-5, color="grey", lw=0.8, ls=":")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "gn_wall_heat.png")
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--only", nargs="+", choices=tuple(VARIANTS), help="run these (default: the pair, then float32)")
+    a = ap.parse_args()
+    if not a.build_only:
+        if a.only:
+            run(a.only, together=len(a.only) > 1)
+        else:
+            run(["gauss_newton", "lbfgs_f64"], together=True)
+            run(["float32"], together=False)
+    build()
