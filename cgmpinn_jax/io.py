@@ -13,11 +13,17 @@ included, as long as its class can be imported again (defined at module level in
 importable module); otherwise pass the problem: ``load_model(folder, problem=MyPDE())``.
 Models saved before class paths were recorded name a registry problem and still load.
 
+A model saved in float64 (``precision="float64"`` or ``"mixed"``, the accurate preset) loads
+and predicts in float64 in any process: :func:`load_model` and :meth:`LoadedModel.predict`
+scope ``jax_enable_x64`` themselves and leave jax's configuration as they found it.
+
 Example::
 
     res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=10, lbfgs_steps=0), quiet=True)
     save_result(res, "runs/demo")
-    model, info = load_model("runs/demo")
+    loaded = load_model("runs/demo")
+    u = loaded.predict(points)          # (M, d) -> (M,), in the saved precision
+    model, info = load_model("runs/demo")   # also unpacks, as before
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numpy as np
 from .methods import get_method
 from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
 
-__all__ = ["save_result", "load_model", "load_problem", "to_jsonable"]
+__all__ = ["save_result", "load_model", "load_problem", "to_jsonable", "LoadedModel"]
 
 
 def to_jsonable(x: Any) -> Any:
@@ -89,9 +95,37 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _inverse_record(problem) -> dict | None:
+    """An inverse problem's parts, so that :func:`load_model` rebuilds it: the forward
+    problem's record, the observations (float64 values survive JSON exactly), the unknowns
+    and the observation weight; None for a forward problem."""
+    from .inverse import InverseProblem
+
+    if not isinstance(problem, InverseProblem):
+        return None
+    obs = problem.observations
+    return {"forward": _problem_record(problem.forward),
+            "observations": {"points": obs.points.tolist(), "values": obs.values.tolist(), "noise": obs.noise},
+            "unknowns": [[u.name, u.init, u.transform] for u in problem.unknowns], "obs_weight": problem.obs_weight}
+
+
+def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
+    from .inverse import InverseProblem, Observations
+    from .problems.unknowns import Unknown
+
+    forward = _rebuild_problem(rec["forward"], None, folder)
+    o = rec["observations"]
+    obs = Observations(np.asarray(o["points"], np.float64), np.asarray(o["values"], np.float64), o["noise"])
+    return InverseProblem(forward, obs, tuple(Unknown(*u) for u in rec["unknowns"]), rec["obs_weight"])
+
+
 def _problem_record(problem: Problem) -> dict:
     """model.json's problem entries: name, class path, coordinates, field values, and
     whether those values survive JSON exactly (else loading needs ``problem=``)."""
+    inverse = _inverse_record(problem)
+    if inverse is not None:
+        return {"problem": problem.name, "problem_class": class_path(type(problem)),
+                "problem_coords": list(problem.coords), "inverse": inverse}
     params = _problem_params(problem)
     encoded = {}
     for k, v in params.items():
@@ -161,6 +195,8 @@ def _read_info(folder: Path) -> dict:
 
 
 def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
+    if problem is None and "inverse" in info:
+        return _rebuild_inverse(info["inverse"], folder)
     saved = info["problem"]
     params = info.get("problem_params", {})
     hint = f"pass the problem explicitly: load_model({str(folder)!r}, problem=YourProblem(...))"
@@ -216,8 +252,50 @@ def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
     return _rebuild_problem(_read_info(folder), problem, folder)
 
 
-def load_model(folder: str | Path, *, problem: Any = None):
-    """Rebuild a saved model. Returns ``(model, info)`` where ``info`` is model.json's dict.
+class LoadedModel:
+    """A saved model with what it was saved with; unpacks as ``model, info`` (the older API).
+
+    Attributes:
+        model: the network (an equinox Module of one point ``(d,)`` -> scalar), its
+            parameters in the saved dtype.
+        info: model.json's dict (config, metrics, summary, problem record).
+        problem: the rebuilt problem.
+        dtype: the parameters' dtype name, ``"float32"`` or ``"float64"``.
+    """
+
+    def __init__(self, model, info: dict, problem: Problem):
+        self.model, self.info, self.problem = model, info, problem
+        self.dtype = str(info["dtype"])
+
+    def __iter__(self):
+        return iter((self.model, self.info))
+
+    def __repr__(self) -> str:
+        return (f"LoadedModel(problem={self.problem.name!r}, method={self.info.get('method')!r}, "
+                f"dtype={self.dtype!r}, width={self.info.get('width')}, depth={self.info.get('depth')})")
+
+    def predict(self, points) -> np.ndarray:
+        """The model at ``points`` ``(M, d)`` (``d = len(problem.coords)``) -> ``(M,)``, computed
+        in the saved precision (a float64 model inside ``jax.enable_x64(True)``, restored
+        after)."""
+        pts = np.asarray(points, dtype=np.float64)
+        d = len(self.problem.coords)
+        if pts.ndim == 1 and d == 1:
+            pts = pts[:, None]
+        if pts.ndim != 2 or pts.shape[1] != d:
+            raise ValueError(f"LoadedModel.predict: points must have shape (M, {d}) for {self.problem.name} "
+                             f"(coords {tuple(self.problem.coords)!r}), got {pts.shape}")
+        with jax.enable_x64(self.dtype == "float64"), jax.default_matmul_precision("highest"):
+            return np.asarray(jax.jit(jax.vmap(self.model))(jnp.asarray(pts, self.dtype)))
+
+
+def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
+    """Rebuild a saved model: a :class:`LoadedModel` (``.predict(points)``, ``.model``,
+    ``.info``), which also unpacks as ``model, info`` (``info`` is model.json's dict).
+
+    A float64 model loads in float64 whatever jax's ``jax_enable_x64`` is (the flag is
+    scoped here and restored); call ``.predict`` to compute in float64, or call ``.model``
+    inside ``with jax.enable_x64(True):``.
 
     Args:
         folder: a folder written by :func:`save_result`.
@@ -242,9 +320,9 @@ def load_model(folder: str | Path, *, problem: Any = None):
     info = _read_info(folder)
     problem = _rebuild_problem(info, problem, folder)
     method = get_method(info["method"])
-    dtype = jnp.dtype(info["dtype"])
-    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
-        raise ValueError("this model was saved in float64: enable jax_enable_x64 before loading it")
-    skeleton = build_model(problem, method, jax.random.key(0), width=info["width"], depth=info["depth"])
-    model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
-    return model, info
+    if str(info["dtype"]) not in ("float32", "float64"):
+        raise ValueError(f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64")
+    with jax.enable_x64(str(info["dtype"]) == "float64"):
+        skeleton = build_model(problem, method, jax.random.key(0), width=info["width"], depth=info["depth"])
+        model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
+    return LoadedModel(model, info, problem)
