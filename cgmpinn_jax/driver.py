@@ -265,14 +265,16 @@ def _reset_stage(state: State) -> State:
     )
 
 
-def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched):
+def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched, weighted=True):
+    """One progress line; tau and the weights' spread only for a method that weights its points."""
+    cur = f" tau={tau:.3f}" if weighted else ""
     if batched:
-        emit(f"{tag} {stage:5s} k={k:6d} tau={tau:.3f} median loss over {rec.rows['loss'][-1].shape[0]} runs="
+        emit(f"{tag} {stage:5s} k={k:6d}{cur} median loss over {rec.rows['loss'][-1].shape[0]} runs="
              f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}")
     else:
         terms = " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, rec.rows["raw"][-1][0, -1]))
-        emit(f"{tag} {stage:5s} k={k:6d} tau={tau:.3f} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms} "
-             f"w_spread={rec.refresh['spread'][-1][0]:.2f}")
+        spread = f" w_spread={rec.refresh['spread'][-1][0]:.2f}" if weighted else ""
+        emit(f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}")
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
@@ -384,7 +386,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                     rec.add_coeffs(setup.problem, chunk.first_k + n - 1, state.params)
                 if n:
                     _progress(emit, tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
-                              setup.problem.loss_terms, batched)
+                              setup.problem.loss_terms, batched, setup.method.weights_points)
                 st = lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not batched:

@@ -184,6 +184,12 @@ class Method:
         if not isinstance(self.loss, LossSpec):
             raise ValueError(f"Method.loss must be a LossSpec, got {self.loss!r}")
 
+    @property
+    def weights_points(self) -> bool:
+        """Whether the method weights its collocation points (a curriculum / GMM weighting,
+        not the uniform one): only then do tau and the weight figures mean anything."""
+        return self.weighting is not uniform_weights
+
 
 def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
     """The method's network for ``problem`` (with the method's init and input map there)."""

@@ -31,7 +31,8 @@ def require_matplotlib():
 
 
 def plot_result(result, folder: str | Path) -> list[Path]:
-    """Write the four PNGs into ``folder``; returns their paths."""
+    """Write the PNGs into ``folder`` (solution, error, loss; the per-point weights for a
+    method that weights its points; the unknowns of an inverse run); returns their paths."""
     plt = require_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -42,8 +43,9 @@ def plot_result(result, folder: str | Path) -> list[Path]:
         _plot_solution(plt, result, grid, pred, exact, folder / "solution.png"),
         _plot_error(plt, result, grid, np.abs(pred - exact), folder / "error.png"),
         _plot_loss(plt, result, folder / "loss.png"),
-        _plot_weights(plt, result, folder / "weights.png"),
     ]
+    if result.method.weights_points:  # PINN and the other unweighted methods have no weights to draw
+        paths.append(_plot_weights(plt, result, folder / "weights.png"))
     if getattr(result, "unknowns", None) is not None:
         paths.append(plot_unknowns(result, folder))
     return paths
@@ -97,9 +99,11 @@ def _plot_loss(plt, result, path):
     fig, ax = plt.subplots(figsize=(7, 4))
     if h.k.size:
         ax.semilogy(h.k, np.where(h.loss > 0, h.loss, np.nan), lw=0.8, label="objective")
-        ax.semilogy(h.k, np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan), lw=0.8, alpha=0.7, label="unweighted PDE+IC+BC")
+        terms = "+".join(t.upper() for t in result.problem.loss_terms)  # the problem's own terms
+        ax.semilogy(h.k, np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan), lw=0.8, alpha=0.7,
+                    label=f"unweighted {terms}")
     if result.adam_steps and result.lbfgs_steps:
-        ax.axvline(result.adam_steps + 0.5, color="k", ls="--", lw=1, label="Adam -> L-BFGS")
+        ax.axvline(result.adam_steps + 0.5, color="k", ls="--", lw=1, label=f"Adam -> {result.second_stage_name}")
     ax.set_xlabel("step k")
     ax.set_ylabel("loss")
     if ax.get_legend_handles_labels()[0]:  # nothing to label in a run with no recorded steps
@@ -145,7 +149,7 @@ def plot_unknowns(result, folder: str | Path) -> Path:
             ax.plot(h.coeff_k, h.coeffs[:, j], "o-", ms=2.5, lw=1, label="estimate")
         ax.axhline(unk.true[j], color="k", ls="--", lw=1, label=f"true {unk.true[j]:.4g}")
         if result.adam_steps and result.lbfgs_steps:
-            ax.axvline(result.adam_steps + 0.5, color="grey", ls=":", lw=1, label="Adam -> L-BFGS")
+            ax.axvline(result.adam_steps + 0.5, color="grey", ls=":", lw=1, label=f"Adam -> {result.second_stage_name}")
         ax.set_xlabel("step k")
         ax.set_ylabel(name)
         ax.set_title(f"{name}: {unk.estimate[j]:.4g} (rel. error {unk.rel_error[j]:.1e})")

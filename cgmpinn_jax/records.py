@@ -33,6 +33,18 @@ class StageStatus(enum.IntEnum):
     SKIPPED = 5  # zero steps requested
     NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
 
+    def describe(self) -> str:
+        """Why the stage ended, in words, with the code: ``"stopped: loss stalled (LOSS_TOL)"``."""
+        return {
+            StageStatus.COMPLETED: "ran its whole budget (COMPLETED)",
+            StageStatus.NONFINITE: "stopped: a non-finite loss, best parameters restored (NONFINITE)",
+            StageStatus.DIVERGED: "stopped: the loss diverged, best parameters restored (DIVERGED)",
+            StageStatus.GRAD_TOL: "stopped: gradient below tolerance (GRAD_TOL)",
+            StageStatus.LOSS_TOL: "stopped: loss stalled (LOSS_TOL)",
+            StageStatus.SKIPPED: "skipped: no steps requested (SKIPPED)",
+            StageStatus.NO_DECREASE: "stopped: no decrease even at the largest damping (NO_DECREASE)",
+        }[self]
+
 
 class ChunkHistory(NamedTuple):
     """What one chunk records, per step (rows past ``n_done`` are padding), and its refresh.
@@ -103,6 +115,21 @@ class TrainResult:
     seed: Optional[int] = None
     batch: Any = None  # the training points
     unknowns: Any = None  # inverse problems: an inverse.UnknownsResult (estimates, true values, errors)
+
+    @property
+    def second_stage_name(self) -> str:
+        """The second stage as the summaries name it: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
+        kind = self.config.second_stage
+        return {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(kind, f"dense {kind}")
+
+    def stage_lines(self) -> list[str]:
+        """One line per stage: steps run of the budget and why it ended, e.g.
+        ``"L-BFGS: 2,275 of 10,000 iterations, stopped: loss stalled (LOSS_TOL)"``."""
+        k = np.asarray(self.history.k)
+        ran = {"adam": int(np.sum(k <= self.adam_steps)), "second": int(np.sum(k > self.adam_steps))}
+        return [f"Adam: {ran['adam']:,} of {self.adam_steps:,} steps, {self.adam_status.describe()}",
+                f"{self.second_stage_name}: {ran['second']:,} of {self.lbfgs_steps:,} iterations, "
+                f"{self.lbfgs_status.describe()}"]
 
     @property
     def evals_per_lbfgs_iteration(self) -> float:

@@ -1,0 +1,77 @@
+"""What a user reads: stage summaries in words, no curriculum output for unweighted methods,
+the problem's own terms in legends, the paper column only where the paper has a number."""
+
+import numpy as np
+import pytest
+
+import cgmpinn_jax as cj
+from cgmpinn_jax.cli import _table
+from cgmpinn_jax.records import StageStatus
+
+P = cj.get_problem("poisson1d", n_pde=64)
+
+
+def test_stage_lines_say_what_ran_and_why_it_stopped():
+    # a stall rule that fires at once: LOSS_TOL after 3 of 2000 iterations
+    cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=2000, k_upd=10, width=8, depth=2, lbfgs_ftol=0.99,
+                         lbfgs_tol_patience=3)
+    res = cj.train(P, "pinn", cfg, key=0, quiet=True)
+    assert res.lbfgs_status == StageStatus.LOSS_TOL
+    ran = int(np.sum(res.history.k > 20))
+    assert res.stage_lines() == [
+        "Adam: 20 of 20 steps, ran its whole budget (COMPLETED)",
+        f"L-BFGS: {ran:,} of 2,000 iterations, stopped: loss stalled (LOSS_TOL)",
+    ]
+    assert ran < 2000
+    text = _table(res, None)
+    assert "paper" not in text.splitlines()[0] and "PyTorch" not in text  # no paper number for this budget
+    assert "L-BFGS: 2,000 iterations" not in text
+
+
+def test_every_status_has_words():
+    for s in StageStatus:
+        assert s.name in s.describe()
+
+
+def test_progress_shows_tau_only_for_weighting_methods(tmp_path):
+    cfg = cj.TrainConfig(adam_steps=10, lbfgs_steps=0, k_upd=5, width=8, depth=2)
+    lines = {}
+    for m in ("pinn", "cgmpinn"):
+        out = []
+        cj.train(P, m, cfg, key=0, print_fn=out.append)
+        lines[m] = [s for s in out if " k=" in s]
+    assert lines["pinn"] and not any("tau=" in s or "w_spread" in s for s in lines["pinn"])
+    assert all("tau=" in s and "w_spread" in s for s in lines["cgmpinn"])
+
+
+def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
+    pytest.importorskip("matplotlib")
+    from cgmpinn_jax.plots import plot_result
+
+    res = cj.train(cj.get_problem("heat", n_pde=64, n_ic=16, n_bc=16), "pinn",
+                   cj.TrainConfig(adam_steps=10, lbfgs_steps=2, k_upd=5, width=8, depth=2), key=0, quiet=True)
+    names = sorted(p.name for p in plot_result(res, tmp_path))
+    assert names == ["error.png", "loss.png", "solution.png"]
+    import matplotlib.pyplot as plt
+
+    seen = []
+    orig = plt.Axes.legend
+
+    def spy(self, *a, **k):
+        seen.extend(t for t in self.get_legend_handles_labels()[1])
+        return orig(self, *a, **k)
+
+    plt.Axes.legend = spy
+    try:
+        plot_result(res, tmp_path / "again")
+    finally:
+        plt.Axes.legend = orig
+    assert "unweighted PDE+IC+BC" in seen and "Adam -> L-BFGS" in seen
+    res1d = cj.train(P, "pinn", cj.TrainConfig(adam_steps=5, lbfgs_steps=0, width=8, depth=2), key=0, quiet=True)
+    seen.clear()
+    plt.Axes.legend = spy
+    try:
+        plot_result(res1d, tmp_path / "p1")
+    finally:
+        plt.Axes.legend = orig
+    assert "unweighted PDE+BC" in seen  # 1D Poisson has no initial condition
