@@ -168,6 +168,53 @@ def config_kwargs(args: argparse.Namespace) -> dict:
     return {k: v for k, v in kw.items() if v is not None}
 
 
+class _Bars:
+    """Progress bars for the command line: one ``tqdm`` bar per stage (steps done / budget,
+    elapsed, time left, the loss; an inverse run's coefficients), on a terminal only; the
+    library's plain progress lines elsewhere (a log file, CI)."""
+
+    def __init__(self, second_name: str):
+        self.second_name, self.bar, self.stage = second_name, None, None
+
+    @staticmethod
+    def wanted(args) -> bool:
+        return not args.quiet and sys.stderr.isatty()
+
+    def __call__(self, p) -> None:
+        from tqdm import tqdm
+
+        if p.stage != self.stage:
+            self.close()
+            self.stage = p.stage
+            name = "Adam" if p.stage == "adam" else self.second_name
+            self.bar = tqdm(total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True)
+        post = {"loss": f"{p.loss:.3e}"}
+        if p.coeffs:
+            post.update({k: f"{v:.5g}" for k, v in p.coeffs.items()})
+        self.bar.set_postfix(post, refresh=False)
+        self.bar.update(p.done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _train_with_progress(args, problem, method, config):
+    """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet."""
+    from .driver import train
+
+    second = {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(
+        config.second_stage, f"dense {config.second_stage}")
+    bars = _Bars(second) if _Bars.wanted(args) else None
+    try:
+        return train(problem, method, config, key=args.seed, quiet=args.quiet or bars is not None,
+                     prefetch_compile=args.background_compile == "on", progress=bars)
+    finally:
+        if bars is not None:
+            bars.close()
+
+
 def _compile_cache(args) -> str:
     """Turn on XLA's persistent compilation cache as ``--compile-cache`` says (the command may
     change jax's global configuration; the library does not): a description for the header."""
@@ -184,7 +231,6 @@ def _cmd_run(args) -> int:
 
     from . import io
     from .config import TrainConfig
-    from .driver import train
     from .methods import get_method
     from .problems import get_problem, validate_problem
 
@@ -202,8 +248,7 @@ def _cmd_run(args) -> int:
     print(f"cgmpinn-jax run: {problem.name} / {method.name}, seed {args.seed}, "
           f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; "
           f"output -> {out}")
-    result = train(problem, method, config, key=args.seed, quiet=args.quiet,
-                   prefetch_compile=args.background_compile == "on")
+    result = _train_with_progress(args, problem, method, config)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
     if not args.no_plots:
@@ -226,7 +271,6 @@ def _cmd_infer(args) -> int:
 
     from . import io
     from .config import TrainConfig
-    from .driver import train
     from .inverse import as_list, inverse_problem
     from .methods import get_method
     from .problems import get_problem
@@ -249,8 +293,7 @@ def _cmd_infer(args) -> int:
           + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
           + f", seed {args.seed}, {config.precision}, "
           f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
-    result = train(problem, method, config, key=args.seed, quiet=args.quiet,
-                   prefetch_compile=args.background_compile == "on")
+    result = _train_with_progress(args, problem, method, config)
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
     (out / "observations.json").write_text(json.dumps(io.to_jsonable({**problem.observations.to_dict(),
@@ -367,7 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: runs/<problem>-<method>-<time>)")
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
-    r.add_argument("--quiet", action="store_true", help="no progress output while training")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress output while training (else: progress bars on a terminal, plain lines otherwise)")
     r.add_argument("--compile-cache", default=None, metavar="DIR|off",
                    help="keep XLA's compiled chunks in DIR so that a later run of the same setup skips most of its "
                         "compile time; 'off' disables it (default: $CGMPINN_JAX_COMPILE_CACHE, else "

@@ -31,7 +31,8 @@ from .problems import Problem, get_problem, validate_problem
 from .records import ChunkHistory, History, StageStatus, TrainResult
 from .schedule import Setup, resolve
 
-__all__ = ["train", "CompileCache", "COMPILE_CACHE", "RunOutput", "init_state", "run_stages", "member_history", "to_host", "as_key"]
+__all__ = ["train", "CompileCache", "COMPILE_CACHE", "RunOutput", "Progress", "init_state", "run_stages", "member_history",
+           "to_host", "as_key"]
 
 
 class CompileCache:
@@ -265,21 +266,43 @@ def _reset_stage(state: State) -> State:
     )
 
 
-def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched, weighted=True):
+class Progress(NamedTuple):
+    """Where a run is, after a chunk: for progress bars (``train(progress=...)``)."""
+
+    stage: str  # "adam" or "lbfgs" (the second stage, whichever member)
+    done: int  # steps of this stage run so far
+    total: int  # the stage's budget
+    loss: float  # the objective at the last step (median over members in a sweep)
+    elapsed: float  # seconds in this stage so far
+    coeffs: dict | None = None  # inverse problems: the unknown coefficients' current values
+
+
+def format_seconds(s: float) -> str:
+    """``"42 s"``, ``"3 min 05 s"``, ``"1 h 02 min"``."""
+    s = max(0.0, float(s))
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched, weighted=True, where: str = ""):
     """One progress line; tau and the weights' spread only for a method that weights its points."""
     cur = f" tau={tau:.3f}" if weighted else ""
     if batched:
         emit(f"{tag} {stage:5s} k={k:6d}{cur} median loss over {rec.rows['loss'][-1].shape[0]} runs="
-             f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}")
+             f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}{where}")
     else:
         terms = " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, rec.rows["raw"][-1][0, -1]))
         spread = f" w_spread={rec.refresh['spread'][-1][0]:.2f}" if weighted else ""
-        emit(f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}")
+        emit(f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}{where}")
 
 
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
                snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
-               track: Callable[[int, Any], None] | None = None, track_every: int = 0) -> RunOutput:
+               track: Callable[[int, Any], None] | None = None, track_every: int = 0,
+               progress: Callable[["Progress"], None] | None = None) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
     its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
@@ -293,7 +316,9 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
 
     ``track(k, params)`` (single runs) is called at every chunk end and, with
     ``track_every > 0``, every ``track_every`` steps inside a chunk: the stage's loop is then
-    called in pieces (the same steps bit for bit; one host round-trip per piece)."""
+    called in pieces (the same steps bit for bit; one host round-trip per piece).
+
+    ``progress(Progress)`` is called after every chunk (a command-line progress bar)."""
     precision = setup.config.precision
     vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
     lead = to_host if batched else (lambda x: np.asarray(x)[None])
@@ -376,6 +401,8 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             continue
         with precision_scope(precision, "adam" if stage == "adam" else "second"):
             state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
+            total = sum(c.n_steps for c in chunks)
+            t_stage, compile_at_start, done = time.perf_counter(), compile_s, 0
             for chunk in chunks:
                 state, w, h = run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps),
                                         chunk.first_k)
@@ -384,9 +411,22 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                     track(chunk.first_k + n - 1, state.params)
                 if n:
                     rec.add_coeffs(setup.problem, chunk.first_k + n - 1, state.params)
+                done += n
+                # time left in the stage from its pace so far, compilation not counted
+                elapsed = time.perf_counter() - t_stage
+                pace = (elapsed - (compile_s - compile_at_start)) / max(done, 1)
+                where = (f" [{stage} {done}/{total}, {format_seconds(elapsed)},"
+                         f" ~{format_seconds(pace * (total - done))} left]")
                 if n:
                     _progress(emit, tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
-                              setup.problem.loss_terms, batched, setup.method.weights_points)
+                              setup.problem.loss_terms, batched, setup.method.weights_points, where)
+                if progress is not None:
+                    coeffs = None
+                    if getattr(state.params, "coeffs", None) is not None and not batched:
+                        coeffs = dict(zip(setup.problem.unknown_names,
+                                          np.asarray(setup.problem.coefficient_array(state.params.coeffs)).tolist()))
+                    progress(Progress(stage, done, total, float(np.nanmedian(rec.rows["loss"][-1][:, -1])) if n
+                                      else float("nan"), elapsed, coeffs))
                 st = lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not batched:
@@ -457,6 +497,7 @@ def train(
     cache: CompileCache = COMPILE_CACHE,
     prefetch_compile: bool = False,
     track_error_every: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -482,6 +523,9 @@ def train(
             ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every
             ``n`` steps inside a chunk (the same steps, one host round-trip per piece; the
             evaluations' own time is in the seconds). ``None`` (default): not recorded.
+        progress: called with a :class:`Progress` after every chunk (stage, steps done of
+            the budget, loss, seconds, an inverse run's coefficients); the command line
+            draws its progress bars from it.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
@@ -512,7 +556,7 @@ def train(
         tracker = None if track_error_every is None else _ErrorTracker(problem, static, t_call)
         out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
                          snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
-                         track=tracker, track_every=int(track_error_every or 0))
+                         track=tracker, track_every=int(track_error_every or 0), progress=progress)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)

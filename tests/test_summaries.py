@@ -75,3 +75,29 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     finally:
         plt.Axes.legend = orig
     assert "unweighted PDE+BC" in seen  # 1D Poisson has no initial condition
+
+
+def test_progress_lines_have_totals_and_time_left():
+    out = []
+    cj.train(P, "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=4, k_upd=10, width=8, depth=2), key=0,
+             print_fn=out.append)
+    steps = [s for s in out if " k=" in s]
+    assert "[adam 10/20, " in steps[0] and steps[0].endswith(" left]")
+    assert any("[lbfgs 4/4, " in s for s in steps)
+
+
+def test_command_line_bars_show_totals_loss_and_coefficients(monkeypatch):
+    import io
+
+    from cgmpinn_jax.cli import _Bars
+    from cgmpinn_jax.driver import Progress
+
+    buf = io.StringIO()
+    monkeypatch.setattr("sys.stderr", buf)
+    bars = _Bars("Gauss-Newton")
+    bars(Progress("adam", 200, 5000, 1.5e-2, 3.0))
+    bars(Progress("lbfgs", 25, 1500, 2.5e-6, 9.0, {"kappa": 0.99871}))
+    bars.close()
+    text = buf.getvalue()
+    assert "Adam" in text and "200/5000" in text and "loss=1.500e-02" in text
+    assert "Gauss-Newton" in text and "25/1500" in text and "kappa=0.99871" in text
