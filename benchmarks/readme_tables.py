@@ -5,7 +5,9 @@ Two things, both from ``benchmarks/results/`` alone (no training, no jax):
 * the README's tables between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated -->``
   are rebuilt: ``headline`` (1D Poisson headline over five seeds, from ``headline.json``) and
   ``paper-overview`` (median relative e2 of every method on the six problems, paper in
-  parentheses, from ``paper_runs.json``, as ``paper_tables.py`` builds ``methods.md``);
+  parentheses, from ``paper_runs.json``, as ``paper_tables.py`` builds ``methods.md``),
+  ``precision-goals`` (the float64 L-BFGS table of ``precision.md``) and ``accuracy`` (the
+  Gauss-Newton preset's table of ``accuracy.md``);
 * every number in the README's Results section (scientific notation such as ``3.51e-04``,
   decimals such as ``112.5``, and integers with a unit of seconds such as ``2316 s``) must be
   written, at the same precision (``9.5e-4`` = ``9.50e-04``), in one of the reports
@@ -121,7 +123,19 @@ def precision_goals_table(results: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table}
+def accuracy_table(results: Path = RESULTS) -> str:
+    """The Gauss-Newton accurate preset per problem and method: the first table of
+    ``accuracy.md`` (``benchmarks/accuracy.py`` writes it from ``accuracy.json``)."""
+    text = (results / "accuracy.md").read_text()
+    body = text.split("\n## ", 1)[0]
+    lines = [ln for ln in body.splitlines() if ln.startswith("|")]
+    if not lines:
+        raise ValueError("accuracy.md has no table: run `python benchmarks/accuracy.py --report-only`")
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table,
+          "accuracy": accuracy_table}
 
 
 def render(readme: str, results: Path = RESULTS) -> str:
