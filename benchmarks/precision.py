@@ -10,7 +10,11 @@ Variants (columns):
 * ``f64-lbfgs-refresh`` -- CGMPINN only: ``f64-lbfgs`` with ReLoBRaLo's L-BFGS lambdas moved
   once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
 
-The table adds a column ``accurate`` = what ``TrainConfig.preset("accurate")`` trains: CGMPINN's
+Retired (never run, and not to be run): ``f64-ssbfgs`` and ``mixed-ssbfgs`` at the paper
+budgets; the Gauss-Newton member replaced them (``benchmarks/accuracy.py``).
+
+The table adds a column ``accurate`` = what ``TrainConfig.preset("accurate_lbfgs")`` trains (the
+accurate preset until the Gauss-Newton member replaced it): CGMPINN's
 ``f64-lbfgs-refresh`` runs beside PINN's ``f64-lbfgs`` runs (PINN has no ReLoBRaLo in the
 second stage, so its preset run is its ``f64-lbfgs`` run), with the paired count.
 
@@ -195,7 +199,8 @@ def build(rows: list[dict], command: str) -> tuple[str, dict]:
              "are as recorded there (some runs vmapped, one or two threads): compare errors and evaluations, not",
              "seconds, across columns. Seconds of the other columns are one XLA thread, on a machine shared with",
              "other jobs (see each run's `machine` and `finished_at` in the record).",
-             "`accurate` = `TrainConfig.preset(\"accurate\")`: CGMPINN's `f64-lbfgs-refresh` runs beside PINN's",
+             "`accurate` = `TrainConfig.preset(\"accurate_lbfgs\")` (the accurate preset before the Gauss-Newton "
+             "member, `benchmarks/accuracy.md`): CGMPINN's `f64-lbfgs-refresh` runs beside PINN's",
              "`f64-lbfgs` runs (PINN has no ReLoBRaLo in the second stage: its preset run is that run).", ""]
     lines += ["| problem | method | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
     summary = {}
@@ -224,7 +229,7 @@ def goal_table(rows: list[dict]) -> str:
     for r in rows:
         by.setdefault((r["problem"], r["variant"], r["method"]), []).append(r)
     acc_variant = {"pinn": "f64-lbfgs", "cgmpinn": "f64-lbfgs-refresh"}
-    lines = ["| problem | method | float32 (faithful) | accurate preset (float64) | evals / L-BFGS it | "
+    lines = ["| problem | method | float32 (faithful) | float64 L-BFGS (accurate_lbfgs) | evals / L-BFGS it | "
              "loss fall, last 1000 its | goal: median <= | paper CGMPINN / 10 | met |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in PROBLEMS:

@@ -7,13 +7,15 @@
 ``cj.train`` is the training function (:func:`cgmpinn_jax.driver.train`); there is no
 ``cgmpinn_jax.train`` module. The engine is split one idea per module: ``config`` (options),
 ``schedule`` (resolved settings, refresh schedule), ``objective`` (loss terms),
-``second_stage`` (L-BFGS and dense quasi-Newton members), ``engine`` (jittable chunks),
+``second_stage`` (L-BFGS and dense quasi-Newton members), ``gauss_newton`` (the
+Levenberg-Marquardt member), ``engine`` (jittable chunks),
 ``driver`` (host loop, compile cache, ``train``), ``records`` (statuses, histories, results),
 ``precision`` (scoped float64); ``inverse`` identifies unknown PDE coefficients from data.
 """
 
 from . import balancing, config, derivatives, driver, engine, gmm, methods, metrics, nets, objective, precision, problems, records, second_stage, weighting
-from . import disk_cache, inverse
+from . import disk_cache, gauss_newton, inverse
+from .io import LoadedModel
 from .io import load_model, save_result
 from .methods import METHODS, Method, get_method
 from .metrics import Metrics, error_metrics, evaluate
@@ -37,6 +39,8 @@ __all__ = [
     "problems",
     "weighting",
     "load_model",
+    "LoadedModel",
+    "gauss_newton",
     "save_result",
     "METHODS",
     "Method",

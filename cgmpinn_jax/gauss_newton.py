@@ -50,6 +50,9 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from .records import StageStatus
+from .second_stage import StepResult
+
 __all__ = ["GaussNewton", "GNState", "memory_bytes", "lm_solve_form"]
 
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -119,8 +122,6 @@ class GaussNewton:
         return state.value, state.grad, state.tv
 
     def step(self, params, state, w, lam, batch, value, grad):
-        from .second_stage import StepResult
-
         x, unravel = ravel_pytree(params)
         r, J = self.lsq.jacobian(params, batch, w, lam)
         M, P = J.shape
@@ -168,8 +169,6 @@ class GaussNewton:
         init = (jnp.int32(0), jnp.asarray(False), jnp.asarray(False), jnp.clip(mu0, lo, hi).astype(dt),
                 state.nu, out0)
         trials, _, at_max, mu, nu, (p_new, new_value, tv) = jax.lax.while_loop(cond, body, init)
-        from .records import StageStatus
-
         status = jnp.where(at_max, StageStatus.NO_DECREASE, 0).astype(jnp.int32)
         new_state = GNState(new_value, unravel(2.0 * g), tv, mu, nu)
         return StepResult(p_new, new_state, new_value, trials, status)
