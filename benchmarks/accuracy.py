@@ -155,7 +155,9 @@ def render(recs: dict) -> str:
         "included; medians over the runs that reached it); wall = the whole `cj.train` call. The last column is the "
         "float64 L-BFGS setting (`accurate_lbfgs`, `benchmarks/results/precision.json`, not rerun).",
         "",
-        "Machine(s): " + "; ".join(machines),
+        "Machine(s): " + "; ".join(machines) + ". The seed-0 runs of 1D Poisson (both methods) and heat CGMPINN "
+        "shared the 2-core machine for a few minutes each with test runs, so their seconds are upper bounds; "
+        "iterations are not affected.",
         "",
         "| problem | method | GN its | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | to 1e-6 | wall s | compile s | "
         "stop | float64 L-BFGS |",

@@ -16,6 +16,7 @@ included.
 
 Writes ``benchmarks/results/gn_wall.{json,md}`` and the figure
 ``benchmarks/results/gn_wall_heat.png`` (relative e2 against wall seconds, the README's).
+The float32 run can run afterwards or beside the pair's remainder: ``--only float32 --core 1``.
 Error traces live in the ignored cache ``benchmarks/cache/gn_wall/``.
 """
 
@@ -79,12 +80,12 @@ def compact(full: dict) -> dict:
     return c
 
 
-def run(variants: list[str], together: bool) -> None:
+def run(variants: list[str], together: bool, first_core: int = 0) -> None:
     study = runcache.Study(STUDY)
     tmp = Path(runcache.CACHE) / STUDY
     tmp.mkdir(parents=True, exist_ok=True)
     load0, started = os.getloadavg(), runcache._now()
-    procs = {v: launch(v, i, tmp / f"{v}.out.json") for i, v in enumerate(variants)}
+    procs = {v: launch(v, first_core + i, tmp / f"{v}.out.json") for i, v in enumerate(variants)}
     for v, p in procs.items():
         if p.wait() != 0:
             raise SystemExit(f"{v} run failed (exit {p.returncode})")
@@ -113,8 +114,9 @@ def build() -> None:
         "# Time to accuracy: Gauss-Newton beside float64 L-BFGS (heat CGMPINN, seed 1224)",
         "",
         "Command: `python benchmarks/gn_wall.py`; record `benchmarks/results/gn_wall.json`. The two float64 runs "
-        "started together, each pinned to its own core with one XLA thread; the float32 run alone, pinned the same "
-        "way. Seconds from the start of `cj.train` (compile included), read off the test-grid error tracked every "
+        "started together, each pinned to its own core with one XLA thread; the float32 run pinned the same way "
+        "(recorded here: on the L-BFGS run's core once that run had ended, then `peer_jinns.py` on that core, while "
+        "the Gauss-Newton run went on; `--only float32 --core 1`). Seconds from the start of `cj.train` (compile included), read off the test-grid error tracked every "
         "25 (Gauss-Newton) or 100 (L-BFGS) second-stage iterations.",
         "",
         "| run | final rel. e2 | wall s (compile) | second stage | to 1e-4 s | to 1e-5 s | to 1e-6 s |",
@@ -181,10 +183,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--only", nargs="+", choices=tuple(VARIANTS), help="run these (default: the pair, then float32)")
+    ap.add_argument("--core", type=int, default=0, help="the first core to pin to (--only)")
     a = ap.parse_args()
     if not a.build_only:
         if a.only:
-            run(a.only, together=len(a.only) > 1)
+            run(a.only, together=len(a.only) > 1, first_core=a.core)
         else:
             run(["gauss_newton", "lbfgs_f64"], together=True)
             run(["float32"], together=False)
