@@ -58,7 +58,7 @@ h = res.history
 out = dict(variant={variant!r}, preset={preset!r}, problem={problem!r}, method={method!r}, seed={seed},
            rel_e2=float(res.metrics.rel_e2), wall_seconds=wall, compile_seconds=res.compile_seconds,
            run_seconds=res.run_seconds, second_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
-           second_iterations=int(np.sum(h.k > res.adam_steps)), config=res.config.to_dict(),
+           second_iterations=int(np.sum(h.k > res.adam_steps)), adam_steps=res.adam_steps, config=res.config.to_dict(),
            error_trace=dict(k=h.error_k.tolist(), seconds=h.error_seconds.tolist(), rel_e2=h.error_rel_e2.tolist()))
 json.dump(out, open(sys.argv[1], "w"))
 """
@@ -74,6 +74,9 @@ def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
 def compact(full: dict) -> dict:
     c = {k: v for k, v in full.items() if k != "error_trace"}
     t = full["error_trace"]
+    adam = int(full.get("adam_steps") or full["config"].get("adam_steps") or 5000)  # heat's default: 5000
+    at = [s for k, s in zip(t["k"], t["seconds"]) if k >= adam]
+    c["adam_end_seconds"] = float(at[0]) if at else None  # the first tracked point after Adam
     for thr in (1e-4, 1e-5, 1e-6):
         idx = np.nonzero(np.asarray(t["rel_e2"]) <= thr)[0]
         c[f"seconds_to_{thr:.0e}"] = float(t["seconds"][idx[0]]) if idx.size else None
@@ -108,6 +111,10 @@ def first_time(trace: dict, thr: float):
 
 def build() -> None:
     study = runcache.Study(STUDY)
+    for key, rec in study.load().items():  # records written before a field was added: from the cache
+        full = study.load_full(key)
+        if full is not None and "adam_end_seconds" not in rec:
+            study.save(key, full, compact=compact)
     recs = study.load()
     gn, lb = recs.get(f"gauss_newton-seed{SEED}"), recs.get(f"lbfgs_f64-seed{SEED}")
     lines = [
@@ -138,6 +145,11 @@ def build() -> None:
             lines.append(f"- Gauss-Newton reached the L-BFGS run's final error ({lb['rel_e2']:.3e}) after {t_match:.0f} s, "
                          f"{ratio:.2f}x the L-BFGS run's wall time ({lb['wall_seconds']:.0f} s): goal <= 0.5x "
                          + ("met." if ratio <= 0.5 else "missed."))
+            if gn.get("adam_end_seconds") and lb.get("adam_end_seconds"):
+                lines.append(f"- Both spent their first {gn['adam_end_seconds']:.0f} s / {lb['adam_end_seconds']:.0f} s in "
+                             f"the same float64 Adam stage; the second stages alone: {t_match - gn['adam_end_seconds']:.0f} s "
+                             f"against {lb['wall_seconds'] - lb['adam_end_seconds']:.0f} s "
+                             f"({(t_match - gn['adam_end_seconds']) / (lb['wall_seconds'] - lb['adam_end_seconds']):.2f}x).")
         t5 = gn["seconds_to_1e-05"]
         lines.append("- Gauss-Newton to <= 1e-5: " + ("never" if t5 is None else f"{t5:.0f} s") + ", goal <= 600 s: "
                      + ("met." if t5 is not None and t5 <= 600 else "missed."))

@@ -154,10 +154,14 @@ def render(readme: str, results: Path = RESULTS) -> str:
 
 
 def results_section(readme: str) -> str:
-    m = re.search(r"^## Results\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
-    if not m:
-        raise ValueError("README has no '## Results' section")
-    return m.group(1)
+    """The README's sections with measured numbers: "Results" and "How accurate can it get"."""
+    out = []
+    for title in ("Results", "How accurate can it get"):
+        m = re.search(rf"^## {title}\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+        if not m:
+            raise ValueError(f"README has no '## {title}' section")
+        out.append(m.group(1))
+    return "\n".join(out)
 
 
 # a number not glued to letters, dots or digits ("0.10.2", "x86_64", "H200", "float32", "§6.19"
