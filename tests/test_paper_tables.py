@@ -277,10 +277,14 @@ def test_recorded_run_counts_as_done(tmp_path):
 
 
 def test_committed_results_are_compact():
-    """benchmarks/results/ stays small: no run files, logs or figures, records without curves."""
+    """benchmarks/results/ stays small: no run files, logs or figures (except the README's one,
+    gn_wall_heat.png), records without curves."""
     results = BENCH / "results"
     files = [p for p in results.rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in files) < 3 * 2 ** 20
+    figures = [p.name for p in files if p.suffix == ".png"]
+    assert figures == ["gn_wall_heat.png"] and (results / "gn_wall_heat.png").stat().st_size < 100_000
+    files = [p for p in files if p.suffix != ".png"]
     assert {p.suffix for p in files} <= {".md", ".json"} and all(p.parent == results for p in files)
     runs = json.loads((results / "paper_runs.json").read_text())["runs"]
     assert len(runs) >= 224
