@@ -42,16 +42,17 @@ Evaluations: each trial is one forward evaluation of the objective (no gradient)
 Jacobian is one per iteration. ``evals`` in the history counts the trials.
 
 **Cost, and the decisions it made** (``benchmarks/gn_cost.py`` -> ``gn_cost.md``; heat, 2400
-rows x 7851 parameters, float64, both cores of the development CPU, whose float64 matmul
-rate measured 140-160 GFLOP/s): the Jacobian 0.125 s, ``J J^T`` 0.62 s as one product and
-0.44 s from 10 of 16 tiles (kept: the floor, ``2 M^2 P`` flops at the measured rate, is
-0.64 s for the plain product), a Cholesky 0.15 s per trial, a trial's solve and forward pass
-0.02 s; an iteration ~0.75 s at ~1.0 trials. The product dominates, so cutting its flops was
-the lever; sketching, matrix-free CG and reusing the factorization were not needed to reach
-the goals measured on the CPU (1D Poisson and heat) and were not tried. optimistix's
-``LevenbergMarquardt`` on the same residuals could not be used: it linearizes with forward
-mode (the Taylor fast path has none; with it off) and its default linear solve on the
-``M x P`` operator tried to allocate 70.8 GB on 1D Poisson.
+rows x 7851 parameters, float64, both cores of the development CPU, float64 matmul rate
+measured at 134 GFLOP/s in the same run): the Jacobian 0.130 s, ``J J^T`` 0.796 s as one
+product and 0.498 s from 10 of 16 tiles (kept), a Cholesky 0.159 s per trial, a trial's
+solve and forward pass 0.029 s; an iteration 0.821 s at one trial, 1.22x the floor (the
+plain product's ``2 M^2 P`` flops at the measured rate; 1.04-1.37x on the five problems
+measured). The product dominates, so cutting its flops was the lever; sketching,
+matrix-free CG and reusing the factorization were not needed for the goals measured on the
+CPU (1D Poisson and heat) and were not tried. optimistix's ``LevenbergMarquardt`` on the
+same residuals could not be used: it linearizes with forward mode (the Taylor fast path has
+none; measured with it off) and its default linear solve on the ``M x P`` operator asked for
+71 GB (1D Poisson) to 332 GB (advection-diffusion).
 """
 
 from __future__ import annotations
