@@ -164,8 +164,8 @@ def render(recs: dict) -> str:
         "iterations are not affected.",
         "",
         "| problem | method | GN its | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | to 1e-6 | wall s | compile s | "
-        "stop | float64 L-BFGS |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "stop | XLA threads | float64 L-BFGS |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (p, m, L), runs in sorted(by.items(), key=lambda kv: (PROBLEMS.index(kv[0][0]), kv[0][2], kv[0][1])):
         runs = sorted(runs, key=lambda r: r["seed"])
@@ -183,7 +183,9 @@ def render(recs: dict) -> str:
             f"{e.max():.1e}] | {goal_txt} | " + " | ".join(_fmt_reach(runs, t) for t in THRESHOLDS)
             + f" | {np.median([r['wall_seconds'] for r in runs]):.0f} | "
             f"{np.median([r['compile_seconds'] for r in runs]):.1f} | "
-            + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + f" | {o_txt} |")
+            + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + " | "
+            + ", ".join(f"{'one' if 'one' in t else 'default'} {n}" for t, n in sorted(_count(r.get('threads', '?') for r in runs).items()))
+            + f" | {o_txt} |")
     if extra:
         lines += ["", "## Other seeds (not in the grid's cells)", "",
                   "The command line's default seed is 1224: `cgmpinn-jax run --preset accurate` trains the 1D Poisson "
@@ -206,6 +208,13 @@ def render(recs: dict) -> str:
             lines.append(f"- {p} ({L} iterations): CGMPINN lower on {wins} of {len(pairs)} seeds; median ratio "
                          f"CGMPINN / PINN {ratio:.2f}.")
     return "\n".join(lines) + "\n"
+
+
+def _count(xs) -> dict:
+    out: dict = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return out
 
 
 def _machine_text(m) -> str:
