@@ -204,9 +204,9 @@ def _train_with_progress(args, problem, method, config):
     """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet."""
     from .driver import train
 
-    second = {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(
-        config.second_stage, f"dense {config.second_stage}")
-    bars = _Bars(second) if _Bars.wanted(args) else None
+    from .records import second_stage_label
+
+    bars = _Bars(second_stage_label(config.second_stage)) if _Bars.wanted(args) else None
     try:
         return train(problem, method, config, key=args.seed, quiet=args.quiet or bars is not None,
                      prefetch_compile=args.background_compile == "on", progress=bars)

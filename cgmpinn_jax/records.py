@@ -46,6 +46,11 @@ class StageStatus(enum.IntEnum):
         }[self]
 
 
+def second_stage_label(kind: str) -> str:
+    """A second-stage member's name in summaries: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
+    return {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(kind, f"dense {kind}")
+
+
 class ChunkHistory(NamedTuple):
     """What one chunk records, per step (rows past ``n_done`` are padding), and its refresh.
 
@@ -119,8 +124,7 @@ class TrainResult:
     @property
     def second_stage_name(self) -> str:
         """The second stage as the summaries name it: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
-        kind = self.config.second_stage
-        return {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(kind, f"dense {kind}")
+        return second_stage_label(self.config.second_stage)
 
     def stage_lines(self) -> list[str]:
         """One line per stage: steps run of the budget and why it ended, e.g.
