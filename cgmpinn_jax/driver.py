@@ -403,6 +403,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
             total = sum(c.n_steps for c in chunks)
             t_stage, compile_at_start, done = time.perf_counter(), compile_s, 0
+            base = None  # (time, compile seconds, steps) after the stage's first chunk
             for chunk in chunks:
                 state, w, h = run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps),
                                         chunk.first_k)
@@ -412,9 +413,14 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                 if n:
                     rec.add_coeffs(setup.problem, chunk.first_k + n - 1, state.params)
                 done += n
-                # time left in the stage from its pace so far, compilation not counted
-                elapsed = time.perf_counter() - t_stage
-                pace = (elapsed - (compile_s - compile_at_start)) / max(done, 1)
+                # time left in the stage from its pace so far, compilation not counted; from
+                # the second chunk on, the first (one-off costs: hand-off, first call) is left out
+                now = time.perf_counter()
+                elapsed = now - t_stage
+                t0, c0, d0 = base if base is not None and done > base[2] else (t_stage, compile_at_start, 0)
+                pace = (now - t0 - (compile_s - c0)) / max(done - d0, 1)
+                if base is None and n:
+                    base = (now, compile_s, done)
                 where = (f" [{stage} {done}/{total}, {format_seconds(elapsed)},"
                          f" ~{format_seconds(pace * (total - done))} left]")
                 if n:

@@ -1,16 +1,23 @@
-"""Generate the notebooks of this folder (outputs stripped, deterministic cell ids).
+"""Generate the notebooks of this folder, executed, with their outputs (deterministic cell ids).
 
-    python notebooks/make_notebooks.py          # (re)write the .ipynb files
-    python notebooks/make_notebooks.py --check  # exit 1 if a file differs from its source here
+    python notebooks/make_notebooks.py            # build and execute every notebook, store it with its outputs
+    python notebooks/make_notebooks.py 03_custom_pde.ipynb   # only these
+    python notebooks/make_notebooks.py --check    # exit 1 if a file's cells differ from their source here
 
-Edit the cells below, not the .ipynb files. Each notebook's first code cell is tagged
-"parameters" and sets ``BUDGET``; tests/test_notebooks.py replaces that cell with a tiny
-budget and executes every notebook.
+Edit the cells below, not the .ipynb files. Each notebook is executed at the budget of its
+"parameters" cell (minutes on a laptop-class CPU) in a kernel running this interpreter, with
+small inline figures, and stored with its outputs so that a reader sees the plots without
+running it. ``--check`` compares the cells' sources (outputs differ from run to run: timings).
+Each notebook's first code cell is tagged "parameters" and sets ``BUDGET``;
+tests/test_notebooks.py replaces that cell with a tiny budget and executes the notebooks.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -44,7 +51,7 @@ QUICKSTART = [
 Train the paper's method on its first benchmark, $u_{xx} = f$ on $[0, 1]$ with
 $u^*(x) = \\sin(5\\pi x)\\cos(3\\pi x) + \\tanh(20 x)$, then look at the prediction, the loss
 curve and the curriculum weights. The paper's budget is 5000 Adam + 10000 L-BFGS steps;
-the default below is a few minutes on a CPU.
+the default below takes about half a minute on a laptop-class CPU.
 """),
     _params("""
 BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
@@ -61,8 +68,8 @@ result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 
 m = result.metrics
 print(f"relative e2 = {m.rel_e2:.3e}   e2 (RMS) = {m.e2:.3e}   e_inf = {m.e_inf:.3e}")
-print(f"stages: Adam {result.adam_status.name}, L-BFGS {result.lbfgs_status.name}; "
-      f"compile {result.compile_seconds:.1f} s, run {result.run_seconds:.1f} s")
+print("\\n".join(result.stage_lines()))
+print(f"compile {result.compile_seconds:.1f} s, run {result.run_seconds:.1f} s")
 """),
     _md("""
 Prediction against the exact solution, and the training curve: `history.loss` is the
@@ -367,19 +374,74 @@ def render(nb) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+#: run first in the kernel (not stored): small inline figures
+_SETUP = "import matplotlib\nmatplotlib.rcParams['figure.dpi'] = 60\n%config InlineBackend.figure_formats = ['png']"
+
+
+def execute(nb) -> nbformat.NotebookNode:
+    """Execute ``nb`` in place in a kernel running this interpreter (a temporary ``python3``
+    kernelspec first on JUPYTER_PATH), with the checkout importable and small figures."""
+    from nbclient import NotebookClient
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_dir = Path(tmp) / "jupyter" / "kernels" / "python3"
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3", "language": "python"}))
+        env = {"JUPYTER_PATH": os.pathsep.join(filter(None, [str(Path(tmp) / "jupyter"), os.environ.get("JUPYTER_PATH")])),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            setup = new_code_cell(_SETUP)
+            setup.id = "setup"
+            nb.cells.insert(0, setup)
+            try:
+                NotebookClient(nb, kernel_name="python3", timeout=3600, record_timing=False,
+                               resources={"metadata": {"path": tmp}}).execute()
+            finally:
+                nb.cells.pop(0)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    for cell in nb.cells:  # number the cells as if the setup cell had not run
+        if cell.cell_type == "code" and cell.execution_count:
+            cell.execution_count -= 1
+            for o in cell.outputs:
+                if o.get("execution_count"):
+                    o["execution_count"] -= 1
+    return nb
+
+
+def sources(nb) -> list[tuple[str, str, list]]:
+    """Each cell's type, source and tags: what ``--check`` compares."""
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
+    names = [a for a in argv if not a.startswith("--")] or list(NOTEBOOKS)
+    unknown = sorted(set(names) - set(NOTEBOOKS))
+    if unknown:
+        print(f"unknown notebook(s): {', '.join(unknown)}; valid: {', '.join(NOTEBOOKS)}")
+        return 2
     stale = []
-    for name, cells in NOTEBOOKS.items():
+    for name in names:
         path = HERE / name
-        text = render(build(cells))
+        nb = build(NOTEBOOKS[name])
         if check:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
+            if not path.exists() or sources(nbformat.read(path, as_version=4)) != sources(nb):
                 stale.append(name)
         else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path}")
+            print(f"executing {name} ...", flush=True)
+            execute(nb)
+            path.write_text(render(nb), encoding="utf-8")
+            print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)", flush=True)
     if stale:
         print("out of date (run python notebooks/make_notebooks.py):", ", ".join(stale))
         return 1
