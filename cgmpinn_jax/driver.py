@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import equinox as eqx
@@ -20,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import checkpoint as ckpt_lib
 from . import metrics as metrics_lib
 from . import taylor
 from .config import Hyper, TrainConfig
@@ -192,6 +194,17 @@ _PROGRAMS = {"refresh": "the weight refresh", "rebase": "the second stage's re-b
              "adam": "the adam chunk", "lbfgs": "the lbfgs chunk"}
 
 
+STAGES = ("adam", "lbfgs")
+
+
+class _Interrupted(Exception):
+    """Ctrl-C at a chunk boundary: the checkpoint written and the run's output so far."""
+
+    def __init__(self, path, out: "RunOutput"):
+        super().__init__(str(path))
+        self.path, self.out = path, out
+
+
 class RunOutput(NamedTuple):
     state: State
     w: jax.Array
@@ -302,7 +315,8 @@ def _progress(emit, tag, stage, k, tau, rec: _Recorder, names, batched, weighted
 def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
                snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
                track: Callable[[int, Any], None] | None = None, track_every: int = 0,
-               progress: Callable[["Progress"], None] | None = None) -> RunOutput:
+               progress: Callable[["Progress"], None] | None = None, checkpoint: "ckpt_lib.Checkpointer | None" = None,
+               resume: "ckpt_lib.Snapshot | None" = None, interrupted: Callable[[], bool] = lambda: False) -> RunOutput:
     """The host loop over chunks. ``batched``: state, batch and hyper have a leading member
     axis and every chunk is vmapped over it (a sweep); otherwise one run. Each stage runs in
     its precision scope (:mod:`cgmpinn_jax.precision`); a mixed run casts at the hand-off.
@@ -318,7 +332,13 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     ``track_every > 0``, every ``track_every`` steps inside a chunk: the stage's loop is then
     called in pieces (the same steps bit for bit; one host round-trip per piece).
 
-    ``progress(Progress)`` is called after every chunk (a command-line progress bar)."""
+    ``progress(Progress)`` is called after every chunk (a command-line progress bar).
+
+    ``checkpoint`` (a :class:`~cgmpinn_jax.checkpoint.Checkpointer`) writes a checkpoint at a
+    chunk boundary when it is due or when ``interrupted()`` (Ctrl-C) turned true, and then
+    raises :class:`_Interrupted`; ``resume`` (a :class:`~cgmpinn_jax.checkpoint.Snapshot`)
+    continues a run from one, bit for bit (the state, batch, hyper and ``w`` arguments are
+    then replaced by the snapshot's)."""
     precision = setup.config.precision
     vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
     lead = to_host if batched else (lambda x: np.asarray(x)[None])
@@ -384,9 +404,36 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     tag = f"[{setup.problem.name}/{setup.method.name}]"
     t_start = time.perf_counter()
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
-    rec.add_coeffs(setup.problem, 0, state.params)
-    plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in ("adam", "lbfgs")}
-    if prefetch and not batched and plan["adam"] and plan["lbfgs"]:
+    if resume is None:
+        rec.add_coeffs(setup.problem, 0, state.params)
+    else:
+        state, batch, hyper, w = resume.arrays
+        rows = ckpt_lib.restore_recorder(rec, resume.history)
+        if track is not None and rows is not None:
+            track.rows[:] = rows
+        statuses = dict(resume.statuses)
+        compile_s, t_start = resume.compile_seconds, time.perf_counter() - resume.elapsed
+    plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in STAGES}
+
+    def save_point(stage, chunk, handed, done):
+        """A checkpoint before chunk ``chunk`` of ``stage`` when due or after Ctrl-C; then,
+        after Ctrl-C, stop (raise :class:`_Interrupted`)."""
+        stop = checkpoint is not None and interrupted()
+        if checkpoint is None or not (stop or checkpoint.due()):
+            return
+        jax.block_until_ready(state)
+        path = checkpoint.write(ckpt_lib.Snapshot(
+            arrays=(state, batch, hyper, w), history=ckpt_lib.recorder_arrays(rec, getattr(track, "rows", None)),
+            stage=stage, chunk=chunk, handed=handed, done=done, statuses=statuses, compile_seconds=compile_s,
+            elapsed=time.perf_counter() - t_start))
+        if stop:
+            cut = np.full(lead(state.status).shape, int(StageStatus.INTERRUPTED))
+            st = {s: statuses[s] if s in statuses and s != stage else cut for s in STAGES}
+            raise _Interrupted(path, RunOutput(state, w, batch, rec.history(lead(state.status).shape[0], setup.n_terms,
+                                                                            snapshot_refreshes), st, compile_s,
+                                               time.perf_counter() - t_start - compile_s))
+
+    if prefetch and resume is None and not batched and plan["adam"] and plan["lbfgs"]:
         # the hand-off maps the initial state to arguments of the shapes, dtypes and
         # placements the second stage will get, so its programs can compile while Adam runs
         with precision_scope(precision, "second"):
@@ -394,17 +441,24 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             for name, fn, args in chunk_programs("lbfgs", s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
                 cache.prefetch(setup, name, fn, args, batched=False)
             del s2, b2, h2, w2, args
-    for stage in ("adam", "lbfgs"):
+    first = 0 if resume is None else STAGES.index(resume.stage)
+    for si, stage in enumerate(STAGES):
         chunks = plan[stage]
+        if si < first:
+            continue
         if not chunks:
             statuses[stage] = np.full(lead(state.status).shape, int(StageStatus.SKIPPED))
             continue
+        here = resume if resume is not None and si == first else None
         with precision_scope(precision, "adam" if stage == "adam" else "second"):
-            state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
+            if here is None or not here.handed:
+                state, batch, hyper, w = hand_off(stage, state, batch, hyper, w)
             total = sum(c.n_steps for c in chunks)
-            t_stage, compile_at_start, done = time.perf_counter(), compile_s, 0
+            t_stage, compile_at_start, done = time.perf_counter(), compile_s, 0 if here is None else here.done
             base = None  # (time, compile seconds, steps) after the stage's first chunk
-            for chunk in chunks:
+            d_start = done
+            for ci in range(0 if here is None else here.chunk, len(chunks)):
+                chunk = chunks[ci]
                 state, w, h = run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k), jnp.int32(chunk.n_steps),
                                         chunk.first_k)
                 n, _ = rec.add(chunk, h, w)
@@ -417,7 +471,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                 # the second chunk on, the first (one-off costs: hand-off, first call) is left out
                 now = time.perf_counter()
                 elapsed = now - t_stage
-                t0, c0, d0 = base if base is not None and done > base[2] else (t_stage, compile_at_start, 0)
+                t0, c0, d0 = base if base is not None and done > base[2] else (t_stage, compile_at_start, d_start)
                 pace = (now - t0 - (compile_s - c0)) / max(done - d0, 1)
                 if base is None and n:
                     base = (now, compile_s, done)
@@ -438,9 +492,14 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                     if not batched:
                         emit(f"{tag} {stage} stage stopped at k={chunk.first_k + n - 1}: {StageStatus(int(st[0])).name}")
                     break
+                if ci + 1 < len(chunks):
+                    save_point(stage, ci + 1, True, done)
             statuses[stage] = lead(state.status).astype(np.int64)
             state = call("restore_" + stage, vm(restore_best, 0), state)
             jax.block_until_ready(state.params)
+        later = [s for s in STAGES[si + 1:] if plan[s]]
+        if later:
+            save_point(later[0], 0, False, 0)
     run_s = time.perf_counter() - t_start - compile_s
     history = rec.history(lead(state.status).shape[0], setup.n_terms, snapshot_refreshes)
     return RunOutput(state, w, batch, history, statuses, compile_s, run_s)
@@ -504,6 +563,9 @@ def train(
     prefetch_compile: bool = False,
     track_error_every: int | None = None,
     progress: Callable[[Progress], None] | None = None,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: float = 60.0,
+    resume: str | Path | None = None,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -532,6 +594,18 @@ def train(
         progress: called with a :class:`Progress` after every chunk (stage, steps done of
             the budget, loss, seconds, an inverse run's coefficients); the command line
             draws its progress bars from it.
+        checkpoint_dir: write checkpoints of the run into ``checkpoint_dir/checkpoints/``
+            at chunk boundaries (:mod:`cgmpinn_jax.checkpoint`), and stop cleanly on Ctrl-C:
+            a checkpoint at the next chunk boundary, then :class:`TrainingInterrupted`
+            (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt.
+        checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
+            chunk boundary).
+        resume: a folder written with ``checkpoint_dir``: continue that run from its last
+            good checkpoint; the result is bit-identical to an uninterrupted run on the same
+            machine. The problem, method, config and key must be the run's (a checkpoint of
+            another run is refused, naming the differences; :func:`resume` rebuilds them
+            from the checkpoint). Checkpoints continue into the same folder unless
+            ``checkpoint_dir`` says otherwise.
 
     Returns:
         :class:`~cgmpinn_jax.records.TrainResult` with the trained model, metrics on the test
@@ -555,14 +629,76 @@ def train(
         raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
     t_call = time.perf_counter()
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    key, seed = as_key(key)
+    if checkpoint_dir is None and resume is not None:
+        checkpoint_dir = resume
+    ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
+    checkpointer = None if checkpoint_dir is None else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
-        key, seed = as_key(key)
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
+        hyper = Hyper.from_config(config)
+        snap = None
+        if resume is not None:
+            snap = ckpt_lib.load(resume, ident, _templates(setup, eng, state, batch, hyper),
+                                 scope=lambda stage, handed: precision_scope(
+                                     config.precision, "second" if stage == "lbfgs" and handed else "adam"))
+            emit(f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
+                 f"{snap.done} steps of the stage done")
         tracker = None if track_error_every is None else _ErrorTracker(problem, static, t_call)
-        out = run_stages(setup, eng, state, batch, Hyper.from_config(config), emit, batched=False,
-                         snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
-                         track=tracker, track_every=int(track_error_every or 0), progress=progress)
+        try:
+            with ckpt_lib.sigint_flag(checkpointer is not None) as interrupted:
+                out = run_stages(setup, eng, state, batch, hyper, emit, batched=False,
+                                 snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
+                                 track=tracker, track_every=int(track_error_every or 0), progress=progress,
+                                 checkpoint=checkpointer, resume=snap, interrupted=interrupted)
+        except _Interrupted as stop:
+            out = stop.out._replace(state=_best_so_far(stop.out.state))
+            result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
+            emit(f"[{problem.name}/{method.name}] interrupted: checkpoint {stop.path}; best so far "
+                 f"rel_e2={result.metrics.rel_e2:.3e}; resume with cj.resume({str(checkpoint_dir)!r})")
+            raise ckpt_lib.TrainingInterrupted(Path(checkpoint_dir), result) from None
+    result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
+    if checkpointer is not None and checkpointer.written:
+        emit(f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
+             f"-> {checkpointer.root}")
+    result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
+    metrics, e_loss = result.metrics, result.e_loss
+    emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
+         f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    if result.unknowns is not None:
+        emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(
+            f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
+            for n, d in result.unknowns.as_dict().items()))
+    return result
+
+
+def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper):
+    """``template(stage, handed)``: the structure, shapes and dtypes of ``(state, batch,
+    hyper, w)`` at a checkpoint's position (for reading it back)."""
+    w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    initial = (state, batch, hyper, w)
+
+    def template(stage: str, handed: bool):
+        if not (stage == "lbfgs" and handed):
+            return initial
+        s, b, h, w2 = initial
+        if setup.config.precision == "mixed":
+            s, b, h, w2 = cast_floats((s, b, h, w2), jnp.zeros(()).dtype)
+        opt = jax.eval_shape(eng.init_second, s.params, w2, s.lambdas, b)
+        return eqx.tree_at(lambda x: x.opt, _reset_stage(s), opt), b, h, w2
+
+    return template
+
+
+def _best_so_far(state: State) -> State:
+    """The interrupted stage's best parameters (by the unweighted loss), when it has any."""
+    ok = jnp.isfinite(state.best_raw)
+    params = jax.tree_util.tree_map(lambda b, p: jnp.where(ok, b, p), state.best_params, state.params)
+    return eqx.tree_at(lambda s: s.params, state, params)
+
+
+def _result(problem, method, config, setup, static, eng, out: RunOutput, tracker, seed) -> TrainResult:
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)
@@ -576,10 +712,4 @@ def train(
         relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
         unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
     )
-    emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
-         f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
-    if result.unknowns is not None:
-        emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(
-            f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
-            for n, d in result.unknowns.as_dict().items()))
     return result

@@ -32,6 +32,7 @@ class StageStatus(enum.IntEnum):
     LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
     SKIPPED = 5  # zero steps requested
     NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
+    INTERRUPTED = 7  # Ctrl-C: stopped at a chunk boundary after a checkpoint (resume continues it)
 
     def describe(self) -> str:
         """Why the stage ended, in words, with the code: ``"stopped: loss stalled (LOSS_TOL)"``."""
@@ -43,6 +44,7 @@ class StageStatus(enum.IntEnum):
             StageStatus.LOSS_TOL: "stopped: loss stalled (LOSS_TOL)",
             StageStatus.SKIPPED: "skipped: no steps requested (SKIPPED)",
             StageStatus.NO_DECREASE: "stopped: no decrease even at the largest damping (NO_DECREASE)",
+            StageStatus.INTERRUPTED: "interrupted (Ctrl-C) after a checkpoint; resume continues it (INTERRUPTED)",
         }[self]
 
 
@@ -120,6 +122,7 @@ class TrainResult:
     seed: Optional[int] = None
     batch: Any = None  # the training points
     unknowns: Any = None  # inverse problems: an inverse.UnknownsResult (estimates, true values, errors)
+    checkpoint_seconds: Optional[float] = None  # seconds spent writing checkpoints (None: none asked for)
 
     @property
     def second_stage_name(self) -> str:
