@@ -25,6 +25,8 @@ from .config import PRESETS, TrainConfig
 from .driver import CompileCache, train
 from .records import History, StageStatus, TrainResult
 from .schedule import refresh_schedule
+from .checkpoint import CheckpointError, TrainingInterrupted
+from .resuming import resume
 
 __version__ = "0.2.0"
 
@@ -58,6 +60,9 @@ __all__ = [
     "TrainResult",
     "refresh_schedule",
     "train",
+    "resume",
+    "CheckpointError",
+    "TrainingInterrupted",
     "PRESETS",
     "CompileCache",
     "History",

@@ -188,12 +188,12 @@ class Checkpointer:
     seconds (``0``: at every chunk boundary), keeping the previous one until the new one is
     complete. ``seconds`` is the time spent writing (the overhead)."""
 
-    def __init__(self, folder: str | Path, ident: dict, every: float = 60.0):
+    def __init__(self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None):
         if not isinstance(every, (int, float)) or isinstance(every, bool) or not every >= 0:
             raise ValueError(f"checkpoint_every must be a number of seconds >= 0, got {every!r}")
         self.folder = Path(folder)
         self.root = self.folder / SUBDIR
-        self.ident, self.every = ident, float(every)
+        self.ident, self.every, self.seed = ident, float(every), seed
         self.last = time.perf_counter()
         self.seconds, self.written = 0.0, 0
         existing = _numbered(self.root)
@@ -218,7 +218,7 @@ class Checkpointer:
             with open(tmp / name, "rb+") as fh:
                 os.fsync(fh.fileno())
         meta = {
-            "format": FORMAT, "identity": self.ident, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "format": FORMAT, "identity": self.ident, "seed": self.seed, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "position": {"stage": snap.stage, "chunk": snap.chunk, "handed": snap.handed, "done": snap.done},
             "statuses": {k: np.asarray(v).tolist() for k, v in snap.statuses.items()},
             "compile_seconds": snap.compile_seconds, "elapsed": snap.elapsed,

@@ -200,19 +200,51 @@ class _Bars:
             self.bar = None
 
 
-def _train_with_progress(args, problem, method, config):
-    """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet."""
+def _train_with_progress(args, problem, method, config, out: Path, key):
+    """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet;
+    checkpoints into ``out`` (``--resume``: continues from them)."""
     from .driver import train
 
     from .records import second_stage_label
 
     bars = _Bars(second_stage_label(config.second_stage)) if _Bars.wanted(args) else None
     try:
-        return train(problem, method, config, key=args.seed, quiet=args.quiet or bars is not None,
-                     prefetch_compile=args.background_compile == "on", progress=bars)
+        return train(problem, method, config, key=key, quiet=args.quiet or bars is not None,
+                     prefetch_compile=args.background_compile == "on", progress=bars, checkpoint_dir=out,
+                     checkpoint_every=args.checkpoint_every, resume=out if args.resume else None)
     finally:
         if bars is not None:
             bars.close()
+
+
+#: exit status after Ctrl-C with a checkpoint written (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
+
+
+def _resumed(args, command: str):
+    """``(problem, method, config, key, out)`` recorded in the checkpoint of ``--resume DIR``;
+    an error if other run options were given with it."""
+    from .resuming import recorded_run
+
+    defaults = build_parser().parse_args([command])
+    given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+             if k not in ("resume", "func", "quiet", "no_plots", "compile_cache", "background_compile", "checkpoint_every",
+                          "command") and getattr(defaults, k, v) != v]
+    if given:
+        raise ValueError(f"--resume continues the run with the settings it recorded; drop {', '.join(given)}")
+    run = recorded_run(args.resume)
+    return run["problem"], run["method"], run["config"], run["key"], Path(args.resume)
+
+
+def _interrupted(stop, out: Path, command: str) -> int:
+    from . import io
+
+    print()
+    if stop.result is not None:
+        io.save_result(stop.result, out)
+        print(f"interrupted: the best model so far (rel e2 {stop.result.metrics.rel_e2:.3e}) saved in {out}")
+    print(f"checkpoint in {stop.checkpoint_dir}; continue with: cgmpinn-jax {command} --resume {out}")
+    return EXIT_INTERRUPTED
 
 
 def _compile_cache(args) -> str:
@@ -234,21 +266,34 @@ def _cmd_run(args) -> int:
     from .methods import get_method
     from .problems import get_problem, validate_problem
 
+    from .checkpoint import CheckpointError, TrainingInterrupted
+
     if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
     try:
-        problem = validate_problem(get_problem(args.problem))
-        method = get_method(args.method)
-        config = TrainConfig.preset(args.preset, **config_kwargs(args))
+        if args.resume:
+            problem, method, config, key, out = _resumed(args, "run")
+            args.seed = key
+        else:
+            problem = validate_problem(get_problem(args.problem))
+            method = get_method(args.method)
+            config = TrainConfig.preset(args.preset, **config_kwargs(args))
+            key = args.seed
+            out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         cache_text = _compile_cache(args)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    print(f"cgmpinn-jax run: {problem.name} / {method.name}, seed {args.seed}, "
+    print(f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
           f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; "
           f"output -> {out}")
-    result = _train_with_progress(args, problem, method, config)
+    try:
+        result = _train_with_progress(args, problem, method, config, out, key)
+    except TrainingInterrupted as stop:
+        return _interrupted(stop, out, "run")
+    except CheckpointError as e:
+        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+        return 2
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
     if not args.no_plots:
@@ -275,25 +320,39 @@ def _cmd_infer(args) -> int:
     from .methods import get_method
     from .problems import get_problem
 
+    from .checkpoint import CheckpointError, TrainingInterrupted
+
     if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
-        forward = get_problem(args.problem)
-        problem = inverse_problem(forward, unknowns=as_list(args.unknowns), n_obs=args.n_obs, noise=args.noise,
-                                  key=args.seed if args.obs_seed is None else args.obs_seed, obs_weight=args.obs_weight)
-        method = get_method(args.method)
-        config = TrainConfig.preset(args.preset, **config_kwargs(args))
+        if args.resume:
+            problem, method, config, key, out = _resumed(args, "infer")
+            args.seed, args.noise = key, problem.observations.noise
+        else:
+            forward = get_problem(args.problem)
+            problem = inverse_problem(forward, unknowns=as_list(args.unknowns), n_obs=args.n_obs, noise=args.noise,
+                                      key=args.seed if args.obs_seed is None else args.obs_seed,
+                                      obs_weight=args.obs_weight)
+            method = get_method(args.method)
+            config = TrainConfig.preset(args.preset, **config_kwargs(args))
+            key = args.seed
+            out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
         cache_text = _compile_cache(args)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
         print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
-    print(f"cgmpinn-jax infer: {problem.name} / {method.name}, unknowns {', '.join(problem.unknown_names)}, "
-          f"{len(problem.observations)} observations, noise {args.noise:g}"
+    print(f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, unknowns "
+          f"{', '.join(problem.unknown_names)}, {len(problem.observations)} observations, noise {args.noise:g}"
           + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
           + f", seed {args.seed}, {config.precision}, "
           f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
-    result = _train_with_progress(args, problem, method, config)
+    try:
+        result = _train_with_progress(args, problem, method, config, out, key)
+    except TrainingInterrupted as stop:
+        return _interrupted(stop, out, "infer")
+    except CheckpointError as e:
+        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+        return 2
     io.save_result(result, out)
     (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
     (out / "observations.json").write_text(json.dumps(io.to_jsonable({**problem.observations.to_dict(),
@@ -408,7 +467,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
     _add_optimizer_options(r)
     r.add_argument("--out", default=None, metavar="DIR",
-                   help="output folder (default: runs/<problem>-<method>-<time>)")
+                   help="output folder; checkpoints go to DIR/checkpoints (default: runs/<problem>-<method>-<time>)")
+    r.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the result "
+                        "is bit-identical to an uninterrupted run on the same machine")
+    r.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                   help="at most one checkpoint every SECONDS, at a chunk boundary (0: at every chunk boundary). "
+                        "Ctrl-C writes one at the next chunk boundary, saves the best model so far and exits with "
+                        f"status {EXIT_INTERRUPTED} (default: %(default)s)")
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
     r.add_argument("--quiet", action="store_true",
                    help="no progress output while training (else: progress bars on a terminal, plain lines otherwise)")

@@ -633,7 +633,7 @@ def train(
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
     ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
-    checkpointer = None if checkpoint_dir is None else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every)
+    checkpointer = None if checkpoint_dir is None else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)

@@ -39,6 +39,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from cgmpinn_jax.problems import box_edges
+
 # --8<-- [start:example]
 import dataclasses
 
@@ -89,7 +91,51 @@ class ViscousBurgers(cj.Problem):
         return grid(self.lower, self.upper, (201, 101))
 # --8<-- [end:example]
 
-__all__ = ["ViscousBurgers", "example_source", "readme_block"]
+
+@dataclasses.dataclass(frozen=True)
+class Helmholtz2D(cj.Problem):
+    """u_xx + u_yy + k^2 u = f on [-1, 1]^2, u* = sin(a1 pi x) sin(a2 pi y), u = 0 on the edges.
+
+    The second PDE of the "where to start" table (``benchmarks/own_pde.py``): the 2D Helmholtz
+    test problem of the PINN literature (Wang, Teng and Perdikaris 2021) with ``a = (1, 4)``,
+    ``k = 1``. The source ``f = N[u*]`` is derived by automatic differentiation; the zero
+    boundary values come from the exact solution. 2000 collocation points uniform in the
+    square, 100 uniform points on each edge, a 101 x 101 test grid.
+    """
+
+    a1: float = 1.0
+    a2: float = 4.0
+    k: float = 1.0
+    n_pde: int = 2000
+    n_edge: int = 100
+
+    name = "helmholtz2d"
+    coords = ("x", "y")
+    lower = (-1.0, -1.0)
+    upper = (1.0, 1.0)
+    terms = ("bc",)
+
+    def exact(self, z):
+        return jnp.sin(self.a1 * jnp.pi * z[0]) * jnp.sin(self.a2 * jnp.pi * z[1])
+
+    def operator(self, u, z):
+        return partial(u, 0, 0)(z) + partial(u, 1, 1)(z) + self.k**2 * u(z)
+
+    def pieces(self):
+        return {"bc": (Dirichlet(),) * 4}
+
+    def sample_points(self, key):
+        k_pde, k_bc = jax.random.split(key)
+        return {
+            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
+            "bc": box_edges(self.lower, self.upper, self.n_edge, key=k_bc),
+        }
+
+    def test_grid(self):
+        return grid(self.lower, self.upper, (101, 101))
+
+
+__all__ = ["ViscousBurgers", "Helmholtz2D", "example_source", "readme_block"]
 
 # What the README runs after the class (tests/test_examples.py runs it at a tiny budget).
 README_USAGE = '''
