@@ -134,8 +134,27 @@ def accuracy_table(results: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def own_pde_table(results: Path = RESULTS) -> str:
+    """Your own PDE, where to start: ``own_pde.json`` (``benchmarks/own_pde.py``), the faithful
+    and accurate presets on Burgers and Helmholtz, with the error after 100 and 300
+    second-stage iterations."""
+    runs = _load_record(results / "own_pde.json")
+    order = {"burgers": 0, "helmholtz2d": 1, "faithful": 0, "accurate": 1}
+
+    def after(r, m):
+        a = r["after_second"].get(str(m))
+        return "-" if a is None else f"{_e(a['rel_e2'])} at {a['seconds']:.0f} s"
+
+    lines = ["| problem | preset | rel. e2 after 100 second-stage it. | after 300 | at the end | wall |",
+             "|---|---|---|---|---|---|"]
+    for r in sorted(runs.values(), key=lambda r: (order[r["problem"]], order[r["preset"]])):
+        lines.append(f"| {r['problem']} | {r['preset']} | {after(r, 100)} | {after(r, 300)} | "
+                     f"{_e(r['metrics']['rel_e2'])} | {r['wall_seconds']:.0f} s |")
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS = {"headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table,
-          "accuracy": accuracy_table}
+          "accuracy": accuracy_table, "own-pde": own_pde_table}
 
 
 def render(readme: str, results: Path = RESULTS) -> str:

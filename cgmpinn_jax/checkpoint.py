@@ -86,14 +86,17 @@ class Snapshot:
     elapsed: float  # seconds since the run started, compilation included
 
 
-def identity(problem, method, config, key: jax.Array, kind: str = "train", extra: dict | None = None) -> dict:
-    """What a checkpoint must agree with to be resumed: version, problem, method, config, key."""
+def identity(problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None) -> dict:
+    """What a checkpoint must agree with to be resumed: version, problem, method, config, key
+    (a sweep: its axes, in ``extra``)."""
     from . import __version__
     from .io import _problem_record, to_jsonable
 
-    kd = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
     out = {"kind": kind, "version": __version__, "problem": _problem_record(problem), "method": method.name,
-           "config": config.to_dict(), "key": kd.tolist()}
+           "config": config.to_dict()}
+    if key is not None:
+        kd = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
+        out["key"] = kd.tolist()
     out.update(extra or {})
     return json.loads(json.dumps(to_jsonable(out)))
 
@@ -150,6 +153,8 @@ def _deserialiser(path: str):
         if arr.shape != tuple(like.shape) or arr.dtype != like.dtype:
             raise CheckpointError(f"{path}: an array {arr.dtype}{list(arr.shape)} where {like.dtype}{list(like.shape)} "
                                   "was expected")
+        if isinstance(like, jax.Array):  # where the run keeps it (a sweep's shards)
+            return jax.device_put(arr, like.sharding)
         return jnp.asarray(arr)
 
     return load

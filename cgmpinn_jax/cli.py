@@ -236,6 +236,15 @@ def _resumed(args, command: str):
     return run["problem"], run["method"], run["config"], run["key"], Path(args.resume)
 
 
+def _drop_checkpoints(out: Path) -> None:
+    """A finished run's checkpoints are of no further use (a longer run is another config)."""
+    import shutil
+
+    from .checkpoint import SUBDIR
+
+    shutil.rmtree(out / SUBDIR, ignore_errors=True)
+
+
 def _interrupted(stop, out: Path, command: str) -> int:
     from . import io
 
@@ -307,6 +316,7 @@ def _cmd_run(args) -> int:
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
     print(_table(result, paper))
+    _drop_checkpoints(out)
     print(f"wrote {out}")
     return 0
 
@@ -369,6 +379,7 @@ def _cmd_infer(args) -> int:
           f"noise {args.noise:g}")
     print(result.unknowns.table())
     print(_table(result, None))
+    _drop_checkpoints(out)
     print(f"wrote {out}")
     return 0
 
@@ -467,7 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
     _add_optimizer_options(r)
     r.add_argument("--out", default=None, metavar="DIR",
-                   help="output folder; checkpoints go to DIR/checkpoints (default: runs/<problem>-<method>-<time>)")
+                   help="output folder; checkpoints go to DIR/checkpoints while the run lasts (removed when it "
+                        "finishes) (default: runs/<problem>-<method>-<time>)")
     r.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the result "
                         "is bit-identical to an uninterrupted run on the same machine")

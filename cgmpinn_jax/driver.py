@@ -673,10 +673,12 @@ def train(
     return result
 
 
-def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper):
+def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, batched: bool = False):
     """``template(stage, handed)``: the structure, shapes and dtypes of ``(state, batch,
-    hyper, w)`` at a checkpoint's position (for reading it back)."""
+    hyper, w)`` at a checkpoint's position (for reading it back); ``batched``: a sweep's,
+    with a leading member axis."""
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    init_second = jax.vmap(eng.init_second) if batched else eng.init_second
     initial = (state, batch, hyper, w)
 
     def template(stage: str, handed: bool):
@@ -685,7 +687,7 @@ def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper):
         s, b, h, w2 = initial
         if setup.config.precision == "mixed":
             s, b, h, w2 = cast_floats((s, b, h, w2), jnp.zeros(()).dtype)
-        opt = jax.eval_shape(eng.init_second, s.params, w2, s.lambdas, b)
+        opt = jax.eval_shape(init_second, s.params, w2, s.lambdas, b)
         return eqx.tree_at(lambda x: x.opt, _reset_stage(s), opt), b, h, w2
 
     return template

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import equinox as eqx
@@ -45,7 +46,8 @@ from . import metrics as metrics_lib
 from .methods import Method, get_method
 from .problems import Problem, get_problem, validate_problem
 from .config import Hyper, TrainConfig
-from .driver import COMPILE_CACHE, CompileCache, init_state, member_history, run_stages, to_host
+from . import checkpoint as ckpt_lib
+from .driver import COMPILE_CACHE, CompileCache, _Interrupted, _templates, init_state, member_history, run_stages, to_host
 from .precision import precision_scope
 from .records import StageStatus
 from .schedule import resolve
@@ -127,6 +129,9 @@ def sweep(
     keep_histories: bool = False,
     print_fn: Callable[[str], None] | None = None,
     cache: CompileCache = COMPILE_CACHE,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: float = 60.0,
+    resume: str | Path | None = None,
 ) -> SweepResult:
     """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
 
@@ -139,6 +144,13 @@ def sweep(
         shard: shard the member axis over ``jax.devices()``.
         keep_histories: keep every member's :class:`~cgmpinn_jax.records.History`.
         cache: the :class:`~cgmpinn_jax.driver.CompileCache` to use (shared with ``train``).
+        checkpoint_dir, checkpoint_every: checkpoint the vmapped state into
+            ``checkpoint_dir/checkpoints/`` at chunk boundaries, as :func:`~cgmpinn_jax.train`
+            does; Ctrl-C then checkpoints at the next chunk boundary and raises
+            :class:`~cgmpinn_jax.TrainingInterrupted` (its ``result`` is None for a sweep).
+        resume: continue the sweep checkpointed in this folder, called with the same problem,
+            method, config, seeds and grid (anything else is refused, naming the difference);
+            the result is bit-identical to the uninterrupted sweep on the same machine.
 
     Returns:
         :class:`SweepResult` with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
@@ -167,11 +179,33 @@ def sweep(
     setup = resolve(problem, method, config)
     if config.precision == "mixed":
         raise ValueError("sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member")
+    if checkpoint_dir is None and resume is not None:
+        checkpoint_dir = resume
+    ckpt = None if checkpoint_dir is None else (checkpoint_dir, checkpoint_every, resume,
+                                                 ckpt_lib.identity(problem, method, config, None, "sweep", {"axes": axes}))
     with precision_scope(config.precision, "adam"):
-        return _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache)
+        return _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt)
 
 
-def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache) -> SweepResult:
+def _run(setup, eng, carry, batch, hyper, emit, cache, ckpt):
+    """``run_stages`` for a sweep, with its checkpoints (``ckpt``: folder, interval, resume
+    folder, identity) when asked for."""
+    if ckpt is None:
+        return run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache)
+    folder, every, resume, ident = ckpt
+    writer = ckpt_lib.Checkpointer(folder, ident, every)
+    snap = None if resume is None else ckpt_lib.load(resume, ident, _templates(setup, eng, carry, batch, hyper, True))
+    try:
+        with ckpt_lib.sigint_flag(True) as interrupted:
+            return run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache, checkpoint=writer,
+                              resume=snap, interrupted=interrupted)
+    except _Interrupted as stop:
+        emit(f"[sweep {setup.problem.name}/{setup.method.name}] interrupted: checkpoint {stop.path}; resume with "
+             f"sweep(..., resume={str(folder)!r})")
+        raise ckpt_lib.TrainingInterrupted(Path(folder), None) from None
+
+
+def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=None) -> SweepResult:
     problem, method, config = setup.problem, setup.method, setup.config
     members = list(itertools.product(*axes.values()))
     n = len(members)
@@ -210,7 +244,7 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache) -> Swee
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
         emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
              f"on {n_dev} device(s)")
-        out = run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache)
+        out = _run(setup, eng, carry, batch, hyper, emit, cache, ckpt)
         carry = out.state
         out_devices = len(jax.tree_util.tree_leaves(carry.params)[0].sharding.device_set)
 

@@ -251,3 +251,24 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["rel_e2"] == plain.metrics.rel_e2
     assert json.loads((out / "history.json").read_text())["loss"] == plain.history.loss.tolist()
+    assert not (out / ck.SUBDIR).exists()  # a finished run's checkpoints are removed
+
+
+def test_sweep_resumes_its_vmapped_state_bit_identical(tmp_path, monkeypatch):
+    monkeypatch.setattr(ck, "_KEEP", 1000)
+    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=20, k_upd=20)
+    kw = dict(seeds=[0], grid={"beta": [0.5, 2.0]}, quiet=True, keep_histories=True)
+    plain = cj.sweep("poisson1d", "cgmpinn", cfg, **kw)
+    folder = tmp_path / "sweep"
+    cj.sweep("poisson1d", "cgmpinn", cfg, checkpoint_dir=folder, checkpoint_every=0, **kw)
+    ckpts = sorted((folder / ck.SUBDIR).iterdir())
+    assert len(ckpts) >= 2
+    for c in ckpts[-1:]:  # inside the second stage
+        resumed = cj.sweep("poisson1d", "cgmpinn", cfg, resume=only(folder, c), **kw)
+        for name in plain.metrics:
+            np.testing.assert_array_equal(plain.metrics[name], resumed.metrics[name])
+        for a, b in zip(plain.histories, resumed.histories):
+            np.testing.assert_array_equal(a.loss, b.loss)
+            np.testing.assert_array_equal(a.raw, b.raw)
+    with pytest.raises(cj.CheckpointError, match=r"axes\.beta"):
+        cj.sweep("poisson1d", "cgmpinn", cfg, resume=folder, **{**kw, "grid": {"beta": [0.5, 3.0]}})
