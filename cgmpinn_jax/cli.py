@@ -236,6 +236,31 @@ def _resumed(args, command: str):
     return run["problem"], run["method"], run["config"], run["key"], Path(args.resume)
 
 
+def _train_and_save(args, problem, method, config, out: Path, key, command: str):
+    """Train (checkpointing into ``out``), then write the model, history.json and the plots;
+    the result, or the exit status after Ctrl-C or a checkpoint that cannot be resumed."""
+    from . import io
+    from .checkpoint import CheckpointError, TrainingInterrupted
+
+    try:
+        result = _train_with_progress(args, problem, method, config, out, key)
+    except TrainingInterrupted as stop:
+        return _interrupted(stop, out, command)
+    except CheckpointError as e:
+        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+        return 2
+    io.save_result(result, out)
+    (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
+    if not args.no_plots:
+        try:
+            from .plots import plot_result
+
+            plot_result(result, out)
+        except ImportError as e:
+            print(f"(no plots: {e})", file=sys.stderr)
+    return result
+
+
 def _drop_checkpoints(out: Path) -> None:
     """A finished run's checkpoints are of no further use (a longer run is another config)."""
     import shutil
@@ -270,12 +295,11 @@ def _compile_cache(args) -> str:
 def _cmd_run(args) -> int:
     import jax
 
-    from . import io
     from .config import TrainConfig
     from .methods import get_method
     from .problems import get_problem, validate_problem
 
-    from .checkpoint import CheckpointError, TrainingInterrupted
+    from .checkpoint import CheckpointError
 
     if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
@@ -296,22 +320,9 @@ def _cmd_run(args) -> int:
     print(f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
           f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; "
           f"output -> {out}")
-    try:
-        result = _train_with_progress(args, problem, method, config, out, key)
-    except TrainingInterrupted as stop:
-        return _interrupted(stop, out, "run")
-    except CheckpointError as e:
-        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
-        return 2
-    io.save_result(result, out)
-    (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
-    if not args.no_plots:
-        try:
-            from .plots import plot_result
-
-            plot_result(result, out)
-        except ImportError as e:
-            print(f"(no plots: {e})", file=sys.stderr)
+    result = _train_and_save(args, problem, method, config, out, key, "run")
+    if isinstance(result, int):
+        return result
     paper = paper_row(problem.name, method.name, result.adam_steps, result.lbfgs_steps)
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
@@ -330,7 +341,7 @@ def _cmd_infer(args) -> int:
     from .methods import get_method
     from .problems import get_problem
 
-    from .checkpoint import CheckpointError, TrainingInterrupted
+    from .checkpoint import CheckpointError
 
     if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
@@ -356,24 +367,11 @@ def _cmd_infer(args) -> int:
           + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
           + f", seed {args.seed}, {config.precision}, "
           f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
-    try:
-        result = _train_with_progress(args, problem, method, config, out, key)
-    except TrainingInterrupted as stop:
-        return _interrupted(stop, out, "infer")
-    except CheckpointError as e:
-        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
-        return 2
-    io.save_result(result, out)
-    (out / "history.json").write_text(json.dumps(io.to_jsonable(result.history.to_dict())))
+    result = _train_and_save(args, problem, method, config, out, key, "infer")
+    if isinstance(result, int):
+        return result
     (out / "observations.json").write_text(json.dumps(io.to_jsonable({**problem.observations.to_dict(),
                                                                        "obs_weight": problem.obs_weight})))
-    if not args.no_plots:
-        try:
-            from .plots import plot_result
-
-            plot_result(result, out)
-        except ImportError as e:
-            print(f"(no plots: {e})", file=sys.stderr)
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}), inverse: {len(problem.observations)} observations, "
           f"noise {args.noise:g}")
