@@ -84,10 +84,12 @@ def kill_and_resume(setting: str, work: Path, after: float, i: int) -> dict:
         time.sleep(0.02)
     time.sleep(after)
     at = time.perf_counter() - t0
-    alive = p.poll() is None
     p.send_signal(signal.SIGKILL)
     p.wait()
     latest = max((out / "checkpoints").glob("ckpt-*"), default=None)
+    # the run's work was done when it was killed: it had exited, or was past its last step
+    # (model saved, checkpoints removed, not yet exited)
+    alive = p.returncode == -signal.SIGKILL and not (latest is None and (out / "metrics.json").exists())
     pos = json.loads((latest / "meta.json").read_text())["position"] if latest else None
     t0 = time.perf_counter()
     r = cli(["--resume", str(out), "--no-plots", "--quiet", "--compile-cache", "off"])
@@ -159,7 +161,7 @@ def study(setting: str, work: Path, rng) -> dict:
             k = kill_and_resume(setting, work, after, i)
             if k["killed_alive"]:
                 break
-            after /= 2
+            after /= 2  # the run finished before the drawn moment: draw sooner
         k["attempts"] = attempt + 1
         if "_outputs" in k:
             k["diff"] = same(ref, k.pop("_outputs"))
