@@ -8,6 +8,7 @@ import pytest
 import cgmpinn_jax as cj
 from cgmpinn_jax.config import stop_rule
 from cgmpinn_jax.precision import cast_floats, precision_scope
+from stop_rules import loss_tol_fires_at
 
 TINY = dict(adam_steps=30, lbfgs_steps=20, k_upd=10)
 
@@ -102,11 +103,5 @@ def test_loss_tol_fires_where_the_rule_says():
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
     assert res.lbfgs_status == cj.StageStatus.LOSS_TOL
     raw = res.history.raw[res.history.k > 20].sum(1)
-    best, stall, fired = np.inf, 0, None
-    for i, v in enumerate(raw):
-        stall = 0 if v < best * (1 - 0.9) else stall + 1
-        best = min(best, v)
-        if stall >= 7:
-            fired = i
-            break
+    fired = loss_tol_fires_at(raw, ftol=0.9, patience=7)
     assert fired is not None and len(raw) == fired + 1

@@ -35,6 +35,7 @@ from cgmpinn_jax.methods import build_model
 from cgmpinn_jax.nets import MLP
 from cgmpinn_jax.objective import Objective, TermValues, Trainable, make_term_fn
 from cgmpinn_jax.second_stage import make_second_stage
+from stop_rules import loss_tol_fires_at
 
 SEED = 0
 NET = dict(width=8, depth=1)
@@ -420,13 +421,7 @@ def test_loss_tol_takes_its_last_step():
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
     assert res.adam_status == StageStatus.SKIPPED and res.lbfgs_status == StageStatus.LOSS_TOL
     raw = res.history.raw.sum(1)
-    best, stall, fired = np.inf, 0, None
-    for i, v in enumerate(raw):
-        stall = 0 if v < best * (1 - 0.9) else stall + 1
-        best = min(best, v)
-        if stall >= 3:
-            fired = i
-            break
+    fired = loss_tol_fires_at(raw, ftol=0.9, patience=3)
     assert fired == len(raw) - 1, (fired, raw)
     _, mine = _np_terms(res.problem, _layers(res.model), res.batch)
     assert mine.sum() == pytest.approx(res.e_loss, rel=1e-5)
