@@ -20,8 +20,8 @@ Two things, both from ``benchmarks/results/`` alone (no training, no jax):
 
 Usage::
 
-    python benchmarks/readme_tables.py            # rewrite the generated blocks of README.md
-    python benchmarks/readme_tables.py --check    # exit 1 if a block is stale or a number unsourced
+    python -m benchmarks.readme_tables            # rewrite the generated blocks of README.md
+    python -m benchmarks.readme_tables --check    # exit 1 if a block is stale or a number unsourced
 
 ``tests/test_readme_numbers.py`` runs the check.
 """
@@ -39,9 +39,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 README = ROOT / "README.md"
-sys.path.insert(0, str(BENCH))
 
-import tables_lib as tl  # noqa: E402
+from benchmarks import tables_lib as tl
 
 BLOCK_RE = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
 
@@ -118,7 +117,7 @@ def precision_goals_table(results: Path = RESULTS) -> str:
     text = (results / "precision.md").read_text()
     head = "## The accurate preset against float32 and the goals"
     if head not in text:
-        raise ValueError(f"precision.md has no section {head!r}: run `python benchmarks/precision.py --build-only`")
+        raise ValueError(f"precision.md has no section {head!r}: run `python -m benchmarks.precision --build-only`")
     lines = [ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")]
     return "\n".join(lines) + "\n"
 
@@ -130,7 +129,7 @@ def accuracy_table(results: Path = RESULTS) -> str:
     body = text.split("\n## ", 1)[0]
     lines = [ln for ln in body.splitlines() if ln.startswith("|")]
     if not lines:
-        raise ValueError("accuracy.md has no table: run `python benchmarks/accuracy.py --report-only`")
+        raise ValueError("accuracy.md has no table: run `python -m benchmarks.accuracy --report-only`")
     return "\n".join(lines) + "\n"
 
 
@@ -234,7 +233,7 @@ def check(readme: str, results: Path = RESULTS) -> list[str]:
         if name not in names:
             problems.append(f"README has no generated block {name!r}")
     if render(readme, results) != readme:
-        problems.append("generated tables are stale: run `python benchmarks/readme_tables.py`")
+        problems.append("generated tables are stale: run `python -m benchmarks.readme_tables`")
     missing = unsourced_numbers(readme, results)
     if missing:
         problems.append("numbers in README 'Results' found in no file of benchmarks/results/: " + ", ".join(missing))

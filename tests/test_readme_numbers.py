@@ -4,19 +4,18 @@ its generated tables are up to date, and every number it quotes is in a report."
 from pathlib import Path
 
 import pytest
-from benchscripts import load
+
+from benchmarks import readme_tables as rt
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-rt = load("readme_tables")
 README = (ROOT / "README.md").read_text()
 
 
 def test_generated_tables_are_up_to_date():
     names = [m.group(2) for m in rt.BLOCK_RE.finditer(README)]
     assert sorted(names) == sorted(rt.BLOCKS)
-    assert rt.render(README) == README, "run `python benchmarks/readme_tables.py`"
+    assert rt.render(README) == README, "run `python -m benchmarks.readme_tables`"
 
 
 def test_every_results_number_is_in_a_report():
