@@ -12,10 +12,10 @@ Every run is cached (``benchmarks/runcache.py``: compact record in
 ``benchmarks/results/accuracy.json``, full file with the error trace in the ignored cache),
 so the study resumes. ``--report-only`` rebuilds ``accuracy.md`` from the record.
 
-    python benchmarks/accuracy.py --problems poisson1d heat --methods cgmpinn pinn --seeds 0
-    python benchmarks/accuracy.py --problems damped_wave --seeds 0 --lbfgs-steps 4000   # own rows
-    python benchmarks/accuracy.py --list
-    python benchmarks/accuracy.py --report-only
+    python -m benchmarks.accuracy --problems poisson1d heat --methods cgmpinn pinn --seeds 0
+    python -m benchmarks.accuracy --problems damped_wave --seeds 0 --lbfgs-steps 4000   # own rows
+    python -m benchmarks.accuracy --list
+    python -m benchmarks.accuracy --report-only
 
 Timings are those of the machine and thread setting each record names.
 """
@@ -23,15 +23,12 @@ Timings are those of the machine and thread setting each record names.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "accuracy"
 RESULTS = Path(__file__).parent / "results"
@@ -83,17 +80,10 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
         "statuses": {"adam": res.adam_status.name, "second": res.lbfgs_status.name},
         "second_iterations": n_second, "trials_per_iteration": res.evals_per_lbfgs_iteration,
         "reach": reach, "wall_seconds": wall, "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,
-        "threads": _threads(),
+        "threads": runcache.threads_label(),
         # full file only (dropped from the record): the tracked error trace
         "error_trace": {"k": h.error_k.tolist(), "seconds": h.error_seconds.tolist(), "rel_e2": h.error_rel_e2.tolist()},
     }
-
-
-def _threads() -> str:
-    import os
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    return "one XLA thread" if "intra_op_parallelism_threads=1" in flags else "XLA default threads"
 
 
 def compact(full: dict) -> dict:
@@ -151,7 +141,7 @@ def render(recs: dict) -> str:
     lines = [
         "# How accurate can it get: the accurate preset (float64, Gauss-Newton)",
         "",
-        "Written by `python benchmarks/accuracy.py` from its record `benchmarks/results/accuracy.json`. "
+        "Written by `python -m benchmarks.accuracy` from its record `benchmarks/results/accuracy.json`. "
         "`TrainConfig.preset(\"accurate\")`: float64, the problem's Adam budget, then 1500 Levenberg-Marquardt "
         "iterations (`second_stage=\"gauss_newton\"`), ReLoBRaLo's lambdas per weight refresh. Cells: relative e2 "
         "median [min - max] over the seeds run; time and second-stage iterations to first reach 1e-4 / 1e-5 / 1e-6 "

@@ -7,8 +7,8 @@ moment, each in its own process with one XLA thread, pinned to its own core (``t
 they see the same machine and the same load: the ratio is the figure; the seconds are this
 machine's.
 
-    python benchmarks/accurate_wall.py            # both runs (~15-20 min on this CPU)
-    python benchmarks/accurate_wall.py --build-only
+    python -m benchmarks.accurate_wall            # both runs (~15-20 min on this CPU)
+    python -m benchmarks.accurate_wall --build-only
 
 Writes ``benchmarks/results/accurate_wall.{json,md}``; the full per-run files go to the
 ignored ``benchmarks/cache/accurate_wall/``.
@@ -21,15 +21,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "accurate_wall"
 RESULTS = Path(__file__).parent / "results"
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 SEED = 1224
 VARIANTS = {
     # the preset exactly as the CLI builds it
@@ -60,7 +57,7 @@ json.dump(out, open(sys.argv[1], "w"))
 
 def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
     code = WORKER.format(config=VARIANTS[variant], seed=SEED, variant=variant)
-    env = dict(os.environ, XLA_FLAGS=ONE_THREAD)
+    env = dict(os.environ, XLA_FLAGS=runcache.ONE_THREAD_XLA_FLAGS)
     return subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", code, str(out)], env=env)
 
 
@@ -77,7 +74,7 @@ def run_pair() -> None:
     load1 = os.getloadavg()
     for v in VARIANTS:
         full = json.loads((tmp / f"{v}.out.json").read_text())
-        full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=ONE_THREAD,
+        full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=runcache.ONE_THREAD_XLA_FLAGS,
                     pinned="one core per run (taskset), both runs at the same time")
         study.save(f"{v}-seed{SEED}", full)
 
@@ -89,7 +86,7 @@ def build() -> None:
     lines = [
         "# `--preset accurate` vs the float32 full-budget run, side by side",
         "",
-        "Command: `python benchmarks/accurate_wall.py`; record `benchmarks/results/accurate_wall.json`.",
+        "Command: `python -m benchmarks.accurate_wall`; record `benchmarks/results/accurate_wall.json`.",
         f"1D Poisson, CGMPINN, paper budget (5000 Adam + 10000 second-stage iterations), seed {SEED}. Both runs",
         "started at the same moment, each in its own process with one XLA thread pinned to its own core",
         "(`taskset`): same machine, same load, compile time apart. Wall = the whole `cj.train` call.",

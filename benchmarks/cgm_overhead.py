@@ -24,8 +24,8 @@ step of each, and the median [min-max] over rounds of the per-round ratio to ``p
 The steps and the refresh are ``roofline.py``'s own (``step_parts``, ``adam_loop``,
 ``gmm_refresh``).
 
-    python benchmarks/cgm_overhead.py                       # all six problems (~3 min idle)
-    python benchmarks/cgm_overhead.py --problems poisson1d --rounds 5 --no-write
+    python -m benchmarks.cgm_overhead                       # all six problems (~3 min idle)
+    python -m benchmarks.cgm_overhead --problems poisson1d --rounds 5 --no-write
 
 Writes ``benchmarks/results/cgm_overhead.{md,json}``.
 """
@@ -36,7 +36,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -44,9 +43,10 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import roofline as rl  # the steps and objective of the roofline
+from benchmarks import runcache
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import roofline as rl  # noqa: E402  (the steps and objective of the roofline)
 
 RESULTS = HERE / "results"
 STEPS = ("pinn", "cgm-weights", "cgmpinn")
@@ -175,18 +175,18 @@ def main(argv=None) -> int:
         worker_main(args)
         return 0
     env = dict(os.environ, XLA_FLAGS=rl.THREAD_FLAGS[1])
-    cmd = ["taskset", "-c", "0", sys.executable, __file__, "--worker", "--problems", args.problems,
-           "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    cmd = ["taskset", "-c", "0", sys.executable, "-m", "benchmarks.cgm_overhead", "--worker",
+           "--problems", args.problems, "--steps", str(args.steps), "--rounds", str(args.rounds)]
     load0, t0 = os.getloadavg(), time.perf_counter()
-    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=HERE.parent)
     if res.returncode != 0:
         raise SystemExit(f"worker failed (rc {res.returncode})")
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("@@RESULT@@")][-1]
     doc = json.loads(line[len("@@RESULT@@"):])
     doc.update({
-        "command": "python benchmarks/cgm_overhead.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+        "command": "python -m benchmarks.cgm_overhead " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
         "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "machine": runcache.machine_text("{processor}, {cpu_count} cores, {system}"),
         "loadavg_start": [round(x, 2) for x in load0], "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "total_seconds": time.perf_counter() - t0,
     })

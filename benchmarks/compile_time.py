@@ -25,10 +25,10 @@ background compilation, only what Adam's run did not hide), and the process's wa
 from start to the end of training (imports included). ``--repeats`` rounds of every mode, one
 process at a time; the machine's load average is recorded before and after.
 
-    python benchmarks/compile_time.py                 # default XLA threads (as the command runs)
-    python benchmarks/compile_time.py --threads 1     # one XLA thread, pinned to core 0
-    python benchmarks/compile_time.py --anatomy       # each piece compiled on its own: where the time goes
-    python benchmarks/compile_time.py --build-only
+    python -m benchmarks.compile_time                 # default XLA threads (as the command runs)
+    python -m benchmarks.compile_time --threads 1     # one XLA thread, pinned to core 0
+    python -m benchmarks.compile_time --anatomy       # each piece compiled on its own: where the time goes
+    python -m benchmarks.compile_time --build-only
 
 Writes ``benchmarks/results/compile_time.{json,md}``.
 """
@@ -44,12 +44,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "compile_time"
 RESULTS = Path(__file__).parent / "results"
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 MODES = ("serial", "prefetch", "cold", "warm")
 
 WORKER = """
@@ -78,7 +76,7 @@ def one(mode: str, cache_dir: str, threads: int | None, adam: int, lbfgs: int, o
     cmd = [sys.executable, "-c", WORKER.format(adam=adam, lbfgs=lbfgs), str(out), cache_dir,
            "prefetch" if mode == "prefetch" else "serial"]
     if threads == 1:
-        env["XLA_FLAGS"] = ONE_THREAD
+        env["XLA_FLAGS"] = runcache.ONE_THREAD_XLA_FLAGS
         cmd = ["taskset", "-c", "0"] + cmd
     load0 = os.getloadavg()
     subprocess.run(cmd, env=env, check=True)
@@ -173,7 +171,7 @@ def anatomy_table(recs: dict) -> list[str]:
         return []
     loads = [r["load_start"][0] for r in rs] + [r["load_end"][0] for r in rs]
     lines = ["", "## Where the compile time goes", "",
-             "`python benchmarks/compile_time.py --anatomy`: each piece of the headline run (1D Poisson, float32) "
+             "`python -m benchmarks.compile_time --anatomy`: each piece of the headline run (1D Poisson, float32) "
              "traced and compiled on its own (`jax.jit(f).lower(...).compile()`), a fresh process per round; "
              f"{len(rs)} round(s), median seconds; load average (1 min) {min(loads):.2f}-{max(loads):.2f}. "
              "HLO lines: length of the optimized HLO text, a size measure independent of the machine's load.",
@@ -205,7 +203,7 @@ def build() -> str:
     lines = [
         "# Compile time of the headline run, with and without the on-disk XLA cache",
         "",
-        "Command: `python benchmarks/compile_time.py [--threads 1]`; record `benchmarks/results/compile_time.json`.",
+        "Command: `python -m benchmarks.compile_time [--threads 1]`; record `benchmarks/results/compile_time.json`.",
         "1D Poisson CGMPINN, float32, the command's defaults (the compiled programs are the full run's: budgets are "
         "arguments of the chunks; 5000 Adam steps as in the headline, a short second stage). One fresh process per "
         "run, one at a time. A chunk is three programs: the weight refresh (one for both stages), the second stage's "

@@ -17,7 +17,7 @@ or beside another job: the machine of each is in its record entry).
 Reproduce (one problem at a time, on an otherwise idle core):
 
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
-        taskset -c 0 python benchmarks/cost_probe.py --problems fisher_kpp,heat --variants cgmpinn,pinn
+        taskset -c 0 python -m benchmarks.cost_probe --problems fisher_kpp,heat --variants cgmpinn,pinn
 
 Writes benchmarks/results/cost_probe.{md,json} (rows of earlier probes are kept unless the
 same problem, variant and probe budget is probed again).
@@ -29,12 +29,10 @@ import argparse
 import json
 import statistics
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_tables as pt
-import tables_lib as tl
+from benchmarks import paper_tables as pt
+from benchmarks import runcache
+from benchmarks import tables_lib as tl
 
 OUT_JSON = pt.RESULTS / "cost_probe.json"
 OUT_MD = pt.RESULTS / "cost_probe.md"
@@ -93,7 +91,7 @@ def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, ass
         "estimate_seconds_at_probe_evals": est_probe, "estimate_seconds_at_assumed_evals": est_assumed,
         "cached_full_runs": len(cached),
         "cached_median_wall_seconds": statistics.median(float(r["wall_seconds"]) for r in cached) if cached else None,
-        "machine": pt.machine_info(), "command": "python benchmarks/cost_probe.py " + " ".join(sys.argv[1:]),
+        "machine": runcache.machine_info(), "command": "python -m benchmarks.cost_probe " + " ".join(sys.argv[1:]),
         "finished_at": pt._now(), "version": cj.__version__,
     }
     print(f"{problem.name}/{variant}: {t_adam * 1e3:.1f} ms/Adam step, {t_it * 1e3:.1f} ms/L-BFGS it "

@@ -1,6 +1,6 @@
 """Time u_xx of the reference 4x50 tanh MLP on 1500 points with several autodiff forms.
 
-Reproduce:  python benchmarks/derivatives.py
+Reproduce:  python -m benchmarks.derivatives
 Writes benchmarks/results/derivatives.{md,json}.
 
 Each variant is jitted; we time (a) u_xx alone and (b) the gradient w.r.t. the network
@@ -11,8 +11,6 @@ excluded (reported separately).
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +21,8 @@ import jax.numpy as jnp
 
 from cgmpinn_jax import nets
 from cgmpinn_jax.derivatives import partial, partial_jvp, partial_reverse
+
+from benchmarks import runcache
 
 N = 1500
 REPEATS = 50
@@ -101,7 +101,7 @@ def main():
         rows.append({"variant": name, "uxx_ms": 1e3 * t1, "grad_ms": 1e3 * t2, "compile_s": c1 + c2, "max_abs_diff": err})
         print(rows[-1], flush=True)
 
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}, jax {jax.__version__}, backend {jax.default_backend()}"
+    machine = runcache.machine_text("{processor}, {cpu_count} cores, {system}, jax {jax}, backend {backend}")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "derivatives.json").write_text(json.dumps({"machine": machine, "n_points": N, "repeats": REPEATS, "rows": rows}, indent=1))
@@ -109,7 +109,7 @@ def main():
         "# u_xx of the 4x50 tanh MLP on 1500 points",
         "",
         f"Machine: {machine}. Median of {REPEATS} repeats, float32, compile excluded.",
-        "Command: `python benchmarks/derivatives.py`",
+        "Command: `python -m benchmarks.derivatives`",
         "",
         "| variant | u_xx (ms) | grad_params mean(u_xx^2) (ms) | compile both (s) | max abs diff vs grad-of-grad |",
         "|---|---|---|---|---|",

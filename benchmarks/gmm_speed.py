@@ -17,8 +17,8 @@ Adam steps) with 1% multiplicative jitter, in float32, as the reference code pas
 
 Usage (from the repository root)::
 
-    python benchmarks/gmm_speed.py                 # N = 1500, 8000, 100000
-    python benchmarks/gmm_speed.py --sizes 1500 8000 --repeats 30
+    python -m benchmarks.gmm_speed                 # N = 1500, 8000, 100000
+    python -m benchmarks.gmm_speed --sizes 1500 8000 --repeats 30
 
 Writes benchmarks/results/gmm_speed.md and benchmarks/results/gmm_speed.json.
 """
@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -38,10 +37,11 @@ import warnings
 import jax
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from cgmpinn_jax.gmm import fit_gmm
 
-from cgmpinn_jax.gmm import fit_gmm  # noqa: E402
+from benchmarks import runcache
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "tests" / "data" / "residuals_mid.npy"
@@ -130,13 +130,14 @@ def machine() -> dict:
         load = os.getloadavg()
     except OSError:  # pragma: no cover
         load = None
+    m = runcache.host("platform", "processor", "cpu_count", "python", "jax", "backend")
     return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jax_backend": jax.default_backend(),
+        "platform": m["platform"],
+        "processor": m["processor"],
+        "cpu_count": m["cpu_count"],
+        "python": m["python"],
+        "jax": m["jax"],
+        "jax_backend": m["backend"],
         "jax_devices": [str(d) for d in jax.devices()],
         "numpy": np.__version__,
         "sklearn": sklearn.__version__,
@@ -200,7 +201,7 @@ def main(argv=None):
             f"{r['speedup_vs_fit_predict']:.1f}x  loglik {r['jax_loglik']:.4f} vs {r['sklearn_loglik']:.4f}",
             flush=True,
         )
-    command = "python benchmarks/gmm_speed.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    command = "python -m benchmarks.gmm_speed" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     md = to_markdown(rows, info, command.strip())
     print()
     print(md)

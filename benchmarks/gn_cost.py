@@ -16,8 +16,8 @@ matmul rate, measured in the same run on a square 2048 product; ``floor/2`` is t
 product's FLOPs at that rate. Also the optimistix ``LevenbergMarquardt`` solver's step on the
 same residuals when optimistix is installed (not a dependency).
 
-    python benchmarks/gn_cost.py                         # poisson1d heat advection_diffusion poisson2d damped_wave
-    python benchmarks/gn_cost.py --problems heat --repeats 5
+    python -m benchmarks.gn_cost                         # poisson1d heat advection_diffusion poisson2d damped_wave
+    python -m benchmarks.gn_cost --problems heat --repeats 5
 
 Writes ``benchmarks/results/gn_cost.{json,md}``.
 """
@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 RESULTS = Path(__file__).parent / "results"
 PROBLEMS = ("poisson1d", "heat", "advection_diffusion", "poisson2d", "damped_wave", "fisher_kpp")
@@ -144,7 +142,7 @@ def render(rows: list[dict], machine: dict) -> str:
     lines = [
         "# Gauss-Newton iteration cost against the floor",
         "",
-        "Command: `python benchmarks/gn_cost.py`; record `benchmarks/results/gn_cost.json`. PINN network and "
+        "Command: `python -m benchmarks.gn_cost`; record `benchmarks/results/gn_cost.json`. PINN network and "
         "points of each problem at init, float64, XLA's default threads; medians of repeats. Floor = the plain "
         "`J J^T` FLOPs (2 M^2 P) at this machine's float64 matmul rate measured in the same run (2048^2 product); "
         "the member forms the symmetric product from 10 of 16 tiles.",

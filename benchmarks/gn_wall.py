@@ -11,8 +11,8 @@ The issue's goals, read off the traces: the Gauss-Newton run reaches the L-BFGS 
 error in <= 0.5x the L-BFGS run's wall time, and reaches <= 1e-5 within 600 s, compile
 included.
 
-    python benchmarks/gn_wall.py                  # the pair, then the float32 run (~40 min)
-    python benchmarks/gn_wall.py --build-only     # report + figure from the record / cache
+    python -m benchmarks.gn_wall                  # the pair, then the float32 run (~40 min)
+    python -m benchmarks.gn_wall --build-only     # report + figure from the record / cache
 
 Writes ``benchmarks/results/gn_wall.{json,md}`` and the figure
 ``benchmarks/results/gn_wall_heat.png`` (relative e2 against wall seconds, the README's).
@@ -31,12 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "gn_wall"
 RESULTS = Path(__file__).parent / "results"
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 PROBLEM, METHOD, SEED = "heat", "cgmpinn", 1224
 VARIANTS = {  # name -> (preset, track every n second-stage iterations)
     "gauss_newton": ("accurate", 25),
@@ -67,7 +65,7 @@ json.dump(out, open(sys.argv[1], "w"))
 def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
     preset, every = VARIANTS[variant]
     code = WORKER.format(problem=PROBLEM, method=METHOD, preset=preset, seed=SEED, variant=variant, every=every)
-    env = dict(os.environ, XLA_FLAGS=ONE_THREAD)
+    env = dict(os.environ, XLA_FLAGS=runcache.ONE_THREAD_XLA_FLAGS)
     return subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", code, str(out)], env=env)
 
 
@@ -99,7 +97,7 @@ def run(variants: list[str], together: bool, first_core: int = 0) -> None:
                                                                        fulls["lbfgs_f64"]["rel_e2"])
     for v in variants:
         full = fulls[v]
-        full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=ONE_THREAD,
+        full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=runcache.ONE_THREAD_XLA_FLAGS,
                     pinned="one core per run (taskset), " + ("started together" if together else "alone"))
         study.save(f"{v}-seed{SEED}", full, compact=compact)
 
@@ -120,7 +118,7 @@ def build() -> None:
     lines = [
         "# Time to accuracy: Gauss-Newton beside float64 L-BFGS (heat CGMPINN, seed 1224)",
         "",
-        "Command: `python benchmarks/gn_wall.py`; record `benchmarks/results/gn_wall.json`. The two float64 runs "
+        "Command: `python -m benchmarks.gn_wall`; record `benchmarks/results/gn_wall.json`. The two float64 runs "
         "started together, each pinned to its own core with one XLA thread; the float32 run pinned the same way "
         "(recorded here: on the L-BFGS run's core once that run had ended, then `peer_jinns.py` on that core, while "
         "the Gauss-Newton run went on; `--only float32 --core 1`). Seconds from the start of `cj.train` (compile included), read off the test-grid error tracked every "

@@ -5,10 +5,10 @@ and damped wave at their paper budgets.
 
 Reproduce (on an otherwise idle machine; runs are sequential, one at a time):
 
-    python benchmarks/headline.py                       # everything (long)
-    python benchmarks/headline.py --only poisson1d      # the 1D Poisson part
-    python benchmarks/headline.py --seeds 1224          # one seed
-    python benchmarks/headline.py --report-only         # rewrite headline.md from the record
+    python -m benchmarks.headline                       # everything (long)
+    python -m benchmarks.headline --only poisson1d      # the 1D Poisson part
+    python -m benchmarks.headline --seeds 1224          # one seed
+    python -m benchmarks.headline --report-only         # rewrite headline.md from the record
 
 Each finished run is one entry of the committed record benchmarks/results/headline.json
 (study "headline" of benchmarks/runcache.py; its full file goes to the git-ignored
@@ -22,20 +22,15 @@ benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
-import jax
 import numpy as np
 
 import cgmpinn_jax as cj
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 RESULTS = runcache.RESULTS
 TAG = ""  # --tag: a machine label; study (record, cache folder, report) headline-<tag>
@@ -71,8 +66,8 @@ DEFAULT_SEEDS = {"poisson1d": [1, 2, 3, 4, 1224], "heat": [1, 2, 1224], "damped_
 
 
 def machine() -> str:
-    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, "
-            f"jax {jax.__version__}, backend {jax.default_backend()} ({jax.devices()[0].device_kind})")
+    return runcache.machine_text("{arch}, {cpu_count} cores, {system}, Python {python}, "
+                                 "jax {jax}, backend {backend} ({device_kind})")
 
 
 def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, backend: str) -> dict:
@@ -147,7 +142,7 @@ def render(entries: list[dict]) -> list[str]:
         "# Headline runs: CGMPINN at the paper's budgets",
         "",
         f"Machine: {machine_text}. float32. cgmpinn-jax {cj.__version__}. Runs one at a time. "
-        f"Command: `python benchmarks/headline.py{' --tag ' + TAG[1:] if TAG else ''}` "
+        f"Command: `python -m benchmarks.headline{' --tag ' + TAG[1:] if TAG else ''}` "
         f"(one record entry per run in `benchmarks/results/headline{TAG}.json`).",
         "Wall = compile + run of `cj.train` (points and metrics excluded, like the paper's CPU seconds).",
         "",

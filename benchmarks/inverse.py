@@ -10,11 +10,11 @@ solution's relative e2 as median [min - max] over seeds, and the median wall sec
 same budget and seeds (the issue's "within 2x of the forward problem's e2"); at the paper's
 budget the forward numbers come from ``benchmarks/results/paper_runs.json`` as well.
 
-    python benchmarks/inverse.py                                  # everything, paper budgets (long)
-    python benchmarks/inverse.py --only heat --adam-steps 3000 --lbfgs-steps 3000 --noises 0.01 --seeds 0
-    python benchmarks/inverse.py --only heat --forward --adam-steps 3000 --lbfgs-steps 3000 --seeds 0
-    python benchmarks/inverse.py --list                           # what is recorded, what is missing
-    python benchmarks/inverse.py --report-only                    # rewrite inverse.md from the record
+    python -m benchmarks.inverse                                  # everything, paper budgets (long)
+    python -m benchmarks.inverse --only heat --adam-steps 3000 --lbfgs-steps 3000 --noises 0.01 --seeds 0
+    python -m benchmarks.inverse --only heat --forward --adam-steps 3000 --lbfgs-steps 3000 --seeds 0
+    python -m benchmarks.inverse --list                           # what is recorded, what is missing
+    python -m benchmarks.inverse --report-only                    # rewrite inverse.md from the record
 
 Each run is one entry of the committed record ``benchmarks/results/inverse.json`` (study
 "inverse" of ``benchmarks/runcache.py``; full files with the coefficient trajectories and loss
@@ -26,21 +26,14 @@ different budgets sit side by side (every table row names its budget).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
-
-import jax
-import numpy as np
 
 import cgmpinn_jax as cj
 from cgmpinn_jax import inverse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "inverse"
 PROBLEMS = ("fisher_kpp", "heat", "advection_diffusion")
@@ -62,8 +55,8 @@ def study() -> runcache.Study:
 
 
 def machine() -> str:
-    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}, "
-            f"jax {jax.__version__}, backend {jax.default_backend()} ({jax.devices()[0].device_kind})")
+    return runcache.machine_text("{arch}, {cpu_count} cores, {system}, Python {python}, "
+                                 "jax {jax}, backend {backend} ({device_kind})")
 
 
 def budget(problem: str, adam: int | None, lbfgs: int | None) -> tuple[int, int]:
@@ -167,7 +160,7 @@ def render(recs: list[dict]) -> list[str]:
     lines = [
         "# Inverse problems: coefficients from 200 noisy observations",
         "",
-        "Written by `python benchmarks/inverse.py` from its record `benchmarks/results/inverse.json` "
+        "Written by `python -m benchmarks.inverse` from its record `benchmarks/results/inverse.json` "
         "(one entry per run). float32 (a budget naming `accurate_lbfgs` is `TrainConfig.preset(\"accurate_lbfgs\")`, the float64 L-BFGS setting: float64, "
         "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule; a budget naming `obs weight w` multiplies "
         "the observation term by w, `InverseProblem.obs_weight`), 200 observations uniform inside the domain, noise = Gaussian with standard "

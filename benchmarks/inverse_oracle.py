@@ -25,16 +25,15 @@ rtol 1e-9), the solution at an observation linear in x between the grid's nodes.
 is checked against the exact solution at the true coefficients (its error is in the record:
 it must be far below the noise).
 
-    python benchmarks/inverse_oracle.py            # all: writes results/inverse_oracle.{json,md}
-    python benchmarks/inverse_oracle.py --only fisher_kpp --noises 0.01
-    python benchmarks/inverse_oracle.py --report-only   # rewrite the .md (new runs in inverse.json)
+    python -m benchmarks.inverse_oracle            # all: writes results/inverse_oracle.{json,md}
+    python -m benchmarks.inverse_oracle --only fisher_kpp --noises 0.01
+    python -m benchmarks.inverse_oracle --report-only   # rewrite the .md (new runs in inverse.json)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -50,9 +49,10 @@ from scipy.optimize import least_squares
 from cgmpinn_jax import inverse
 from cgmpinn_jax.problems import get_problem
 
+from benchmarks import inverse as inverse_bench  # the runs, their labels and goals
+from benchmarks import runcache
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import inverse as inverse_bench  # noqa: E402  (benchmarks/inverse.py: the runs, their labels and goals)
 
 OUT = HERE / "results"
 PROBLEMS = inverse_bench.PROBLEMS
@@ -218,7 +218,7 @@ def report(cells: list[dict]) -> str:
     lines = [
         "# What the observations can support: the least-squares oracle (inverse problems)",
         "",
-        "Written by `python benchmarks/inverse_oracle.py` (record `benchmarks/results/inverse_oracle.json`). "
+        "Written by `python -m benchmarks.inverse_oracle` (record `benchmarks/results/inverse_oracle.json`). "
         "The same 200 observations per seed as `inverse.md` (noise relative to std(u*) there), but the "
         "coefficients fitted by nonlinear least squares through a classical solver of the PDE with the true "
         "initial / boundary data (closed form for advection-diffusion; method of lines for heat and Fisher-KPP, "
@@ -266,7 +266,7 @@ def report(cells: list[dict]) -> str:
         fwd = " / ".join(f"{2 * e2s[(prob, m, None)]:.2e}" if (prob, m, None) in e2s else "-" for m in ("pinn", "cgmpinn"))
         inv = " / ".join(f"{e2s[(prob, m, noise)]:.2e}" if (prob, m, noise) in e2s else "-" for m in ("pinn", "cgmpinn"))
         lines.append(f"| {prob} | {noise:g} | {statistics.median(errs):.2e} [{min(errs):.1e} - {max(errs):.1e}] | {fwd} | {inv} |")
-    lines += ["", f"Machine: {platform.machine()}, Python {platform.python_version()}; seconds per cell in the record.", ""]
+    lines += ["", "Machine: " + runcache.machine_text("{arch}, Python {python}") + "; seconds per cell in the record.", ""]
     return "\n".join(lines)
 
 

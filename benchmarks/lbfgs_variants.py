@@ -7,7 +7,7 @@ each run: relative e2, L-BFGS iterations run, loss+gradient evaluations per iter
 total evaluations, and the evaluations per iteration in the first 1000 iterations and after
 them (where the loss has plateaued).
 
-Reproduce:  python benchmarks/lbfgs_variants.py [--seeds 1224,3]
+Reproduce:  python -m benchmarks.lbfgs_variants [--seeds 1224,3]
 Each run is one entry of the committed record benchmarks/results/lbfgs_variants.json (study
 "lbfgs_variants" of benchmarks/runcache.py, full files in the git-ignored
 benchmarks/cache/lbfgs_variants/); a run in the record of the current package version counts
@@ -19,18 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
-import jax
 import numpy as np
 
 import cgmpinn_jax as cj
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 RESULTS = runcache.RESULTS
 STUDY = "lbfgs_variants"
@@ -64,7 +59,7 @@ def _train(label: str, overrides: dict, seed: int) -> dict:
         "evals_per_iteration_first_1000": float(ev[:1000].mean()) if len(ev) else float("nan"),
         "evals_per_iteration_after_1000": float(ev[1000:].mean()) if len(ev) > 1000 else float("nan"),
         "wall_s": wall, "version": cj.__version__,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, {jax.default_backend()}",
+        "machine": runcache.machine_text("{arch}, {cpu_count} cores, jax {jax}, {backend}"),
         "load_at_start": os.getloadavg()[0],
     }
     print(f"  {label} seed {seed}: rel_e2={rec['rel_e2']:.3e} iters={rec['iterations']} evals/it={rec['evals_per_iteration']:.2f} "
@@ -81,7 +76,7 @@ def main(argv=None):
         "# L-BFGS settings vs evaluations per iteration (1D Poisson CGMPINN, ReLoBRaLo off, paper budget)",
         "",
         f"cgmpinn-jax {cj.__version__}; {recs[0]['machine']}; float32, optax L-BFGS. "
-        f"Command: `python benchmarks/lbfgs_variants.py --seeds {args.seeds}`.",
+        f"Command: `python -m benchmarks.lbfgs_variants --seeds {args.seeds}`.",
         "Wall seconds: these runs shared the 2-core machine with other benchmark jobs (1-min load at "
         "start in the json), so they are not timings; iterations and evaluations are exact counts.",
         "",

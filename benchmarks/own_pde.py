@@ -14,22 +14,19 @@ Every run is cached (``benchmarks/runcache.py``: compact record in
 ``own_pde.md`` from the record.
 
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
-        python benchmarks/own_pde.py --problems burgers --presets faithful accurate
-    python benchmarks/own_pde.py --report-only
+        python -m benchmarks.own_pde --problems burgers --presets faithful accurate
+    python -m benchmarks.own_pde --report-only
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "own_pde"
 RESULTS = Path(__file__).parent / "results"
@@ -48,11 +45,6 @@ def make_problem(name: str):
 
 def run_key(problem: str, preset: str, seed: int) -> str:
     return f"{problem}__{preset}__seed{seed}"
-
-
-def _threads() -> str:
-    flags = os.environ.get("XLA_FLAGS", "")
-    return "one XLA thread" if "intra_op_parallelism_threads=1" in flags else "XLA default threads"
 
 
 def first_reach(err_k, err_s, err_e, thr):
@@ -100,7 +92,7 @@ def train_one(problem: str, preset: str, seed: int, track_every: int) -> dict:
         "second_stage": res.second_stage_name, "stages": list(res.stage_lines()),
         "metrics": res.metrics.as_dict(), "rel_e2_after_adam": adam_end, "seconds_after_adam": adam_seconds,
         "wall_seconds": wall, "compile_seconds": res.compile_seconds,
-        "run_seconds": res.run_seconds, "threads": _threads(),
+        "run_seconds": res.run_seconds, "threads": runcache.threads_label(),
         # full file only (dropped from the record): the tracked error trace
         "error_trace": {"k": h.error_k.tolist(), "seconds": h.error_seconds.tolist(), "rel_e2": h.error_rel_e2.tolist()},
     }
@@ -157,8 +149,8 @@ def render(recs: dict) -> str:
     notes = sorted({r["note"] for r in recs.values() if r.get("note")})
     lines += ["", "Machine: " + "; ".join(sorted(machines)) + "; " + ", ".join(sorted(threads)) + "; each run pinned to a core of its own (the other core ran other work).",
               *([""] + [f"Note: {n}" for n in notes] if notes else []),
-              "", "Reproduce: `XLA_FLAGS=\"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1\" "
-              "python benchmarks/own_pde.py` (one run at a time on a core of its own).", ""]
+              "", f"Reproduce: `XLA_FLAGS=\"{runcache.ONE_THREAD_XLA_FLAGS}\" "
+              "python -m benchmarks.own_pde` (one run at a time on a core of its own).", ""]
     return "\n".join(lines)
 
 

@@ -48,12 +48,12 @@ CGMPINN file).
 
 Usage (from the repository root)::
 
-    python benchmarks/paper_tables.py                              # everything, seeds 0-4
-    python benchmarks/paper_tables.py --problems poisson1d --methods pinn,cgmpinn --seeds 0,1,2
-    python benchmarks/paper_tables.py --tables optimizers --timeout-hours 6
-    python benchmarks/paper_tables.py --budget-scale 0.1           # quick, marked "(scale 0.1)"
-    python benchmarks/paper_tables.py --build-only                 # tables + figures from record + cache
-    python benchmarks/paper_tables.py --list                       # planned runs, cached or not, CPU minutes left
+    python -m benchmarks.paper_tables                              # everything, seeds 0-4
+    python -m benchmarks.paper_tables --problems poisson1d --methods pinn,cgmpinn --seeds 0,1,2
+    python -m benchmarks.paper_tables --tables optimizers --timeout-hours 6
+    python -m benchmarks.paper_tables --budget-scale 0.1           # quick, marked "(scale 0.1)"
+    python -m benchmarks.paper_tables --build-only                 # tables + figures from record + cache
+    python -m benchmarks.paper_tables --list                       # planned runs, cached or not, CPU minutes left
 """
 
 from __future__ import annotations
@@ -67,14 +67,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from benchmarks import runcache
+from benchmarks import tables_lib as tl
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import numpy as np  # noqa: E402
-
-import runcache  # noqa: E402
-import tables_lib as tl  # noqa: E402
 
 RESULTS = runcache.RESULTS  # benchmarks/results: committed .md tables and the compact record
 STUDY = "paper_runs"
@@ -179,12 +177,8 @@ def all_runs(runs_dir: Path = RUNS, record: Path | None = None) -> list[dict]:
     return [by_key[k] for k in sorted(by_key)]
 
 
-def machine_info() -> dict:
-    return runcache.machine_info()
-
-
 def command_line() -> str:
-    return "python benchmarks/paper_tables.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    return "python -m benchmarks.paper_tables " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 # ------------------------------------------------------------------------------------------
@@ -411,7 +405,7 @@ def load_paper() -> dict:
 def reproduce_command(selected: dict) -> str:
     seeds = sorted({int(r["spec"]["seed"]) for rs in selected.values() for r in rs})
     scales = sorted({float(r["spec"]["budget_scale"]) for rs in selected.values() for r in rs})
-    cmd = "python benchmarks/paper_tables.py"
+    cmd = "python -m benchmarks.paper_tables"
     if seeds and tuple(seeds) != DEFAULT_SEEDS:
         cmd += " --seeds " + ",".join(map(str, seeds))
     if len(scales) == 1 and scales != [1.0]:
@@ -441,7 +435,7 @@ def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, run
         "build_command": command_line(),
         "reproduce_command": reproduce_command(selected),
         "machines": tl.machines_of(used),
-        "build_machine": machine_info(),
+        "build_machine": runcache.machine_info(),
         "versions": sorted({str(r["spec"].get("version")) for r in used}),
         "n_runs_cached": len(runs),
         "n_runs_used": len(used),
@@ -705,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)" if unknown else ""))
         return 0
 
-    machine = machine_info()
+    machine = runcache.machine_info()
     t0 = time.time()
     groups = [(p, v, m) for p, v, m, _ in todo if m]
     done_runs = 0

@@ -41,9 +41,9 @@ the end of each run. Record ``benchmarks/results/peer_jinns.json`` (compact) and
 Needs its own venv (jinns pins jax>=0.8.1, numpy>=2)::
 
     python3 -m venv .venv-peer && .venv-peer/bin/pip install -e '.[peer]'
-    .venv-peer/bin/python benchmarks/peer_jinns.py --quick          # minutes: checks it works
-    .venv-peer/bin/python benchmarks/peer_jinns.py                  # full: both problems, seed 0
-    .venv-peer/bin/python benchmarks/peer_jinns.py --report-only
+    .venv-peer/bin/python -m benchmarks.peer_jinns --quick          # minutes: checks it works
+    .venv-peer/bin/python -m benchmarks.peer_jinns                  # full: both problems, seed 0
+    .venv-peer/bin/python -m benchmarks.peer_jinns --report-only
 
 Timings are those of the machine and thread setting each record names.
 """
@@ -51,15 +51,12 @@ Timings are those of the machine and thread setting each record names.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "peer_jinns"
 RESULTS = Path(__file__).parent / "results"
@@ -68,11 +65,6 @@ THRESHOLDS = (1e-5, 1e-6)
 QUICK = {"adam_steps": 200, "iterations": 5}
 JINNS_VERSION = "1.10.2"
 DEFAULT_GRAM_REG = 1e-5  # vanilla_ngd's default
-
-
-def _threads() -> str:
-    flags = os.environ.get("XLA_FLAGS", "")
-    return "one XLA thread" if "intra_op_parallelism_threads=1" in flags else "XLA default threads"
 
 
 # ------------------------------------------------------------------------------------------
@@ -438,7 +430,7 @@ def compare(problem_name: str, seed: int, *, quick: bool, gram_reg: float, width
     return {
         "problem": problem_name, "seed": seed, "method": "pinn", "quick": quick, "precision": "float64",
         "params": n_params, "rows": int(rows), "adam_steps": res0.adam_steps, "adam_wall_seconds": adam_wall,
-        "rel_e2_start": start_err, "threads": _threads(), "equal_time_seconds": t_eq,
+        "rel_e2_start": start_err, "threads": runcache.threads_label(), "equal_time_seconds": t_eq,
         "at_equal_time": {"ours": error_at(ours["trace"]["seconds"], ours["trace"]["rel_e2"], t_eq),
                           "jinns": error_at(jn["trace"]["seconds"], jn["trace"]["rel_e2"], t_eq)},
         "ours": ours, "jinns": jn,

@@ -24,12 +24,12 @@ Every run is cached (``benchmarks/runcache.py``: compact record in
 [min-max] over seeds, median wall and compile seconds, evaluations per second-stage
 iteration, stop statuses; each column: how many seeds CGMPINN beats PINN (paired by seed).
 
-    python benchmarks/precision.py --probe                      # ms per step, to plan
-    python benchmarks/precision.py --problems poisson1d --variants f64-lbfgs f64-ssbfgs
-    python benchmarks/precision.py --list                       # what is done / missing
-    python benchmarks/precision.py --problems heat --methods cgmpinn --variants f64-lbfgs-refresh \
+    python -m benchmarks.precision --probe                      # ms per step, to plan
+    python -m benchmarks.precision --problems poisson1d --variants f64-lbfgs f64-ssbfgs
+    python -m benchmarks.precision --list                       # what is done / missing
+    python -m benchmarks.precision --problems heat --methods cgmpinn --variants f64-lbfgs-refresh \
         --seeds 0 --lbfgs-steps 30000                           # a longer second stage (own table)
-    python benchmarks/precision.py --build-only
+    python -m benchmarks.precision --build-only
 
 Timings are those of the machine and thread setting the record names (pin one XLA thread
 with ``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`` and
@@ -46,8 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 STUDY = "precision"
 RESULTS = Path(__file__).parent / "results"
@@ -322,7 +321,7 @@ def main(argv=None):
         return
     every = [r for (p, m, v, s) in planned(PROBLEMS, METHODS, VARIANTS)
              if (r := get(p, m, v, s, train=False)) is not None]
-    md, summary = build(every, "python benchmarks/precision.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    md, summary = build(every, "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:]))
     md += ("\n## The accurate preset against float32 and the goals\n\nIssue 19's goal per cell: median relative e2 "
            "<= the problem's goal and <= the paper's CGMPINN number / 10 (the stricter of the two is what `met` "
            "checks), over the seeds run so far (the plan: 3 seeds, 5 on 1D Poisson, 2 on Fisher-KPP). Loss fall = "

@@ -13,8 +13,8 @@ The checkpoint overhead is measured inside single runs: ``TrainResult.checkpoint
 (time spent writing checkpoints) as a share of the run's wall time, at the default interval
 (60 s) and at every chunk boundary.
 
-    python benchmarks/resume.py            # -> benchmarks/results/resume.{json,md}
-    python benchmarks/resume.py --settings gauss_newton --no-overhead   # one part (merged into the record)
+    python -m benchmarks.resume            # -> benchmarks/results/resume.{json,md}
+    python -m benchmarks.resume --settings gauss_newton --no-overhead   # one part (merged into the record)
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import runcache  # noqa: E402
+from benchmarks import runcache
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +144,7 @@ def render(rec: dict) -> str:
         lines.append(f"| {label} | {o['checkpoint_seconds']:.3f} | {o['wall_seconds']:.1f} | {100 * o['share']:.2f}% |")
     m = rec["machine"]
     lines += ["", f"Machine: {m.get('processor', '?')}, {m.get('cpu_count', '?')} cores, jax {m.get('jax', '?')}; "
-              f"{rec['threads']}.", "", "Reproduce: `python benchmarks/resume.py`.", ""]
+              f"{rec['threads']}.", "", "Reproduce: `python -m benchmarks.resume`.", ""]
     return "\n".join(lines)
 
 
@@ -186,9 +185,7 @@ def main(argv=None) -> None:
         (RESULTS / "resume.md").write_text(render(json.loads(path.read_text())))
         return
     rec = json.loads(path.read_text()) if path.exists() else {"settings": {}}
-    rec.update({"machine": runcache.machine_info(),
-                "threads": "one XLA thread" if "intra_op_parallelism_threads=1" in os.environ.get("XLA_FLAGS", "")
-                else "XLA default threads"})
+    rec.update({"machine": runcache.machine_info(), "threads": runcache.threads_label()})
     work = Path(tempfile.mkdtemp(prefix="cgmpinn-resume-"))
     try:
         for setting in args.settings:

@@ -34,8 +34,8 @@ thread; issue 22) stand beside ours.
 
 Reproduce (from the repository root; < ~10 min on an idle 2-core machine)::
 
-    python benchmarks/roofline.py
-    python benchmarks/roofline.py --problems advection_diffusion --threads 1 --repeats 3 --no-write
+    python -m benchmarks.roofline
+    python -m benchmarks.roofline --problems advection_diffusion --threads 1 --repeats 3 --no-write
 
 Writes ``benchmarks/results/roofline.{md,json}``.
 """
@@ -46,7 +46,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -54,12 +53,14 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import runcache
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PROBLEMS = ("poisson1d", "poisson2d", "heat", "advection_diffusion", "damped_wave", "fisher_kpp")
 VARIANTS = ("pinn", "cgmpinn")
 THREAD_FLAGS = {
-    1: "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    1: runcache.ONE_THREAD_XLA_FLAGS,
     2: "--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads=2",
 }
 
@@ -328,7 +329,7 @@ def hand_stacked(params, X, first, second):
 
 def measure_hand(problem, steps, repeats):
     """The hand-written plain-JAX PINN Adam step (same network size, init, points)."""
-    from cgmpinn_jax.problems.base import DerivativeMatch, Dirichlet, Periodic
+    from cgmpinn_jax.problems.base import DerivativeMatch, Dirichlet
 
     _, model, batch = _setup(problem, "pinn")
     if model.input_map is not None:
@@ -440,9 +441,10 @@ def run_worker(threads: int, argv: list[str]) -> dict:
     env = dict(os.environ)
     env["XLA_FLAGS"] = THREAD_FLAGS[threads]
     cpus = "0" if threads == 1 else "0,1"
-    cmd = ["taskset", "-c", cpus, sys.executable, __file__, "--worker", "--threads", str(threads)] + argv
+    cmd = ["taskset", "-c", cpus, sys.executable, "-m", "benchmarks.roofline", "--worker",
+           "--threads", str(threads)] + argv
     print("$", f"XLA_FLAGS='{env['XLA_FLAGS']}'", " ".join(shlex.quote(c) for c in cmd), flush=True)
-    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     if res.returncode != 0:
         raise SystemExit(f"worker with {threads} thread(s) failed (rc {res.returncode})")
     line = [l for l in res.stdout.splitlines() if l.startswith("@@RESULT@@")][-1]
@@ -478,7 +480,8 @@ def render(doc: dict) -> str:
         f"Command: `{doc['command']}`.",
         "",
         f"**Load**: load average (1, 5, 15 min) {doc['loadavg_start']} at the start, {doc['loadavg_end']} at the end, on "
-        f"{os.cpu_count()} cores shared with other work. Wall-clock medians are therefore inflated and noisy; every "
+        + runcache.machine_text("{cpu_count} cores shared with other work. ")
+        + "Wall-clock medians are therefore inflated and noisy; every "
         "cell shows `wall median (CPU-time median)` in ms, CPU time being the process's own CPU seconds (it leaves out "
         "waiting for a core, not the slowdown from shared caches and memory bandwidth). Ratios (speed-up, ours / hand) "
         "and % peak use the CPU-time medians. Minima are in the JSON.",
@@ -596,9 +599,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     workers = [run_worker(int(t), passthrough) for t in args.threads.split(",")]
     doc = {
-        "command": "python benchmarks/roofline.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+        "command": "python -m benchmarks.roofline " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
         "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "machine": runcache.machine_text("{processor}, {cpu_count} cores, {system}"),
         "loadavg_start": [round(x, 2) for x in load0],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "total_seconds": time.perf_counter() - t0,

@@ -7,7 +7,7 @@ iteration where it would have fired and how far the best loss then was above the
 of the full run. A rule "fits" a precision when it fires only where the remaining gain is
 small (float32: where the loss stopped falling; float64: not while it still falls).
 
-    python benchmarks/stop_rules.py [--precisions float32 float64] [--methods pinn cgmpinn]
+    python -m benchmarks.stop_rules [--precisions float32 float64] [--methods pinn cgmpinn]
                                     [--seed 1224] [--second-stage optax]
 
 Writes benchmarks/results/stop_rules.{json,md} (per run: metrics at the end of the full budget,
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks import runcache
 
 RESULTS = Path(__file__).parent / "results"
 CANDIDATES = [  # (ftol, patience)
@@ -110,9 +111,10 @@ def main(argv=None):
             r = run_one(method, precision, args.seed, args.second_stage)
             print(json.dumps({k: v for k, v in r.items() if k != "rules"}), flush=True)
             runs.append(r)
-            out.write_text(json.dumps({"machine": {"platform": platform.platform(), "processor": platform.machine()},
+            host = runcache.host("platform", "arch")
+            out.write_text(json.dumps({"machine": {"platform": host["platform"], "processor": host["arch"]},
                                        "runs": runs}, indent=1))
-    command = "python benchmarks/stop_rules.py " + " ".join(argv or [])
+    command = "python -m benchmarks.stop_rules " + " ".join(argv or [])
     (RESULTS / "stop_rules.md").write_text(to_markdown(runs, command.strip()))
     print(to_markdown(runs, command.strip()))
 

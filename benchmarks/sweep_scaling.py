@@ -1,7 +1,7 @@
 """Wall time of a vmapped sweep over 1, 2, 4, 8 seeds against one seed (1D Poisson, CGMPINN,
 fixed budget), on this machine.
 
-Reproduce:  python benchmarks/sweep_scaling.py [--adam-steps 400] [--lbfgs-steps 200]
+Reproduce:  python -m benchmarks.sweep_scaling [--adam-steps 400] [--lbfgs-steps 200]
 Writes benchmarks/results/sweep_scaling.{md,json}.
 
 Compile and run seconds are reported separately; "per seed" = run seconds / seeds.
@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
-import jax
-
 import cgmpinn_jax as cj
+
+from benchmarks import runcache
 
 
 def main(argv=None):
@@ -29,8 +27,8 @@ def main(argv=None):
     ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): writes sweep_scaling-<tag>.{md,json}")
     args = ap.parse_args(argv)
     cfg = cj.TrainConfig(adam_steps=args.adam_steps, lbfgs_steps=args.lbfgs_steps)
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, "
-               f"backend {jax.default_backend()} ({jax.devices()[0].device_kind}), {len(jax.devices())} device(s)")
+    machine = runcache.machine_text("{arch}, {cpu_count} cores, jax {jax}, "
+                                    "backend {backend} ({device_kind}), {device_count} device(s)")
     rows = []
     out = Path(__file__).parent / "results"
     name = "sweep_scaling" + (f"-{args.tag}" if args.tag else "")
@@ -47,7 +45,7 @@ def main(argv=None):
             "# Sweep scaling: seeds vmapped in one compiled call",
             "",
             f"1D Poisson, CGMPINN, {args.adam_steps} Adam + {args.lbfgs_steps} L-BFGS steps, float32. Machine: {machine}.",
-            f"Command: `python benchmarks/sweep_scaling.py --adam-steps {args.adam_steps} --lbfgs-steps {args.lbfgs_steps} "
+            f"Command: `python -m benchmarks.sweep_scaling --adam-steps {args.adam_steps} --lbfgs-steps {args.lbfgs_steps} "
             f"--seeds {args.seeds}{' --tag ' + args.tag if args.tag else ''}`. One measurement per row (not repeated).",
             "",
             "| mode | seeds | compile s | run s | run s per seed | run s vs 1 seed alone |",

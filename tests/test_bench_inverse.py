@@ -4,10 +4,9 @@ benchmarks/inverse_oracle.py (the least-squares oracle's solvers and fit)."""
 
 import numpy as np
 import pytest
-from benchscripts import load
 
-ib = load("inverse")
-orc = load("inverse_oracle")
+from benchmarks import inverse as ib
+from benchmarks import inverse_oracle as orc
 
 
 def _rec(seed, d_err, **kw):

@@ -1,9 +1,8 @@
 """benchmarks/precision.py: run keys and the table of runs with a longer second stage."""
 
 import pytest
-from benchscripts import load
 
-pb = load("precision")
+from benchmarks import precision as pb
 
 
 def _run(e2, **kw):

@@ -6,8 +6,6 @@ import argparse
 import sys
 import textwrap
 
-import pytest
-
 import cgmpinn_jax as cj
 from cgmpinn_jax import cli
 

@@ -8,12 +8,13 @@ import math
 from pathlib import Path
 
 import pytest
-from benchscripts import load
+
+from benchmarks import cost_probe as cp
+from benchmarks import paper_tables as pt
+from benchmarks import tables_lib as tl
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
-
-tl = load("tables_lib")
 PAPER = json.loads((BENCH.parent / "cgmpinn_jax" / "data" / "paper_tables.json").read_text())
 
 
@@ -40,7 +41,7 @@ def run_json(problem, variant, method, seed, rel_e2, *, e_inf, wall, scale=1.0, 
         "loss_curve": {"every": 10, "k": [1, 11, 15], "raw_total": [10.0, 1.0, None], "objective": [10.0, 1.0, None]},
         "prediction": None,
         "machine": {"platform": "Linux-test", "cpu_count": 2, "cpus_available": 2, "jax": "0.0", "backend": "cpu", "devices": ["cpu:cpu"]},
-        "command": "python benchmarks/paper_tables.py",
+        "command": "python -m benchmarks.paper_tables",
         "finished_at": "2025-01-01T00:00:00",
     }
 
@@ -126,15 +127,15 @@ def test_verdicts(runs_dir):
 
 def test_markdown(runs_dir):
     runs = tl.load_runs(runs_dir)
-    header = {"generated": "now", "build_command": "python benchmarks/paper_tables.py --build-only",
-              "reproduce_command": "python benchmarks/paper_tables.py", "machines": tl.machines_of(runs), "versions": ["0.1.0"]}
+    header = {"generated": "now", "build_command": "python -m benchmarks.paper_tables --build-only",
+              "reproduce_command": "python -m benchmarks.paper_tables", "machines": tl.machines_of(runs), "versions": ["0.1.0"]}
     md = tl.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
     assert ("| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | 9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 "
             "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 (2 CPU cores) | 1018 | 3 |  |") in md
     assert "| CGMPINN | 3.00e-3 [1.00e-4–inf] | 1.81e-4 | 1.05e-3" in md
     assert "CGMPINN beats PINN in **1 of 3** seeds" in md
     assert "3.00e-1 [2.00e-1–4.00e-1] (scale 0.1)" in md  # heat PINN, scaled
-    assert "Linux-test, 2 CPUs" in md and "python benchmarks/paper_tables.py --build-only" in md
+    assert "Linux-test, 2 CPUs" in md and "python -m benchmarks.paper_tables --build-only" in md
     md_opt = tl.render_markdown("optimizers", tl.build_optimizers_table(runs, PAPER), header)
     assert "| Adam→L-BFGS | 3.00e-3 [1.00e-4–inf] | 1.81e-4 |" in md_opt  # reuses the cgmpinn runs
     assert "| Adam | not run | 1.57e+0 |" in md_opt
@@ -163,7 +164,6 @@ def test_downsample_curve():
 
 
 def test_cache_key_and_variant_configs():
-    pt = load("paper_tables")
     s = pt.run_spec("poisson1d", "cgmpinn", 0, 1.0)
     assert tl.cache_key(s) == tl.cache_key(pt.run_spec("poisson1d", "cgmpinn", 0, 1.0))
     assert tl.cache_key(s) == tl.cache_key(json.loads(json.dumps(s)))  # stable through a JSON round trip
@@ -202,7 +202,6 @@ def test_cache_key_and_variant_configs():
 
 
 def test_variants_flag_selects_exact_ids(capsys, tmp_path):
-    pt = load("paper_tables")
     iso = ["--runs-dir", str(tmp_path), "--results-dir", str(tmp_path / "results")]
     pt.main(["--variants", "cgmpinn", "--problems", "poisson1d", "--seeds", "0", "--list", *iso])
     out = capsys.readouterr().out
@@ -212,7 +211,6 @@ def test_variants_flag_selects_exact_ids(capsys, tmp_path):
 
 
 def test_build_outputs(runs_dir, tmp_path):
-    pt = load("paper_tables")
     # CGMPINN runs with predictions on the test grid: a 1-D (200 points) and a 2-D (100 x 100) figure
     for problem, n in (("poisson1d", 200), ("heat", 10000)):
         # poisson1d: replaces the seed-0 run (same numbers, newer), so the verdict is unchanged
@@ -253,7 +251,6 @@ def test_build_outputs(runs_dir, tmp_path):
 
 def test_recorded_run_counts_as_done(tmp_path):
     """A run in the compact record is not trained again, although no cache file exists."""
-    pt = load("paper_tables")
     spec = pt.run_spec("heat", "pinn", 1, 1.0)
     rec = tl.fake_run("heat", "pinn", 1, 1e-3)
     rec.update(key=tl.cache_key(spec), spec=spec)
@@ -295,7 +292,6 @@ def test_committed_results_are_compact():
 
 
 def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
-    pt = load("paper_tables")
     cpu = {"backend": "cpu"}
 
     def run(variant, seed, wall, machine=cpu, **kw):
@@ -335,7 +331,6 @@ def test_hardware_label():
 
 
 def test_cost_probe_extrapolation_and_table():
-    cp = load("cost_probe")
     # 100 Adam steps at 10 ms + 50 L-BFGS iterations at 40 ms
     assert cp.extrapolate(100, 50, 0.01, 0.04, 3.0) == pytest.approx(3.0)
     # an iteration with 7 evaluations (+1 forward) costs twice one with 3 (+1)
@@ -347,7 +342,7 @@ def test_cost_probe_extrapolation_and_table():
         "assumed_evals_per_iteration": None, "estimate_seconds_at_probe_evals": 360.0,
         "estimate_seconds_at_assumed_evals": None, "cached_full_runs": 2, "cached_median_wall_seconds": 300.0,
         "machine": {"backend": "cpu", "cpus_available": 1, "devices": ["cpu:cpu"]},
-        "command": "python benchmarks/cost_probe.py --problems heat", "finished_at": "2026-11-26T10:00:00",
+        "command": "python -m benchmarks.cost_probe --problems heat", "finished_at": "2026-11-26T10:00:00",
     }
     row = [ln for ln in cp.render([rec]).splitlines() if ln.startswith("| heat |")]
     assert len(row) == 1

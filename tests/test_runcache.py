@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from benchscripts import load
 
-rc = load("runcache")
+from benchmarks import runcache as rc
 
 
 @pytest.fixture
@@ -91,3 +90,26 @@ def test_custom_compact_and_bad_input(dirs):
     with pytest.raises(ValueError):
         st.run("../escape", lambda: {})
     assert rc.to_json({"x": np.array([1.0, math.inf]), (1, 2): np.int64(3)}) == {"x": [1.0, "inf"], "(1, 2)": 3}
+
+
+def test_machine_description_and_thread_flags(monkeypatch):
+    """The studies' shared harness: machine_info keeps its record keys, machine_text fills a
+    study's own one-line format from the same facts, threads_label reads XLA_FLAGS."""
+    import os
+    import platform
+
+    info = rc.machine_info()
+    assert list(info) == ["platform", "processor", "cpu_count", "cpus_available", "python", "jax", "jaxlib",
+                          "backend", "devices"]
+    assert info["cpu_count"] == os.cpu_count() and info["python"] == platform.python_version()
+    assert (rc.machine_text("{processor}, {cpu_count} cores, {system}")
+            == f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}")
+    assert rc.machine_text("{arch}, Python {python}") == f"{platform.machine()}, Python {platform.python_version()}"
+    assert rc.host("device_count", "backend") == {"device_count": len(__import__("jax").devices()),
+                                                  "backend": info["backend"]}
+    with pytest.raises(KeyError):
+        rc.host("hostname")
+    assert rc.threads_label(rc.ONE_THREAD_XLA_FLAGS) == "one XLA thread"
+    assert rc.threads_label("") == "XLA default threads"
+    monkeypatch.setenv("XLA_FLAGS", rc.ONE_THREAD_XLA_FLAGS)
+    assert rc.threads_label() == "one XLA thread"
