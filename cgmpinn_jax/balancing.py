@@ -1,4 +1,4 @@
-"""ReLoBRaLo loss balancing as an optax-style ``(init, update)`` pair (REFERENCE.md §1.7).
+"""ReLoBRaLo loss balancing as an optax-style ``(init, update)`` pair (docs/reference-code.md §7).
 
 Paper Eqs. relobralo_ema, relobralo_ref, relobralo_weight:
 
@@ -26,7 +26,8 @@ Choices made here:
 * **Fixed-size history.**  The reference keeps an unbounded Python list.  Here the history is a
   ring buffer of ``history_size`` rows (default 20000: the longest reference budget is
   8000 Adam steps + 12000 L-BFGS iterations = 20000 calls, one call per Adam step / L-BFGS
-  iteration, because this project freezes lambda within an L-BFGS iteration -- see DESIGN.md).
+  iteration, because this project freezes lambda within an L-BFGS iteration -- see
+  docs/reference-code.md §15, §16).
   Within that budget nothing is ever overwritten and the lookback is exactly the reference's.
   Past ``history_size`` calls the lookback is uniform over the ``history_size - 1`` most recent
   earlier calls that are still in the buffer.
@@ -234,7 +235,8 @@ def relobralo(
     history_size: int = 20000,
     variant: str = "reference",
 ) -> Balancing:
-    """ReLoBRaLo balancing (Eqs. relobralo_ema, relobralo_ref, relobralo_weight; REFERENCE.md §1.7).
+    """ReLoBRaLo balancing (Eqs. relobralo_ema, relobralo_ref, relobralo_weight;
+    docs/reference-code.md §7).
 
     Args:
         n_terms: C, the number of loss terms (2 for 1-D/2-D Poisson [PDE, BC], 3 for the

@@ -27,9 +27,9 @@ Both commands keep XLA's compiled programs on disk (:mod:`cgmpinn_jax.disk_cache
 setup skips most of its compile time; the library itself never does this unasked. They also
 compile the second stage's programs in a background thread while Adam trains
 (``train(..., prefetch_compile=True)``; ``--background-compile off`` waits for each program
-when it is first needed): the same programs and results; on the 2-core development machine
-the headline run waits ~8 s for compilation instead of ~15 s, and the whole run takes no
-longer (``benchmarks/results/compile_time.md``).
+when it is first needed): the same programs and results; a run then waits less for
+compilation and takes no longer as a whole (measured in
+``benchmarks/results/compile_time.md``).
 
 ``run`` defaults to the paper's headline: 1D Poisson, CGMPINN, 5000 Adam + 10000 L-BFGS
 steps, float32. It prints e_loss, e2, relative e2, e_inf and seconds beside the paper's

@@ -1,6 +1,7 @@
 """Training options: :class:`TrainConfig`, its named presets, and the traceable :class:`Hyper`.
 
-Every field has the reference code's default (REFERENCE §1.4-1.7, §2.7); ``None`` means
+Every field has the reference code's default (docs/reference-code.md §2,
+§4-§7, §8.7); ``None`` means
 "the problem's or the method's own default". A user changes settings here, never by editing
 code; the dataclass is frozen (hashable: it keys the compile cache) and validated on
 construction, so a mistake fails before anything is compiled.
@@ -39,16 +40,13 @@ class StopRule(NamedTuple):
 
 
 #: Default tolerances per second-stage precision (float32: the values every table run used).
-#: float32 -- measured on 1D Poisson (seed 1224): no gain from L-BFGS iteration ~3000 on
-#: while failing line searches burned 6-8 evaluations per iteration, and running the full
-#: budget made the error worse (7.5e-5 -> 4.9e-4): stop after 1000 iterations without a 0.1%
-#: gain. float64 -- the loss keeps falling slowly for the whole budget. Measured on 1D
-#: Poisson, seed 1224, full budget with the rule off (benchmarks/results/stop_rules.md):
-#: PINN's best loss fell 2.3x more after iteration 4172, where the float32 rule would have
-#: stopped it (rel e2 1.3e-5 at the end); CGMPINN's fell 2.4x from iteration 4000 to 10000
-#: (rel e2 3.7e-6). No rule with ftol <= 1e-4 fired in either run, so the float64 rule only
-#: catches a true stall: no relative gain of 1e-9 in 2000 iterations; the gradient tolerance
-#: is relative to the objective and far below what float32 resolves.
+#: float32 -- on 1D Poisson the loss stops improving long before the L-BFGS budget ends
+#: while failing line searches burn most of the line-search budget every iteration, and
+#: running the full budget made the error worse: stop after 1000 iterations without a 0.1%
+#: gain. float64 -- the loss keeps falling slowly for the whole budget, well past where the
+#: float32 rule would stop it (benchmarks/results/stop_rules.md), so the float64 rule only
+#: catches a true stall: no relative gain of 1e-9 in 2000 iterations; the gradient
+#: tolerance is relative to the objective and far below what float32 resolves.
 _STOP_DEFAULTS = {
     "float32": StopRule(gtol=1e-7, ftol=1e-3, patience=1000),
     "float64": StopRule(gtol=1e-12, ftol=1e-9, patience=2000),
@@ -71,8 +69,9 @@ class TrainConfig:
     """Training options (the reference code's defaults; ``None`` = the problem's or method's).
 
     Budget and network:
-        adam_steps: Adam steps (paper: 5000; Fisher-KPP 5000). ``None``: the problem's.
-        lbfgs_steps: second-stage iterations (paper: 10000 L-BFGS). ``None``: the problem's.
+        adam_steps: Adam steps (paper: 5000; Fisher-KPP 8000). ``None``: the problem's.
+        lbfgs_steps: second-stage iterations (paper: 10000 L-BFGS; Fisher-KPP 12000). ``None``:
+            the problem's.
         k_upd: steps between two refreshes of the per-point weights (paper k_upd; reference
             200, Fisher-KPP CGMPINN 100). ``None``: the method's on this problem.
         width, depth: hidden width and number of hidden layers (reference 50 x 4).
@@ -267,9 +266,8 @@ class TrainConfig:
 #: iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
 #: refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
 #: "accurate_lbfgs": the previous accurate preset, float64 optax L-BFGS for the problem's
-#: budget (1D Poisson CGMPINN, seeds 0-4: median relative e2 8.4e-6,
-#: ``benchmarks/results/precision.md``); it stalls 6-44x above 1e-5 on heat, damped wave
-#: and 2D Poisson.
+#: budget; accurate on 1D Poisson CGMPINN, it stalls above a relative e2 of 1e-5 on heat,
+#: damped wave and 2D Poisson (``benchmarks/results/precision.md``).
 PRESETS: dict[str, dict] = {
     "faithful": {},
     "accurate": {"precision": "float64", "second_stage": "gauss_newton", "lbfgs_steps": 1500,

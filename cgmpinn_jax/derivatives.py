@@ -47,7 +47,7 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     A pure second derivative ``partial(f, i, i)`` of a field that offers
     ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in :mod:`cgmpinn_jax.nets` do)
     uses that Taylor-mode pass instead: the same value with one stream fewer than nested
-    jvp (about 20-30% faster for the 4x50 MLP, see benchmarks/results/derivatives.md).
+    jvp (faster for the 4x50 MLP, measured in benchmarks/results/derivatives.md).
 
     Inside a problem's operator evaluated through the derivative fast path
     (:mod:`cgmpinn_jax.taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane

@@ -1,9 +1,8 @@
 """XLA's persistent compilation cache: compiled chunks kept on disk between runs.
 
-Compiling the training chunks is most of a short run's wall time: the headline run
-(1D Poisson CGMPINN) spends ~16 s compiling on an idle 2-core machine at two threads and
-~29 s at one thread, ~85% of it in XLA's compiler and the rest tracing and lowering
-(``benchmarks/results/compile_time.md``). XLA can keep the compiled executables on disk, keyed
+Compiling the training chunks is most of a short run's wall time, most of it in
+XLA's compiler and the rest tracing and lowering (measured in
+``benchmarks/results/compile_time.md``). XLA can keep the compiled executables on disk, keyed
 by the lowered program, the jax/jaxlib version, the backend and the compiler flags; a later
 run of the same setup (same problem sizes, method, precision and ``k_upd``; budgets and seeds
 may differ) then only traces and lowers, and loads the rest.

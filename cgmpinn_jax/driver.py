@@ -583,9 +583,9 @@ def train(
         prefetch_compile: compile the second stage's programs in a background thread while
             the Adam stage runs (results are the same either way; ``compile_seconds`` then
             counts only the time spent waiting for them). Off by default in the library (no
-            thread is started unasked); the ``cgmpinn-jax`` command turns it on. Measured on
-            the 2-core development machine (headline run, ``benchmarks/results/compile_time.md``):
-            waited 8.15 s instead of 14.63 s, whole process 45.35 s against 47.03 s.
+            thread is started unasked); the ``cgmpinn-jax`` command turns it on. The run
+            waits less for compilation and takes no longer as a whole (measured in
+            ``benchmarks/results/compile_time.md``).
         track_error_every: record the relative e2 on the problem's test grid, with the
             seconds since the run started, in ``history.error_k`` / ``error_seconds`` /
             ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every

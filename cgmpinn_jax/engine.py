@@ -6,7 +6,7 @@ steps of one stage in a ``lax.while_loop`` and returns the new state, the weight
 chunk per refresh, as separately compiled pieces (the refresh, the second stage's re-basing,
 the stage's loop) that it calls one after the other.
 
-Deliberate deviations from the reference, all documented in REFERENCE §8 / DESIGN.md:
+Deliberate deviations from the reference, all listed in docs/reference-code.md §15:
 
 * Within one second-stage iteration the objective is frozen: ReLoBRaLo is updated once per
   outer iteration (at its start, from the current term losses), never inside the line
@@ -16,14 +16,14 @@ Deliberate deviations from the reference, all documented in REFERENCE §8 / DESI
   pass for the per-term losses that the guard and the history record), so an iteration
   whose first trial step is accepted costs one loss+gradient evaluation. With ReLoBRaLo in
   the L-BFGS stage the lambdas change every iteration, which costs one more and makes the
-  solver's curvature pairs mix two objectives (measured: 6-7 evaluations per iteration
-  against ~4 without ReLoBRaLo). ``relobralo_lbfgs_apply="refresh"`` keeps ReLoBRaLo's state
-  moving every iteration but gives the objective new lambdas only at the weight refreshes;
-  not the default: the released code updates the lambdas every iteration, and on the 1D
-  Poisson headline (5 seeds) this option gave 5.5 evaluations per iteration but a median
-  relative e2 of 8.7e-4 against 3.5e-4. In float64 it is the better one (1D Poisson, seeds
-  0-4: median 8.4e-6 at 1.13 evaluations per iteration against 5.5e-5 at 2.13,
-  benchmarks/results/precision.md), so the "accurate" preset uses it.
+  solver's curvature pairs mix two objectives (more evaluations per iteration than without
+  ReLoBRaLo). ``relobralo_lbfgs_apply="refresh"`` keeps ReLoBRaLo's state moving every
+  iteration but gives the objective new lambdas only at the weight refreshes; not the
+  default: the released code updates the lambdas every iteration, and on the 1D Poisson
+  headline in float32 this option needed fewer evaluations per iteration but ended less
+  accurate (``benchmarks/results/headline.md``). In float64 it is the better one, more
+  accurate at fewer evaluations per iteration (``benchmarks/results/precision.md``), so the
+  "accurate" preset uses it.
 * Guards: a non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best
   unweighted loss seen in the stage, stops the stage and restores the best parameters of
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
@@ -172,7 +172,7 @@ class Engine:
     # The host (:mod:`cgmpinn_jax.driver`) compiles and calls the pieces separately
     # (``begin_chunk``, ``rebase`` for the second stage, ``adam_steps`` / ``second_steps``):
     # the refresh is then compiled once for both stages instead of inside each stage's
-    # program (the headline run's compilation: ~2 s less, the same results bit for bit).
+    # program (a shorter compilation, the same results bit for bit).
     # ``adam_chunk`` / ``second_chunk`` are the same pieces composed into one program.
     def begin_chunk(self, params, wstate, batch, hyper: Hyper, tau_k):
         """The chunk's refresh: ``(weighting state, w, empty ChunkHistory)``. It takes the

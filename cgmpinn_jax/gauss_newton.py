@@ -41,18 +41,17 @@ across a refresh.
 Evaluations: each trial is one forward evaluation of the objective (no gradient); the
 Jacobian is one per iteration. ``evals`` in the history counts the trials.
 
-**Cost, and the decisions it made** (``benchmarks/gn_cost.py`` -> ``gn_cost.md``; heat, 2400
-rows x 7851 parameters, float64, both cores of the development CPU, float64 matmul rate
-measured at 134 GFLOP/s in the same run): the Jacobian 0.130 s, ``J J^T`` 0.796 s as one
-product and 0.498 s from 10 of 16 tiles (kept), a Cholesky 0.159 s per trial, a trial's
-solve and forward pass 0.029 s; an iteration 0.821 s at one trial, 1.22x the floor (the
-plain product's ``2 M^2 P`` flops at the measured rate; 1.04-1.37x on the five problems
-measured). The product dominates, so cutting its flops was the lever; sketching,
-matrix-free CG and reusing the factorization were not needed for the goals measured on the
-CPU (1D Poisson and heat) and were not tried. optimistix's ``LevenbergMarquardt`` on the
-same residuals could not be used: it linearizes with forward mode (the Taylor fast path has
-none; measured with it off) and its default linear solve on the ``M x P`` operator asked for
-71 GB (1D Poisson) to 332 GB (advection-diffusion).
+**Cost, and the decisions it made** (measured by ``benchmarks/gn_cost.py`` in
+``benchmarks/results/gn_cost.md``, against a floor of the plain product's ``2 M^2 P`` flops
+at the machine's measured matmul rate): the product ``J J^T`` dominates an iteration, ahead
+of the Jacobian, the Cholesky factorizations and the trials' solves and forward passes, so
+cutting its flops was the lever: it is formed from the 10 lower tiles of 16 (kept). An
+iteration runs close to the floor. Sketching, matrix-free CG and reusing the factorization
+were not needed for the goals measured on the CPU (1D Poisson and heat) and were not
+tried. optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it
+linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
+default linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
+(advection-diffusion).
 """
 
 from __future__ import annotations
@@ -98,8 +97,8 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     """``J J^T`` (kernel) or ``J^T J`` (Gramian), at full float precision, symmetric by
     construction: the output is cut into ``blocks x blocks`` tiles and only the lower ones
     are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
-    upper ones are their transposes. Measured on heat (2400 x 7851, float64, 2 cores): the
-    plain product 0.62 s, 2 tiles 0.55 s, 4 tiles 0.44 s, 8 tiles 0.43 s
+    upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
+    faster than the plain product, and ``blocks = 8`` gained almost nothing more
     (``benchmarks/gn_cost.py``)."""
     A = J if form == "kernel" else J.T  # rows of A are the matrix's index
     n = A.shape[0]

@@ -13,7 +13,7 @@ This is the "residual distribution model" of the CGM module (paper, Section
     \\qquad \\text{(Eq. gmm\\_posterior)}
 
 The reference code calls ``sklearn.mixture.GaussianMixture(n_components=4,
-random_state=1224)`` on the host (REFERENCE.md §1.5 step 1).  :func:`fit_gmm`
+random_state=1224)`` on the host (docs/reference-code.md §5 step 1).  :func:`fit_gmm`
 replaces it by a pure-JAX EM that runs inside ``jit``/``vmap`` and follows the
 same defaults and the same conventions:
 
@@ -48,7 +48,7 @@ Differences from sklearn (deliberate):
 * **Status codes instead of exceptions/warnings** (see :class:`GMMStatus`).
   sklearn raises on NaN/Inf input and only warns when there are fewer distinct
   values than components; here both give a status the caller can act on (the
-  CGM weighting keeps its previous weights, REFERENCE.md §1.5 step 8).
+  CGM weighting keeps its previous weights, docs/reference-code.md §5 step 8).
 * After the loop one more EM update is made whose M-step ends in raw units
   (variances re-estimated about the means rounded to the input dtype), so
   the returned parameters are self-consistent even for a tight component
@@ -64,7 +64,7 @@ Differences from sklearn (deliberate):
   the exact weighted mean as its fixed point.
 
 Speed (CPU; see benchmarks/gmm_speed.py): the sort uses an order-preserving
-integer key (XLA sorts integers ~5x faster than floats), Lloyd's k-means moves
+integer key (XLA sorts integers faster than floats), Lloyd's k-means moves
 K - 1 block edges over the sorted data with a prefix sum, and every EM
 iteration is a single fused pass over a ``(K, N)`` array (long axis minor),
 streamed in chunks of 8192 samples when N is larger.

@@ -6,7 +6,8 @@ accordingly) and the results are mapped back.  This keeps float32 well condition
 residuals from ``1e-30`` up to spreads of about ``1e18``.  Non-finite samples are replaced by 0
 (the fit's status then reports ``NONFINITE``).
 
-The sort uses an order-preserving integer key (XLA sorts integers ~5x faster than floats).
+The sort uses an order-preserving integer key (XLA sorts integers faster than floats;
+``benchmarks/gmm_speed.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _count_eps(dtype):
 def _sort_floats(x):
     """Ascending sort of finite floats through an order-preserving integer key.
 
-    XLA's CPU sort is ~5x faster on integers than with the float comparator (which
+    XLA's CPU sort is faster on integers than with the float comparator (which
     has to order NaNs).  For IEEE floats the signed-integer view is monotone for
     non-negative values and reversed for negative ones; flipping the magnitude bits
     of negative values makes it monotone everywhere (the map is an involution).

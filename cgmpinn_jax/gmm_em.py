@@ -124,7 +124,7 @@ def _em_sums(stream, x, logw, mu, var):
 def _em_loop(stream, x, params0, reg, tol, max_iter):
     """EM iterations from ``params0 = (logw, mu, var)`` in internal units.
 
-    (K, N) keeps the long axis minor, which vectorises ~6x better on CPU than (N, K).  Each
+    (K, N) keeps the long axis minor, which vectorises better on CPU than (N, K).  Each
     iteration makes one pass over the data (:func:`_em_sums`), from which the M-step follows.
 
     Returns:

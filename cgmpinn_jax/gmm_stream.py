@@ -2,7 +2,7 @@
 
 Every pass of the EM over the data reduces ``(K, N)`` arrays to ``(K,)`` sums.  For
 ``N > _EM_CHUNK`` the passes are streamed in cache-sized chunks of ``_EM_CHUNK`` samples
-(``lax.scan``; about 5x faster per pass at ``N = 1e5`` on CPU); the last chunk is zero-padded
+(``lax.scan``; faster per pass on CPU at large ``N``); the last chunk is zero-padded
 and masked.  For smaller ``N`` the data are processed in one block.
 """
 

@@ -1,23 +1,24 @@
 """Methods: a record of behaviour -- network factory, weighting factory, balancing, loss.
 
 Every method, CGMPINN and the baselines alike, is a frozen :class:`Method` whose fields are
-the pieces the engine calls; nothing is interpreted from strings elsewhere.
+the pieces the engine calls; nothing is interpreted from strings elsewhere. The section
+numbers (§) below are those of ``docs/reference-code.md``.
 
 ==========  =============  ===========  =============  ==========================================
 name        network        weighting    ReLoBRaLo      loss
 ==========  =============  ===========  =============  ==========================================
-cgmpinn     MLP            CGM (§1.5)   both stages    lambda_pde mean(w r^2) + lambda_c L_c
-pinn        MLP            uniform      off            PDE + IC + BC (§4.1)
+cgmpinn     MLP            CGM (§5)     both stages    lambda_pde mean(w r^2) + lambda_c L_c
+pinn        MLP            uniform      off            PDE + IC + BC (§10.1)
 lbpinn      MLP            uniform      off            sum 0.5 exp(-s_c) L_c + 0.5 sum softplus(s_c),
-                                                       concatenated-residual means (§4.2)
+                                                       concatenated-residual means (§10.2)
 gpinn       MLP            uniform      off            PDE + IC + BC + 0.01 sum_j mean((dr/dz_j)^2)
-lnn_pinn    LNN-PINN       uniform      off            PINN loss (§4.4)
-star_pinn   STAR-PINN      uniform      off            PINN loss (§4.5)
-gmmpinn     MLP            GMM (§5.1)   per problem    ablation: exp(+beta d) v_m, no tau
-clpinn      MLP            CL (§5.2)    per problem    ablation: per-point min-max of r^2
+lnn_pinn    LNN-PINN       uniform      off            PINN loss (§10.4)
+star_pinn   STAR-PINN      uniform      off            PINN loss (§10.5)
+gmmpinn     MLP            GMM (§11.1)  per problem    ablation: exp(+beta d) v_m, no tau
+clpinn      MLP            CL (§11.2)   per problem    ablation: per-point min-max of r^2
 ==========  =============  ===========  =============  ==========================================
 
-Problem-specific settings (REFERENCE §1.2, §5.3) belong to the method, not to the problem
+Problem-specific settings (§2, §6, §11) belong to the method, not to the problem
 (:class:`MethodSettings`, from the method's ``settings(problem)``): only CGMPINN and its
 ablations use the Fisher-KPP input map (x/5, t-1), Xavier-normal init and (CGMPINN only)
 k_upd = 100 with the refit before the L-BFGS step; the baselines use raw inputs and PyTorch's
@@ -133,9 +134,11 @@ def cl_weights(cfg, hyper):
 # ---- per-problem settings -----------------------------------------------------------------
 
 #: The reference's Fisher-KPP CGMPINN script normalises its inputs to (x/5, t-1), uses
-#: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step (§1.2, §1.6).
+#: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step
+#: (docs/reference-code.md §2, §6).
 _CGM_FISHER_KPP = dict(input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_lbfgs_step=True)
-#: ReLoBRaLo in the reference's ablation script (§5.3): elsewhere both stages.
+#: ReLoBRaLo in the reference's ablation script (docs/reference-code.md §11.3): elsewhere both
+#: stages.
 _ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}
 
 
@@ -152,7 +155,8 @@ def cgm_settings(problem: Problem) -> MethodSettings:
 
 def ablation_settings(problem: Problem) -> MethodSettings:
     relo = _ABLATION_RELOBRALO.get(problem.name, "both")
-    extra = _CGM_FISHER_KPP if problem.name == "fisher_kpp" else {}  # the ablation refits before the step too (§5)
+    # the ablation refits before the step too (docs/reference-code.md §11)
+    extra = _CGM_FISHER_KPP if problem.name == "fisher_kpp" else {}
     return MethodSettings(relobralo=relo, k_upd=200, **extra)
 
 

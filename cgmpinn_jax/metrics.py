@@ -1,4 +1,4 @@
-"""Error metrics on a problem's test grid (REFERENCE §3).
+"""Error metrics on a problem's test grid (docs/reference-code.md §9).
 
 * ``e2`` = RMS error ``sqrt(mean((u_hat - u)^2))``: what the reference code (and so every
   table of the paper) calls the "L2 error"; the paper's text writes the plain 2-norm.

@@ -3,14 +3,15 @@
 Every network maps one point ``z`` of shape ``(d,)`` to a scalar; use ``jax.vmap`` for a
 batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
 
-* :class:`MLP` (REFERENCE §1.2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x [``Linear(H, H)``,
-  tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80 for Fisher-KPP).
+* :class:`MLP` (docs/reference-code.md §2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x
+  [``Linear(H, H)``, tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80
+  for Fisher-KPP).
   Init "torch" = PyTorch's ``nn.Linear`` default, W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in));
   init "xavier" = Xavier-normal weights (gain 1, std sqrt(2/(fan_in + fan_out))), zero biases.
-* :class:`LNNPINN` (§4.4): h0 = tanh(W_in z + b_in), then ``depth - 1`` liquid residual
+* :class:`LNNPINN` (§10.4): h0 = tanh(W_in z + b_in), then ``depth - 1`` liquid residual
   blocks ``h <- tanh(softplus(a) * h + softplus(b) * tanh(W h + c))`` with per-feature
   trainable a = 0.9, b = 0.1, then ``Linear(H, 1)``.
-* :class:`STARPINN` (§4.5): ``n_blocks = 3`` independent blocks
+* :class:`STARPINN` (§10.5): ``n_blocks = 3`` independent blocks
   ``Linear(d, H)-tanh-Linear(H, H)-tanh-Linear(H, 1)``, combined as
   ``o_1 = B_1(z); o_i = B_i(z) + sigmoid(a_{i-1}) o_{i-1}`` with trainable scalars a = 0.5.
 
@@ -112,7 +113,7 @@ def _check_batch(points: jax.Array, in_dim: int) -> None:
 
 
 class MLP(eqx.Module):
-    """tanh MLP, scalar output (REFERENCE §1.2)."""
+    """tanh MLP, scalar output (docs/reference-code.md §2)."""
 
     layers: tuple[Linear, ...]
     in_dim: int = eqx.field(static=True)
@@ -160,7 +161,7 @@ class MLP(eqx.Module):
 
 
 class LNNPINN(eqx.Module):
-    """Liquid-residual-gated network (REFERENCE §4.4)."""
+    """Liquid-residual-gated network (docs/reference-code.md §10.4)."""
 
     inp: Linear
     blocks: tuple[Linear, ...]
@@ -205,7 +206,7 @@ class LNNPINN(eqx.Module):
 
 
 class STARPINN(eqx.Module):
-    """Stacked adaptive residual blocks (REFERENCE §4.5)."""
+    """Stacked adaptive residual blocks (docs/reference-code.md §10.5)."""
 
     blocks: tuple[tuple[Linear, ...], ...]
     gates: jax.Array  # (n_blocks - 1,)

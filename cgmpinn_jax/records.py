@@ -109,7 +109,7 @@ class TrainResult:
     model: Any  # the trained network (an equinox Module; call it on one point)
     log_vars: Optional[np.ndarray]  # lbPINN's s_c
     metrics: metrics_lib.Metrics
-    e_loss: float  # the method's training objective at the end (REFERENCE §3)
+    e_loss: float  # the method's training objective at the end (docs/reference-code.md §9)
     history: History
     adam_status: StageStatus
     lbfgs_status: StageStatus  # the second stage's status, whichever member ran it

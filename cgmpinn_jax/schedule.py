@@ -1,10 +1,10 @@
 """A run's resolved settings (:class:`Setup`) and its refresh schedule (:func:`refresh_schedule`).
 
-``train(problem, method, config)`` runs what the reference scripts run (REFERENCE §1.4-1.7):
-Adam for ``adam_steps`` steps, then one second-stage iteration per outer step for
-``lbfgs_steps`` steps, with the curriculum parameter tau(k) on one global 1-based step
-counter k (k_max = adam_steps + lbfgs_steps) and a refresh of the per-point PDE weights every
-k_upd steps. Refresh schedule (REFERENCE §1.6):
+``train(problem, method, config)`` runs what the reference scripts run
+(docs/reference-code.md §4-§7): Adam for ``adam_steps`` steps, then one second-stage
+iteration per outer step for ``lbfgs_steps`` steps, with the curriculum parameter tau(k) on
+one global 1-based step counter k (k_max = adam_steps + lbfgs_steps) and a refresh of the
+per-point PDE weights every k_upd steps. Refresh schedule (docs/reference-code.md §6):
 
 * Adam: refresh before the step when ``e % k_upd == 0`` (e the 0-based epoch), at tau(e + 1).
 * L-BFGS: one refresh at the stage start with Adam's last tau (tau(adam_steps)), then after
@@ -89,7 +89,7 @@ class Chunk(NamedTuple):
 
 
 def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
-    """The chunks of a run, i.e. where the weights are refreshed (REFERENCE §1.6).
+    """The chunks of a run, i.e. where the weights are refreshed (docs/reference-code.md §6).
 
     >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
     [1, 201, 400, 401, 601]

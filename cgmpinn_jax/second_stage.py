@@ -1,23 +1,23 @@
 """The second optimizer stage: one protocol, one adapter per member.
 
 Every member is driven one iteration at a time inside a jitted chunk (``lax.while_loop``),
-with the objective frozen within an iteration (DESIGN.md): the engine hands it the current
-value and gradient, the member returns a :class:`StepResult`.
+with the objective frozen within an iteration (docs/reference-code.md §16): the engine hands it the
+current value and gradient, the member returns a :class:`StepResult`.
 
 Members (``TrainConfig.second_stage``):
 
 * ``"optax"`` -- :func:`optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
-  guess 1 (the default: on the 1D Poisson CGMPINN headline run, seed 1224, float32, it
-  reached relative e2 1.3e-4 where jaxopt reached 1.4e-3, its line search failing from a
-  loss ~3e-3 on; benchmarks/results/headline.md). When its search finds no acceptable step
+  guess 1 (the default: on the 1D Poisson CGMPINN headline run it was more accurate than
+  jaxopt, whose line search kept failing late in the run; ``benchmarks/headline.py
+  --backend jaxopt`` runs the comparison). When its search finds no acceptable step
   it returns the last point it tried, even where the loss rose. That is what stopped two
   float64 CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the two
-  iterations after a weight refresh moved the loss from 8.7e-6 to 1.1e6 (2D Poisson: 6.5e-5
-  to 136), and the divergence guard ended the stage with the best parameters. Undoing such
-  iterations and restarting the memory was tried and is not an option: on heat seed 1 the
-  stage's very first search already failed, and the restart repeated that step every
-  iteration (10 evaluations each, LOSS_TOL after 2001 iterations, relative e2 1.5e-2 against
-  3.5e-4 with optax's behaviour).
+  iterations after a weight refresh raised the loss by many orders of magnitude, and the
+  divergence guard ended the stage with the best parameters. Undoing such iterations and
+  restarting the memory was tried and is not an option: on heat seed 1 the stage's very
+  first search already failed, and the restart repeated that step every iteration (each
+  using the full line-search budget, until LOSS_TOL), ending far less accurate than with
+  optax's behaviour.
 * ``"jaxopt"`` -- :class:`jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
   (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
   pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
@@ -129,8 +129,8 @@ class JaxoptLBFGS:
     def set_point(self, state, value, grad, tv):
         # Before the first iteration jaxopt's direction is -gamma g with gamma = 1, and its
         # zoom search caps the step at lbfgs_lr: from a PINN loss ~3e4 (|g| ~1e4) that step
-        # saturates the tanh units and the failed search keeps it (measured on 1D Poisson,
-        # float64: loss 3.0e4 -> 5.5e4 in one iteration, then stuck). As scipy and optax do,
+        # saturates the tanh units and the failed search keeps it (seen on 1D Poisson in
+        # float64: the loss rose in one iteration, then stayed stuck). As scipy and optax do,
         # the first direction is scaled to length min(1, 1/|g|).
         norm = optax.tree.norm(grad)
         gamma = jnp.where(state.iter_num == 0, jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-30)), state.gamma)

@@ -325,8 +325,8 @@ def _step(opts: _Options, value_and_grad_fn: ValueAndGrad, x, state: SSBFGSState
     s = alpha * p
     g_new = jnp.where(take, ls.grad, g)
     H_new, upd_ok, reset = update_metric(H, g, s, g_new - g, alpha, take, bad, fresh, opts.method, ceps, eps)
-    # the update is symmetric to rounding; the rounding asymmetry accumulates (measured
-    # ~1e-10 relative after 80 Rosenbrock iterations), so symmetrise every SYM_PERIOD
+    # the update is symmetric to rounding; the rounding asymmetry accumulates over the
+    # iterations, so symmetrise every SYM_PERIOD
     # iterations (the transpose is the most expensive pass over H)
     H_new = lax.cond(state.k % SYM_PERIOD == SYM_PERIOD - 1, lambda: 0.5 * (H_new + H_new.T), lambda: H_new)
     new_state = SSBFGSState(

@@ -129,11 +129,11 @@ def stacking() -> bool:
     """Whether a layer multiplies all lanes in one stacked product.
 
     Default: not on CPU, yes elsewhere. On XLA:CPU one product per lane was measured faster
-    (loss+gradient 3-20% faster at 300 to 8000 points; the "stacked products" column of
+    (loss+gradient at 300 to 8000 points; the "stacked products" column of
     ``benchmarks/results/roofline.md``): the fusion that writes the stacked activations (a
-    concatenate) runs several times slower per element than plain elementwise fusions, and
-    the weight-gradient product over ``lanes N`` rows runs at about half the rate of ``N``-row
-    ones. On accelerators stacking saves kernel launches (not measured here).
+    concatenate) runs slower per element than plain elementwise fusions, and the
+    weight-gradient product over ``lanes N`` rows runs at a lower rate than ``N``-row ones.
+    On accelerators stacking saves kernel launches (not measured here).
     """
     s = _STACK.get()
     return jax.default_backend() != "cpu" if s is None else s

@@ -1,5 +1,6 @@
 """Curriculum parameter and CGM sample weights (paper Section "Difficulty Quantification,
-Precision Modulation, and Curriculum Scheduling"; REFERENCE.md §1.5, §1.6, §5.1, §5.2).
+Precision Modulation, and Curriculum Scheduling"; docs/reference-code.md §5, §6,
+§11.1, §11.2).
 
 Two layers:
 

@@ -1,6 +1,6 @@
 """Curriculum parameter and CGM / GMMPINN / CLPINN sample-weight formulas (paper Section
-"Difficulty Quantification, Precision Modulation, and Curriculum Scheduling"; REFERENCE.md
-§1.5, §1.6, §5.1, §5.2).
+"Difficulty Quantification, Precision Modulation, and Curriculum Scheduling"; docs/reference-code.md
+§5, §6, §11.1, §11.2).
 
 Pure functions: :func:`tau`, :func:`cgm_weights`, :func:`gmmpinn_weights`,
 :func:`clpinn_weights` and their building blocks.  They take a residual vector and (for the GMM
@@ -84,8 +84,8 @@ def _as_float(x):
 def tau(k, k_max, c_sat=0.8):
     """Curriculum parameter ``tau(k) = min(k / (c_sat * k_max), 1)`` (paper Eq. tau).
 
-    In the reference (REFERENCE.md §1.6) ``k`` is the 1-based global step that continues from
-    the Adam stage into the L-BFGS stage, and ``k_max = N_adam + N_lbfgs`` counts outer
+    In the reference (docs/reference-code.md §6) ``k`` is the 1-based global step that continues
+    from the Adam stage into the L-BFGS stage, and ``k_max = N_adam + N_lbfgs`` counts outer
     iterations (L-BFGS iterations, not function evaluations).
 
     Args:
@@ -142,8 +142,8 @@ def normalized_difficulty(d, eps=1e-6, *, mask=None):
     """Min-max normalised difficulty (Eq. difficulty_normalized, *as coded*).
 
     ``(d - min d) / (max d - min d)`` if ``max d - min d > eps`` else ``0`` for every entry
-    (REFERENCE.md §1.5 step 4).  The paper instead writes ``+ eps`` in the denominator and no
-    threshold.
+    (docs/reference-code.md §5 step 4).  The paper instead writes ``+ eps`` in the denominator and
+    no threshold.
 
     Args:
         d: ``(K,)`` (or ``(N,)`` for CLPINN) difficulties.
@@ -178,7 +178,7 @@ def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
         variances: ``(K,)`` GMM variances (``reg_covar`` included).
         eps: absolute guard.
         extra_eps: add ``eps`` to the maximum in the denominator (the GMMPINN ablation's
-            formula, REFERENCE.md §5.1).
+            formula, docs/reference-code.md §11.1).
         mask: optional ``(K,)`` bool of active components; the maximum is taken over them
             only and inactive entries are 0.  ``None``: all active.
 
@@ -220,7 +220,7 @@ def cgm_component_weights(
         fit: a :class:`GMMFit` (uses ``resp`` and ``variances``).
         tau: ``()`` curriculum parameter in ``[0, 1]``.
         beta: discrimination strength (>= 0).
-        eps: absolute guard (REFERENCE.md §1.5).
+        eps: absolute guard (docs/reference-code.md §5).
         variance_factor: multiply by the precision factor (reference ``use_variance_factor``).
         fade_variance: fade the precision factor to 1 with ``tau`` (Eq. effective_precision);
             with False ``v`` is used as is (an ablation; not in the reference).
@@ -256,7 +256,8 @@ def cgm_weights(
     normalize=True,
     mask=None,
 ):
-    """CGM sample weights (Eqs. sample_weight and weight_normalize; REFERENCE.md §1.5 steps 3-9).
+    """CGM sample weights (Eqs. sample_weight and weight_normalize; docs/reference-code.md §5
+    steps 3-9).
 
     ``w_i = sum_m gamma_im w_m^comp(tau)``, then ``w_i / (mean(w) + eps)``.
 
@@ -296,7 +297,7 @@ def cgm_weights(
 
 
 def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
-    """GMMPINN ablation component weights ``exp(+beta d~_m) * v_m`` (REFERENCE.md §5.1).
+    """GMMPINN ablation component weights ``exp(+beta d~_m) * v_m`` (docs/reference-code.md §11.1).
 
     No curriculum: hard components are up-weighted at all times, the precision factor has the
     extra ``eps`` in its denominator and is never faded.  ``mask``: as
@@ -308,7 +309,7 @@ def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
 
 
 def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=None):
-    """GMMPINN (GMM-only ablation) sample weights (REFERENCE.md §5.1).
+    """GMMPINN (GMM-only ablation) sample weights (docs/reference-code.md §11.1).
 
     ``w_i = sum_m gamma_im exp(beta d~_m) v_m`` with
     ``v_m = (sigma_m^2 + eps)^-1 / (max_l (sigma_l^2 + eps)^-1 + eps)``, then
@@ -331,7 +332,7 @@ def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=
 
 
 def clpinn_weights(r, tau, *, beta=1.0, eps=1e-6, normalize=True):
-    """CLPINN (curriculum-only ablation) sample weights (REFERENCE.md §5.2).
+    """CLPINN (curriculum-only ablation) sample weights (docs/reference-code.md §11.2).
 
     Per-point difficulty ``p_i = r_i^2``, min-max normalised over all points with the same
     ``range > eps`` rule as :func:`normalized_difficulty`;

@@ -1,12 +1,12 @@
-"""optax-style ``(init, update)`` sample-weighting transformations (REFERENCE.md §1.5, §5.1,
-§5.2): :func:`cgm_weighting`, :func:`gmmpinn_weighting`, :func:`clpinn_weighting`,
+"""optax-style ``(init, update)`` sample-weighting transformations (docs/reference-code.md §5,
+§11.1, §11.2): :func:`cgm_weighting`, :func:`gmmpinn_weighting`, :func:`clpinn_weighting`,
 :func:`uniform_weighting` return a :class:`Weighting` pair with a :class:`WeightingState`.
 
 ``update(r, tau, state)`` refits the GMM on the signed residuals and recomputes the weights
 (one *refresh*, with the formulas of :mod:`cgmpinn_jax.weighting_formulas`); the training
 engine calls it every ``k_upd`` steps and holds the weights fixed in between.  A fit that is
 not usable (``DEGENERATE`` / ``NONFINITE``) or non-finite weights keep the previous valid
-weights (REFERENCE.md §1.5 step 8).
+weights (docs/reference-code.md §5 step 8).
 
 ``n_components="bic"`` (an extension; the paper names it future work) chooses K in
 ``1..max_components`` at every refresh by BIC (:func:`~cgmpinn_jax.gmm.fit_gmm_bic`).
@@ -58,7 +58,7 @@ class WeightingState(NamedTuple):
     Attributes:
         weights: ``(N,)`` current normalised sample weights (ones before the first refresh).
         last_valid: ``(N,)`` last valid *unnormalised* weights -- the reference's cache
-            (REFERENCE.md §1.5 step 7), ones initially; re-normalised on a fallback.
+            (docs/reference-code.md §5 step 7), ones initially; re-normalised on a fallback.
         last_status: ``()`` int32 :class:`~cgmpinn_jax.gmm.GMMStatus` of the last refresh
             (``NONFINITE`` also when the GMM was fine but the weights were not).
         n_refresh: ``()`` int32 number of ``update`` calls.
@@ -106,7 +106,7 @@ def _check_update_args(r, state):
 
 
 def _finish(w_raw, status, usable, state, eps, n_components=None):
-    """Fallback (REFERENCE.md §1.5 step 8) + normalisation (step 9) + bookkeeping."""
+    """Fallback (docs/reference-code.md §5 step 8) + normalisation (step 9) + bookkeeping."""
     w_raw = w_raw.astype(state.weights.dtype)
     ok = usable & jnp.all(jnp.isfinite(w_raw))
     raw = jnp.where(ok, w_raw, state.last_valid)
@@ -157,7 +157,7 @@ def cgm_weighting(
     fade_variance: bool = True,
     **gmm_kwargs,
 ) -> Weighting:
-    """CGM weighting as an ``(init, update)`` pair (REFERENCE.md §1.5).
+    """CGM weighting as an ``(init, update)`` pair (docs/reference-code.md §5).
 
     ``update(r, tau, state)``: fit a ``n_components`` GMM to the signed residuals
     (:func:`~cgmpinn_jax.gmm.fit_gmm`, extra keyword arguments forwarded, sklearn defaults
@@ -224,7 +224,7 @@ def cgm_weighting(
 def gmmpinn_weighting(
     *, n_components: int | str = 4, max_components: int = 6, beta=1.0, eps=1e-6, **gmm_kwargs
 ) -> Weighting:
-    """GMMPINN ablation weighting (REFERENCE.md §5.1) as an ``(init, update)`` pair.
+    """GMMPINN ablation weighting (docs/reference-code.md §11.1) as an ``(init, update)`` pair.
 
     Same GMM (``n_components="bic"`` included), status handling and fallback as
     :func:`cgm_weighting`; weights from :func:`gmmpinn_weights`.  ``update(r, tau, state)``
@@ -246,7 +246,7 @@ def gmmpinn_weighting(
 
 
 def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
-    """CLPINN ablation weighting (REFERENCE.md §5.2) as an ``(init, update)`` pair.
+    """CLPINN ablation weighting (docs/reference-code.md §11.2) as an ``(init, update)`` pair.
 
     No GMM.  Status is ``CONVERGED``, or ``NONFINITE`` (previous weights kept) when the
     residuals or weights are not finite.

@@ -9,7 +9,7 @@ from cgmpinn_jax import balancing as bl
 
 
 class NumpyReLoBRaLo:
-    """REFERENCE.md §1.7, line by line, with the random draws supplied from outside."""
+    """docs/reference-code.md §7, line by line, with the random draws supplied from outside."""
 
     def __init__(self, n_terms, alpha, temperature, rho):
         self.c, self.alpha, self.t, self.rho = n_terms, alpha, temperature, rho

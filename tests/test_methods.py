@@ -1,4 +1,4 @@
-"""Baselines and ablations through the same engine (REFERENCE §4, §5)."""
+"""Baselines and ablations through the same engine (docs/reference-code.md §10, §11)."""
 
 import jax
 import jax.numpy as jnp
@@ -88,8 +88,8 @@ def test_lnn_star_parameter_counts(in_dim):
     lnn = build_model(p, cj.get_method("lnn_pinn"), jax.random.key(0), width=50, depth=4)
     star = build_model(p, cj.get_method("star_pinn"), jax.random.key(0), width=50, depth=4)
     mlp_count = nets.count_params(build_model(p, cj.get_method("pinn"), jax.random.key(0), width=50, depth=4))
-    assert nets.count_params(lnn) == mlp_count + 6 * 50  # §4.4: + 6H gate parameters
-    assert nets.count_params(star) == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2  # §4.5
+    assert nets.count_params(lnn) == mlp_count + 6 * 50  # §10.4: + 6H gate parameters
+    assert nets.count_params(star) == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2  # §10.5
 
 
 def test_fisher_settings_only_for_cgmpinn_and_ablation():
@@ -105,7 +105,7 @@ def test_fisher_settings_only_for_cgmpinn_and_ablation():
     assert cg.refit_before_lbfgs_step and cg.relobralo == "both"
     assert k_upd("gmmpinn", p) == 200 and k_upd("cgmpinn", cj.get_problem("heat")) == 200  # the ablation: 200 everywhere
     assert cj.get_method("gmmpinn").settings(p).refit_before_lbfgs_step  # the ablation refits before the step too
-    # ReLoBRaLo in the ablation (§5.3)
+    # ReLoBRaLo in the ablation (§11.3)
     assert cj.get_method("clpinn").settings(cj.get_problem("poisson1d")).relobralo == "none"
     assert cj.get_method("clpinn").settings(p).relobralo == "adam"
     assert cj.get_method("gmmpinn").settings(cj.get_problem("heat")).relobralo == "both"
@@ -126,10 +126,11 @@ def test_unknown_method_lists_names():
 # + 2000 L-BFGS, k_upd 200, see test_train.tiny_budget) must cut the test error 5x. Sixteen
 # compilations: marked slow, run with `pytest -m slow`.
 _PAPER_FAILURES = {
-    # The paper reports GMMPINN failing on 1D Poisson (relative e2 2.01; REFERENCE §5.1 explains
-    # why); measured here (5000 Adam + 2000 L-BFGS, seed 0): 0.74 from 1.09 at init. Asserted as
-    # measured: it stays finite and lowers the error, but by less than 5x (a change that makes it
-    # succeed or diverge fails the test, and this table is updated with the new measurement).
+    # The paper reports GMMPINN failing on 1D Poisson (relative e2 2.01; docs/reference-code.md
+    # §11.1 explains why); measured here (5000 Adam + 2000 L-BFGS, seed 0): 0.74 from 1.09 at
+    # init. Asserted as measured: it stays finite and lowers the error, but by less than 5x (a
+    # change that makes it succeed or diverge fails the test, and this table is updated with
+    # the new measurement).
     # lbPINN, which the paper also reports failing there (4.22), cuts the error 22x (0.0497) at
     # this budget and is held to the 5x cut like the other methods.
     ("gmmpinn", "poisson1d"): "GMMPINN fails on 1D Poisson in the paper too (rel e2 2.01)",

@@ -34,9 +34,9 @@ def test_xavier_normal_init():
 def test_parameter_counts(in_dim, mlp_count, lnn_count, star_count):
     key = jax.random.key(0)
     assert nets.count_params(nets.mlp(key, in_dim)) == mlp_count
-    # LNN-PINN: the MLP's linear layers plus 6H gate parameters (REFERENCE §4.4)
+    # LNN-PINN: the MLP's linear layers plus 6H gate parameters (docs/reference-code.md §10.4)
     assert nets.count_params(nets.lnn_pinn(key, in_dim)) == lnn_count == mlp_count + 6 * 50
-    # STAR-PINN: 3 blocks of (d->H, H->H, H->1) plus 2 gate scalars (§4.5)
+    # STAR-PINN: 3 blocks of (d->H, H->H, H->1) plus 2 gate scalars (§10.5)
     assert nets.count_params(nets.star_pinn(key, in_dim)) == star_count == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2
 
 

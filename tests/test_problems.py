@@ -130,7 +130,7 @@ def test_test_grids():
     # meshgrid(indexing='ij'): the first coordinate varies slowest
     assert g.points[0, 0] == g.points[99, 0] == -1 and g.points[99, 1] == 1
     rms = {"poisson1d": 1.0830, "poisson2d": 0.7970, "heat": 1.1402, "damped_wave": 0.4762, "advection_diffusion": 0.6736, "fisher_kpp": 0.7687}
-    for name, expected in rms.items():  # REFERENCE §2.7, last row
+    for name, expected in rms.items():  # docs/reference-code.md §8.7, last row
         p = get_problem(name)
         u = np.asarray(p.exact_on(p.test_grid().points))
         assert abs(np.sqrt(np.mean(u**2)) - expected) < 1e-4, name

@@ -243,8 +243,8 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
 
 # --- 3. the refresh schedule ----------------------------------------------------------------------
 def _reference_refreshes(adam: int, lbfgs: int, k_upd: int, refit_before_step: bool = False):
-    """A step-by-step replay of the reference loop (REFERENCE §1.6): the tau_k of every refit
-    in order, and for every global step k the tau_k of the weights it uses."""
+    """A step-by-step replay of the reference loop (docs/reference-code.md §6): the tau_k of
+    every refit in order, and for every global step k the tau_k of the weights it uses."""
     refits, active, uses = [], None, {}
     for e in range(adam):  # Adam: refit before epoch e when e % k_upd == 0, at tau(e + 1)
         if e % k_upd == 0:

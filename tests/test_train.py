@@ -27,7 +27,7 @@ def _initial_rel_e2(problem, method, key):
 
 
 def test_refresh_schedule_reference_counts():
-    # REFERENCE §1.6: 25 + 1 + 50 = 76 GMM fits for 5000 Adam + 10000 L-BFGS, k_upd 200
+    # docs/reference-code.md §6: 25 + 1 + 50 = 76 GMM fits for 5000 Adam + 10000 L-BFGS, k_upd 200
     s = refresh_schedule(5000, 10000, 200)
     assert len(s) == 76
     assert sum(c.n_steps for c in s) == 15000

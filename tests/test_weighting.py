@@ -15,7 +15,7 @@ N_SMALL = 64  # one residual length for every test that refits the GMM (one comp
 
 
 # ---------------------------------------------------------------------------
-# independent loop-based references, straight from REFERENCE.md §1.5, §5.1, §5.2
+# independent loop-based references, straight from docs/reference-code.md §5, §11.1, §11.2
 # ---------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
-"""1D advection-diffusion (REFERENCE §2.5): u_t + a u_x - nu u_xx = 0 on [-1, 1] x [0, 1],
-a = 1, nu = 0.01, u*(x, t) = -exp(-nu pi^2 t) sin(pi (x - a t)).
+"""1D advection-diffusion (docs/reference-code.md §8.5): u_t + a u_x - nu u_xx = 0 on
+[-1, 1] x [0, 1], a = 1, nu = 0.01, u*(x, t) = -exp(-nu pi^2 t) sin(pi (x - a t)).
 
 The sign follows the reference code (IC u(x, 0) = -sin(pi x)); the paper writes +sin.
 3000 collocation points; IC: 300 x ~ U[-1, 1) at t = 0; periodic BC at 300 t ~ U[0, 1):

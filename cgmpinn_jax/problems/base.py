@@ -8,9 +8,9 @@ once. Everything else follows by automatic differentiation:
 * the targets of the constraint pieces (Dirichlet values, initial velocities, ...).
 
 Constraint terms are named (``"ic"``, ``"bc"``) and each is a tuple of *pieces*; the
-reference code sums the per-piece mean squared errors into one term (REFERENCE §1.3), and
-lbPINN averages the concatenated residuals instead (§4.2), so a batch keeps the pieces
-separate and the method decides how to aggregate them.
+reference code sums the per-piece mean squared errors into one term (docs/reference-code.md §3),
+and lbPINN averages the concatenated residuals instead (§10.2), so a batch keeps the
+pieces separate and the method decides how to aggregate them.
 
 A batch (:class:`Batch`) is a plain pytree::
 
@@ -192,7 +192,7 @@ class Periodic(Piece):
 
 @dataclasses.dataclass(frozen=True)
 class ProblemDefaults:
-    """Per-benchmark settings of the reference code (REFERENCE §2.7)."""
+    """Per-benchmark settings of the reference code (docs/reference-code.md §8.7)."""
 
     width: int = 50
     depth: int = 4

@@ -1,5 +1,6 @@
-"""1D damped wave (REFERENCE §2.4): u_tt + 2 g u_t - c^2 u_xx = 0 on [0, 1]^2, g = 0.1,
-c = sqrt(g^2 + (a2 pi)^2) / (a1 pi), u*(x, t) = exp(-g t) sin(a1 pi x) cos(a2 pi t).
+"""1D damped wave (docs/reference-code.md §8.4): u_tt + 2 g u_t - c^2 u_xx = 0 on
+[0, 1]^2, g = 0.1, c = sqrt(g^2 + (a2 pi)^2) / (a1 pi),
+u*(x, t) = exp(-g t) sin(a1 pi x) cos(a2 pi t).
 
 2000 collocation points; IC: 300 x ~ U[0, 1) at t = 0 with two pieces bundled into the one
 IC term (u - u* and u_t - u*_t, as the reference does); BC: 300 t ~ U[0, 1), the same times

@@ -1,12 +1,16 @@
-"""Fisher-KPP (REFERENCE §2.6): u_t - D u_xx - r u (1 - u) = 0 on [-5, 5] x [0, 2],
-D = 0.25, r = 4, Ablowitz-Zeppetella travelling wave u* = 1 / (1 + exp(z))^2 with
-z = lam (x - c t) clamped to [-50, 50], lam = sqrt(r / (6 D)), c = 5 sqrt(D r / 6).
+"""Fisher-KPP (docs/reference-code.md §8.6): u_t - D u_xx - r u (1 - u) = 0 on
+[-5, 5] x [0, 2], D = 0.25, r = 4, Ablowitz-Zeppetella travelling wave
+u* = 1 / (1 + exp(z))^2 with z = lam (x - c t) clamped to [-50, 50], lam = sqrt(r / (6 D)),
+c = 5 sqrt(D r / 6).
 
 8000 collocation points; IC 400 x at t = 0; BC 400 t, the same times on x = -5 and x = 5.
-The CGMPINN (and its ablation) of the reference feeds (x/5, t-1) to an 80-wide network
-with Xavier-normal weights and zero biases and refreshes every 100 steps, refitting
-before the L-BFGS step; its baselines use raw inputs and the default init
-(REFERENCE §1.2, §6.9). Those settings live in :attr:`defaults`. Test grid 100 x 100."""
+The CGMPINN of the reference feeds (x/5, t-1) to an 80-wide network with Xavier-normal
+weights and zero biases and refreshes every 100 steps, refitting before the L-BFGS step
+(its ablation does the same but refreshes every 200 steps); its baselines use raw inputs
+and the default init (docs/reference-code.md §2, §6, §11, §12 item 9). Width and budgets
+live in :attr:`defaults`, the method-specific settings in
+:func:`cgmpinn_jax.methods.cgm_settings` and :func:`~cgmpinn_jax.methods.ablation_settings`.
+Test grid 100 x 100."""
 
 from __future__ import annotations
 

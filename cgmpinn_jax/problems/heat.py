@@ -1,5 +1,5 @@
-"""1D heat (REFERENCE §2.3): u_t - kappa u_xx = f on (x, t) in [0, 1]^2, kappa = 1,
-u*(x, t) = (sin(a1 pi x) + tanh(s x)) sin(a2 pi t), a1 = 1, a2 = 2, s = 10.
+"""1D heat (docs/reference-code.md §8.3): u_t - kappa u_xx = f on (x, t) in [0, 1]^2,
+kappa = 1, u*(x, t) = (sin(a1 pi x) + tanh(s x)) sin(a2 pi t), a1 = 1, a2 = 2, s = 10.
 
 The diffusivity ``kappa`` (1 in the paper) is a field so that an inverse run can identify
 it (:mod:`cgmpinn_jax.inverse`); the source f = N[u*] is always derived with the problem's

@@ -1,4 +1,4 @@
-"""1D Poisson (REFERENCE §2.1): u_xx = f on [0, 1],
+"""1D Poisson (docs/reference-code.md §8.1): u_xx = f on [0, 1],
 u*(x) = sin(a1 pi x) cos(a2 pi x) + tanh(s x), a1 = 5, a2 = 3, s = 20.
 
 1500 collocation points x ~ U[0, 1); BC = the two endpoints as two one-point pieces

@@ -1,4 +1,4 @@
-"""2D Poisson (REFERENCE §2.2): u_xx + u_yy = f on [0, 1]^2,
+"""2D Poisson (docs/reference-code.md §8.2): u_xx + u_yy = f on [0, 1]^2,
 u*(x, y) = sin(b1 pi x) sin(b2 pi y) + exp(-x^2 - y^2), b1 = 3, b2 = 2.
 
 2000 collocation points uniform in the square; BC = four pieces, one per edge, each
