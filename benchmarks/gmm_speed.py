@@ -9,8 +9,8 @@ Adam steps) with 1% multiplicative jitter, in float32, as the reference code pas
   ``--repeats`` calls, each ending with ``block_until_ready``.  "jax, host in/out" additionally
   includes the host->device copy of the residuals and the device->host copy of the (N, K)
   responsibilities (what a host-driven caller pays).
-* sklearn: ``GaussianMixture(4, random_state=1224).fit(X)`` (the reference's call, REFERENCE.md
-  §1.5) and fit + ``predict_proba(X)`` (the reference's full steps 1-2); median of repeats, with
+* sklearn: ``GaussianMixture(4, random_state=1224).fit(X)`` (the reference's call, docs/reference-code.md
+  §5) and fit + ``predict_proba(X)`` (the reference's full steps 1-2); median of repeats, with
   the default thread pools and with ``threadpoolctl.threadpool_limits(1)`` (sklearn's OpenMP
   k-means degrades badly on shared cores); speed-ups use the faster setting.
 * quality: mean log-likelihood per sample of both fits, evaluated in float64 numpy.

@@ -39,7 +39,7 @@ TAG = ""  # --tag: a machine label; study (record, cache folder, report) headlin
 def study() -> runcache.Study:
     return runcache.Study(f"headline{TAG}")
 
-# REFERENCE §6 items 19-20: the authors' PyTorch code rerun on a 2-core CPU
+# docs/reference-code.md §13: the authors' PyTorch code rerun on a 2-core CPU
 AUTHORS = {
     "CGMPINN (ReLoBRaLo on)": [2.4e-4, float("nan"), 2.0e-4, 1.05e-3, 8.7e-3],
     "CGMPINN (ReLoBRaLo off)": [2.1e-4, 3.5e-4, 2.8e-3, 2.9e-3, 1.18e-3],
@@ -49,7 +49,7 @@ PAPER = {"poisson1d": 1.81e-4, "heat": 3.54e-4, "damped_wave": 7.07e-4}
 # numbers the report stands beside its runs (the README quotes them from here)
 REFERENCE_POINTS = ("Reference points, not measured by this script: the authors' PyTorch code took 854 s for the "
                     "whole 1D Poisson headline run on the 2-core development machine (one torch thread, under load) "
-                    "and makes ~5.3-6.2 loss+gradient evaluations per L-BFGS iteration (REFERENCE §6.20); the engine "
+                    "and makes ~5.3-6.2 loss+gradient evaluations per L-BFGS iteration (reference-code.md §13); the engine "
                     "issue's targets are 85 s per run and 2.5 evaluations per iteration.")
 
 VARIANTS = {
@@ -169,7 +169,7 @@ def render(entries: list[dict]) -> list[str]:
             lines.append(f"| {r['label']} | {r['backend']} | {r['seed']} | {fmt(r['rel_e2'])} | {fmt(r['e2'])} | {fmt(r['e_inf'])} | "
                          f"{fmt(r['e_loss'])} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | {r['evals_per_lbfgs_iteration']:.2f} | "
                          f"{r['adam_status']}/{r['lbfgs_status']} | {r.get('version', '?')} |")
-        lines += ["", "| variant | backend | seeds | median rel. e2 | min | max | runs with rel. e2 <= 1e-3 | median wall s | median evals / L-BFGS it. | authors' code (5 seeds, REFERENCE §6.19) |",
+        lines += ["", "| variant | backend | seeds | median rel. e2 | min | max | runs with rel. e2 <= 1e-3 | median wall s | median evals / L-BFGS it. | authors' code (5 seeds, reference-code.md §13) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         groups = {}
         for r in prs:
@@ -177,7 +177,7 @@ def render(entries: list[dict]) -> list[str]:
         for (label, backend), rs in sorted(groups.items()):
             rel = [r["rel_e2"] for r in rs]
             auth = AUTHORS.get(label) if problem == "poisson1d" else None
-            # a diverged (NaN) run counts as the worst one, as REFERENCE §6.19 does
+            # a diverged (NaN) run counts as the worst one, as reference-code.md §13 does
             auth_s = "-" if not auth else f"median {np.median(np.nan_to_num(auth, nan=np.inf)):.2e} (" + ", ".join(fmt(a) for a in auth) + ")"
             lines.append(f"| {label} | {backend} | {len(rs)} | {fmt(statistics.median(rel))} | {fmt(min(rel))} | {fmt(max(rel))} | "
                          f"{sum(x <= 1e-3 for x in rel)}/{len(rs)} | {statistics.median(r['wall_s'] for r in rs):.1f} | "

@@ -9,7 +9,7 @@ call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Var
 * optimizer table (CGMPINN): ``cgmpinn_adam`` (Adam for the whole budget), ``cgmpinn_lbfgs``
   (L-BFGS for the whole budget, ReLoBRaLo off, ``lbfgs_lr = problem.defaults.lbfgs_only_lr``)
   and Adam→L-BFGS (= the ``cgmpinn`` runs, reused);
-* ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode REFERENCE §5.3) and
+* ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode reference-code.md §11.3) and
   CGMPINN (= the ``cgmpinn`` runs, reused).
 
 Record and cache (``benchmarks/runcache.py``, study ``paper_runs``): every finished run is one

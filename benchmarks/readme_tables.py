@@ -1,26 +1,29 @@
-"""The README's "Results" numbers come from the committed results files.
+"""The numbers of the README and the docs pages come from the committed results files.
 
 Two things, both from ``benchmarks/results/`` alone (no training, no jax):
 
-* the README's tables between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated -->``
-  are rebuilt: ``headline`` (1D Poisson headline over five seeds, from ``headline.json``) and
-  ``paper-overview`` (median relative e2 of every method on the six problems, paper in
-  parentheses, from ``paper_runs.json``, as ``paper_tables.py`` builds ``methods.md``),
-  ``precision-goals`` (the float64 L-BFGS table of ``precision.md``) and ``accuracy`` (the
-  Gauss-Newton preset's table of ``accuracy.md``);
-* every number in the README's Results section (scientific notation such as ``3.51e-04``,
-  decimals such as ``112.5``, and integers with a unit of seconds such as ``2316 s``) must be
-  written, at the same precision (``9.5e-4`` = ``9.50e-04``), in one of the reports
-  ``benchmarks/results/*.md``, which the benchmark scripts generate from the records
-  ``benchmarks/results/*.json``. Not checked: ratios written with an ``x`` (``2.7x``, derived
-  from two checked numbers) and ranges of them (``1.9-21x``), ``k of n`` counts,
-  approximations written with ``~`` or ``about``, and version strings. A number in the wrong
-  place that happens to be written somewhere else in the reports also passes: the check
-  catches numbers no report contains (a typo, a stale number, one never recorded).
+* the tables between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated -->`` in
+  ``README.md`` and ``docs/*.md`` are rebuilt: ``summary`` (the README's one results table:
+  CGMPINN and PINN per problem, faithful and accurate, beside the paper), ``headline`` (1D
+  Poisson headline over five seeds, from ``headline.json``), ``paper-overview`` (median
+  relative e2 of every method on the six problems, paper in parentheses, from
+  ``paper_runs.json``, as ``paper_tables.py`` builds ``methods.md``), ``precision-goals`` (the
+  float64 L-BFGS table of ``precision.md``), ``accuracy`` (the Gauss-Newton preset's table of
+  ``accuracy.md``) and ``own-pde`` (``own_pde.json``); every block must appear in some page;
+* every number between ``<!-- BEGIN sourced -->`` and ``<!-- END sourced -->`` in a page
+  (scientific notation such as ``3.51e-04``, decimals such as ``112.5``, and integers with a
+  unit of seconds such as ``2316 s``) must be written, at the same precision (``9.5e-4`` =
+  ``9.50e-04``), in one of the reports ``benchmarks/results/*.md``, which the benchmark
+  scripts generate from the records ``benchmarks/results/*.json``. Not checked: ratios
+  written with an ``x`` (``2.7x``, derived from two checked numbers) and ranges of them
+  (``1.9-21x``), ``k of n`` counts, approximations written with ``~`` or ``about``, and
+  version strings. A number in the wrong place that happens to be written somewhere else in
+  the reports also passes: the check catches numbers no report contains (a typo, a stale
+  number, one never recorded).
 
 Usage::
 
-    python -m benchmarks.readme_tables            # rewrite the generated blocks of README.md
+    python -m benchmarks.readme_tables            # rewrite the generated blocks of every page
     python -m benchmarks.readme_tables --check    # exit 1 if a block is stale or a number unsourced
 
 ``tests/test_readme_numbers.py`` runs the check.
@@ -39,6 +42,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 from benchmarks import tables_lib as tl
 
@@ -71,11 +75,11 @@ def _e(x: float) -> str:
 
 def headline_table(results: Path = RESULTS) -> str:
     """The 1D Poisson headline table: our five seeds (median [min - max]), the paper's single
-    run, the authors' code over five seeds (REFERENCE §6.19)."""
+    run, the authors' code over five seeds (reference-code.md §13)."""
     runs = [r for r in _load_record(results / "headline.json").values()
             if r["problem"] == "poisson1d" and r.get("backend", "optax") == "optax"]
     paper = _paper()
-    lines = ["| variant | ours | paper (1 run) | authors' code, 5 seeds (REFERENCE §6.19) |", "|---|---|---|---|"]
+    lines = ["| variant | ours | paper (1 run) | authors' code, 5 seeds (reference-code.md §13) |", "|---|---|---|---|"]
     for label, rec_label, variant, goal in HEADLINE_ROWS:
         rel = [tl.dec(r["rel_e2"]) for r in runs if r["label"] == rec_label]
         if not rel:
@@ -151,8 +155,46 @@ def own_pde_table(results: Path = RESULTS) -> str:
                      f"{_e(r['metrics']['rel_e2'])} | {r['wall_seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
 
+SUMMARY_METHODS = (("CGMPINN", "cgmpinn"), ("PINN", "pinn"))
 
-BLOCKS = {"headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table,
+
+def _accuracy_medians(results: Path) -> dict:
+    """{(problem, method): (median rel e2, seeds)} of the accurate preset's grid runs (the
+    default number of Gauss-Newton iterations; the grid's seeds, as ``accuracy.py`` plans them)."""
+    from benchmarks.accuracy import seeds_for
+
+    path = results / "accuracy.json"
+    out: dict = {}
+    for r in (_load_record(path).values() if path.exists() else ()):
+        if r["seed"] in seeds_for(r["problem"]) and r["lbfgs_steps"] == r["config"]["lbfgs_steps"] == 1500:
+            out.setdefault((r["problem"], r["method"]), []).append(r["metrics"]["rel_e2"])
+    return {k: (tl.stats([tl.dec(x) for x in v])["median"], len(v)) for k, v in out.items()}
+
+
+def summary_table(results: Path = RESULTS) -> str:
+    """The README's one results table: per problem, the paper's CGMPINN, our CGMPINN and PINN
+    at the paper's budget (float32, the faithful default; median over seeds) and with the
+    accurate preset (float64 Gauss-Newton; median over the seeds run, ``-`` where none ran)."""
+    runs = [r for r in _load_record(results / "paper_runs.json").values() if r.get("format") == tl.RUN_FORMAT]
+    table = tl.build_methods_table(tl.select_runs(runs), _paper())
+    acc = _accuracy_medians(results)
+    lines = ["| problem | paper CGMPINN | CGMPINN, faithful | PINN, faithful | CGMPINN, accurate | PINN, accurate |",
+             "|---|---|---|---|---|---|"]
+    for p, body in table.items():
+        rows = {r["label"]: r for r in body["rows"]}
+        paper = (rows["CGMPINN"]["paper"] or {}).get("rel_e2")
+        cells = [tl.fmt_sci(paper)]
+        for label, _ in SUMMARY_METHODS:
+            c = rows[label]["ours"]
+            cells.append("-" if c is None else f"{tl.fmt_sci(c['rel_e2']['median'])} ({c['rel_e2']['n']} seeds)")
+        for _, m in SUMMARY_METHODS:
+            a = acc.get((p, m))
+            cells.append("-" if a is None else f"{tl.fmt_sci(a[0])} ({a[1]} seed{'s' if a[1] > 1 else ''})")
+        lines.append(f"| {tl.PROBLEM_TITLES[p]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"summary": summary_table, "headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table,
           "accuracy": accuracy_table, "own-pde": own_pde_table}
 
 
@@ -168,18 +210,22 @@ def render(readme: str, results: Path = RESULTS) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# every number of the Results section
+# every sourced number
 
 
-def results_section(readme: str) -> str:
-    """The README's sections with measured numbers: "Results" and "How accurate can it get"."""
-    out = []
-    for title in ("Results", "How accurate can it get"):
-        m = re.search(rf"^## {title}\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
-        if not m:
-            raise ValueError(f"README has no '## {title}' section")
-        out.append(m.group(1))
-    return "\n".join(out)
+SOURCED_RE = re.compile(r"<!-- BEGIN sourced -->\n(.*?)<!-- END sourced -->", re.S)
+
+
+def sourced_text(page: str) -> str:
+    """The parts of a page whose numbers must be in a report: its ``sourced`` regions."""
+    return "\n".join(SOURCED_RE.findall(page))
+
+
+def pages(root: Path = ROOT) -> dict[str, Path]:
+    """The pages with generated blocks or sourced numbers: the README and every docs page."""
+    out = {"README.md": root / "README.md"}
+    out.update({f"docs/{p.name}": p for p in sorted((root / "docs").glob("*.md"))})
+    return out
 
 
 # a number not glued to letters, dots or digits ("0.10.2", "x86_64", "H200", "float32", "§6.19"
@@ -219,48 +265,46 @@ def number_pool(results: Path = RESULTS) -> set[Decimal]:
     return pool
 
 
-def unsourced_numbers(readme: str, results: Path = RESULTS) -> list[str]:
-    """The numbers of the README's Results section written in no report of ``results``."""
+def unsourced_numbers(page: str, results: Path = RESULTS) -> list[str]:
+    """The numbers of a page's sourced regions written in no report of ``results``."""
     pool = number_pool(results)
-    return [t for t in readme_numbers(results_section(readme)) if canonical(t) not in pool]
+    return [t for t in readme_numbers(sourced_text(page)) if canonical(t) not in pool]
 
 
-def check(readme: str, results: Path = RESULTS) -> list[str]:
-    """Problems found (empty: the README is up to date and every Results number is sourced)."""
+def check(texts: dict[str, str], results: Path = RESULTS) -> list[str]:
+    """Problems found in the pages ``{name: text}`` (empty: every generated block is up to date
+    and appears in some page, and every sourced number is in a report)."""
     problems = []
-    names = [m.group(2) for m in BLOCK_RE.finditer(readme)]
+    names = {m.group(2) for text in texts.values() for m in BLOCK_RE.finditer(text)}
     for name in BLOCKS:
         if name not in names:
-            problems.append(f"README has no generated block {name!r}")
-    if render(readme, results) != readme:
-        problems.append("generated tables are stale: run `python -m benchmarks.readme_tables`")
-    missing = unsourced_numbers(readme, results)
-    if missing:
-        problems.append("numbers in README 'Results' found in no file of benchmarks/results/: " + ", ".join(missing))
+            problems.append(f"no page has the generated block {name!r}")
+    for page, text in texts.items():
+        if render(text, results) != text:
+            problems.append(f"{page}: generated tables are stale: run `python -m benchmarks.readme_tables`")
+        missing = unsourced_numbers(text, results)
+        if missing:
+            problems.append(f"{page}: sourced numbers found in no file of benchmarks/results/: " + ", ".join(missing))
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="only check; exit 1 on a stale table or an unsourced number")
-    ap.add_argument("--readme", default=str(README), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    path = Path(args.readme)
-    text = path.read_text()
-    if args.check:
-        problems = check(text)
-        for p in problems:
-            print(p)
-        return 1 if problems else 0
-    new = render(text)
-    if new != text:
-        path.write_text(new)
-        print(f"{path}: generated tables rewritten")
-    missing = unsourced_numbers(new)
-    if missing:
-        print("numbers in README 'Results' found in no file of benchmarks/results/: " + ", ".join(missing))
-        return 1
-    return 0
+    paths = pages()
+    texts = {name: p.read_text() for name, p in paths.items()}
+    if not args.check:
+        for name, text in texts.items():
+            new = render(text)
+            if new != text:
+                paths[name].write_text(new)
+                texts[name] = new
+                print(f"{name}: generated tables rewritten")
+    problems = check(texts)
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ TABLE_TITLES = {
     "ablation": "Ablation: GMM-only and curriculum-only weighting",
 }
 
-# REFERENCE §6 item 19: the authors' PyTorch code rerun on 1D Poisson over five seeds
+# reference-code.md §13: the authors' PyTorch code rerun on 1D Poisson over five seeds
 # (1, 2, 3, 4, 1224; released settings otherwise; one torch thread; 2-core CPU; torch 2.13).
 AUTHORS_RERUN: dict[str, dict[str, dict[str, Any]]] = {
     "poisson1d": {
@@ -97,17 +97,17 @@ AUTHORS_RERUN: dict[str, dict[str, dict[str, Any]]] = {
         "pinn": {"median": 9.5e-4, "seeds": [1, 2, 3, 4, 1224], "rel_e2": [8.0e-4, 9.0e-4, 1.07e-2, 1.74e-3, 9.5e-4]},
     }
 }
-AUTHORS_RERUN_NOTE = ("authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (REFERENCE §6 item 19; one torch thread, "
+AUTHORS_RERUN_NOTE = ("authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch thread, "
                       "2-core CPU); a NaN run ranks worst")
 
 PROBLEM_ISSUES = {
     "ablation": ("e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: curriculum-"
                  "weighted, with ReLoBRaLo weights where on), whereas the paper's ablation e_loss was recomputed unweighted "
-                 "(plain PDE+IC+BC, REFERENCE §5.3), so the e_loss columns are not comparable; the loss-curve figures show "
+                 "(plain PDE+IC+BC, reference-code.md §11.3), so the e_loss columns are not comparable; the loss-curve figures show "
                  "the unweighted loss. For 1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."),
     "optimizers": ("L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave 0.1); Adam only: "
                    "ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the method table's CGMPINN runs."),
-    "methods": ("The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (REFERENCE §6 item 19); "
+    "methods": ("The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (reference-code.md §13); "
                 "the released code, which our `CGMPINN` row follows, has it on in both stages. GMMPINN/CLPINN paper numbers "
                 "come from the paper's ablation table."),
 }
@@ -501,7 +501,7 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
                      + "; ".join(_verdict_text(v, labels) for v in block["verdicts"]) + ".")
         if block["authors_verdicts"]:
             lines.append("")
-            lines.append("Authors' code over its five seeds (REFERENCE §6 item 19): "
+            lines.append("Authors' code over its five seeds (reference-code.md §13): "
                          + "; ".join(_verdict_text(v, labels).replace("**", "") for v in block["authors_verdicts"]) + ".")
         lines.append("")
     return "\n".join(lines)

@@ -136,18 +136,20 @@ def sweep(
     """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
 
     Args:
-        problem, method, config: as for :func:`cgmpinn_jax.train`; ``config``'s values
-            of the swept hyperparameters are replaced by the grid's.
+        problem: as for :func:`cgmpinn_jax.train`.
+        method: as for :func:`cgmpinn_jax.train`.
+        config: as for :func:`cgmpinn_jax.train`; its values of the swept hyperparameters
+            are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
         grid: ``{name: values}`` for names in :data:`SWEEPABLE`.
         shard: shard the member axis over ``jax.devices()``.
         keep_histories: keep every member's :class:`~cgmpinn_jax.records.History`.
         cache: the :class:`~cgmpinn_jax.driver.CompileCache` to use (shared with ``train``).
-        checkpoint_dir, checkpoint_every: checkpoint the vmapped state into
-            ``checkpoint_dir/checkpoints/`` at chunk boundaries, as :func:`~cgmpinn_jax.train`
-            does; Ctrl-C then checkpoints at the next chunk boundary and raises
+        checkpoint_dir: checkpoint the vmapped state into ``checkpoint_dir/checkpoints/``
+            at chunk boundaries, as :func:`~cgmpinn_jax.train` does; Ctrl-C then checkpoints at the next chunk boundary and raises
             :class:`~cgmpinn_jax.TrainingInterrupted` (its ``result`` is None for a sweep).
+        checkpoint_every: seconds between checkpoints at the earliest (0: every chunk boundary).
         resume: continue the sweep checkpointed in this folder, called with the same problem,
             method, config, seeds and grid (anything else is refused, naming the difference);
             the result is bit-identical to the uninterrupted sweep on the same machine.

@@ -15,8 +15,8 @@ from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.examples import ViscousBurgers
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "README.md"  # its "## Your own PDE" section
-SECTION = "## Your own PDE"
+DOC = ROOT / "docs" / "own-pde.md"  # the "Your own PDE" page
+SECTION = "# Your own PDE"
 
 
 def doc_code_block(path=DOC, section=SECTION) -> str:
@@ -105,19 +105,19 @@ def test_doc_block_runs(capsys):
 
 def test_one_source_for_the_example(tmp_path, capsys):
     """examples.py is the single source: the README's block and the notebook's class cell are
-    generated from it, and the generator detects and repairs a stale README."""
+    generated from it, and the generator detects and repairs a stale page."""
     src = examples.example_source()
     assert src.startswith("import dataclasses\n") and "class ViscousBurgers(cj.Problem):" in src
     assert "from cgmpinn_jax.problems import Dirichlet, edge_pair, grid, initial_line, uniform" in src
     assert "problems.heat" not in src  # the public helpers, not a benchmark module
-    # the README holds exactly the generated block
+    # the docs page holds exactly the generated block
     assert examples.main(["--check-readme", str(DOC)]) == 0
     assert examples.readme_block() in DOC.read_text(encoding="utf-8")
     assert doc_code_block() == src + "\n\n" + examples.README_USAGE.strip("\n") + "\n"
     assert examples.main(["--print"]) == 0
     assert capsys.readouterr().out.strip() == examples.readme_block()
     # a stale copy is detected and rewritten
-    stale = tmp_path / "README.md"
+    stale = tmp_path / "own-pde.md"
     stale.write_text(DOC.read_text(encoding="utf-8").replace("nu: float = 0.05", "nu: float = 0.5"), encoding="utf-8")
     assert examples.main(["--check-readme", str(stale)]) == 1
     assert examples.main(["--write-readme", str(stale)]) == 0

@@ -21,7 +21,7 @@ pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
-DOC = ROOT / "README.md"  # its "## Your own PDE" section
+DOC = ROOT / "docs" / "own-pde.md"  # the "Your own PDE" page
 
 # Tiny budgets: 20 Adam steps and no L-BFGS stage (its compilation alone costs ~15 s on a
 # small CPU; the stage is covered by tests/test_train.py), a 1 x 2 sweep.

@@ -117,7 +117,7 @@ def test_verdicts(runs_dir):
     assert (v["wins"], v["n"], v["seeds_won"]) == (1, 3, [0])
     assert tl.verdict(runs, "poisson1d", "pinn", "cgmpinn")["wins"] == 2  # a NaN opponent counts as beaten
     assert tl.verdict(runs, "heat")["n"] == 0
-    # REFERENCE §6 item 19: each CGMPINN variant of the authors' code beats PINN in 3 of 5 seeds
+    # docs/reference-code.md §13: each CGMPINN variant of the authors' code beats PINN in 3 of 5 seeds
     for a in ("cgmpinn", "cgmpinn_relobralo_off"):
         av = tl.authors_verdict("poisson1d", a, "pinn")
         assert (av["wins"], av["n"]) == (3, 5)

@@ -154,7 +154,7 @@ def test_config_validation():
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_readme_example_runs():
     text = (Path(__file__).parents[1] / "README.md").read_text()
-    block = re.search(r"## Using the library\s+```python\n(.*?)```", text, re.S).group(1)
+    block = re.search(r"## The library in ten lines\s+```python\n(.*?)```", text, re.S).group(1)
     ns: dict = {}
     exec(compile(block, "README.md", "exec"), ns)
     assert ns["result"].metrics.rel_e2 > 0

@@ -321,13 +321,13 @@ class Problem(abc.ABC):
         return ("pde",) + tuple(self.terms)
 
     def source(self, z: jax.Array) -> jax.Array:
-        """f(z) = N[u*](z) by automatic differentiation (0 for homogeneous PDEs)."""
+        """``f(z) = N[u*](z)`` by automatic differentiation (0 for homogeneous PDEs)."""
         if self.homogeneous:
             return jnp.zeros((), dtype=z.dtype)
         return self.operator(self.exact, z)
 
     def residual(self, u: ScalarField, z: jax.Array) -> jax.Array:
-        """PDE residual r(z) = N[u](z) - f(z) at one point."""
+        """PDE residual ``r(z) = N[u](z) - f(z)`` at one point."""
         return self.operator(u, z) - self.source(z)
 
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:

@@ -1,0 +1,111 @@
+"""Bit for bit: seven tiny runs' histories, for checking that a refactor changes no result.
+
+A move of code (a new module layout, a new stage loop) must leave every number the same. This
+script trains seven tiny runs that between them pass through every precision (float32,
+float64, mixed), every second-stage member, PINN and CGMPINN, Fisher-KPP and an inverse
+problem, and writes every history entry (losses, terms, lambdas, evaluations, refresh
+records, coefficients) and the final metrics as exact hexadecimal floats. Two such files,
+written by two commits on the same machine, must be equal::
+
+    git worktree add /tmp/base HEAD~1
+    PYTHONPATH=/tmp/base python -m benchmarks.bitwise --out /tmp/base.json   # the previous commit
+    python -m benchmarks.bitwise --out /tmp/new.json                          # this one
+    python -m benchmarks.bitwise --compare /tmp/base.json /tmp/new.json
+
+(``PYTHONPATH`` puts the worktree's ``cgmpinn_jax`` before the installed one; the file records
+which package it imported.) Nothing is written under ``benchmarks/results/``: this is a check,
+not a study. One XLA thread keeps the arithmetic the same from run to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import numpy as np  # noqa: E402
+
+TINY = dict(adam_steps=200, lbfgs_steps=40, k_upd=50)
+# (name, problem, method, config overrides); the second stage's member and precision vary
+RUNS = (
+    ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second_stage="optax")),
+    ("f32-jaxopt-pinn-heat", "heat", "pinn", dict(second_stage="jaxopt")),
+    ("f64-bfgs-cgmpinn-heat", "heat", "cgmpinn", dict(precision="float64", second_stage="bfgs")),
+    ("mixed-ssbroyden-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(precision="mixed", second_stage="ssbroyden")),
+    ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn", dict(precision="float64", second_stage="gauss_newton", lbfgs_steps=10)),
+    ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn", dict(second_stage="optax", adam_steps=60, lbfgs_steps=10, k_upd=20)),
+    ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", dict(second_stage="ssbfgs")),
+)
+
+
+def _hex(a) -> list:
+    return [float(x).hex() for x in np.asarray(a, dtype=np.float64).ravel()]
+
+
+def fingerprint(result) -> dict:
+    """Every history array and the metrics of one run, as exact hexadecimal floats."""
+    h = result.history
+    out = {name: _hex(getattr(h, name)) for name in h._fields
+           if name not in ("snapshots", "error_seconds") and getattr(h, name) is not None}
+    out["snapshots"] = {str(k): _hex(v) for k, v in sorted(h.snapshots.items())}
+    out["metrics"] = {k: float(v).hex() for k, v in result.metrics.as_dict().items()}
+    out["statuses"] = [result.adam_status.name, result.lbfgs_status.name]
+    return out
+
+
+def run_all(names=None) -> dict:
+    import cgmpinn_jax as cj
+    from cgmpinn_jax import inverse
+
+    out = {"package": os.path.dirname(cj.__file__), "runs": {}}
+    for name, problem, method, over in RUNS:
+        if names and name not in names:
+            continue
+        cfg = cj.TrainConfig(**{**TINY, **over})
+        if problem == "inverse-heat":
+            problem = inverse.inverse_problem("heat", n_obs=100, noise=0.01, key=0)
+        res = cj.train(problem, method, cfg, key=0, quiet=True)
+        out["runs"][name] = fingerprint(res)
+        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({res.adam_status.name}, {res.lbfgs_status.name})", flush=True)
+    return out
+
+
+def compare(a: dict, b: dict) -> list[str]:
+    """The differences between two fingerprint files (empty: bit for bit the same)."""
+    diffs = []
+    for name in sorted(set(a["runs"]) | set(b["runs"])):
+        ra, rb = a["runs"].get(name), b["runs"].get(name)
+        if ra is None or rb is None:
+            diffs.append(f"{name}: only in {'the second' if ra is None else 'the first'} file")
+            continue
+        for key in sorted(set(ra) | set(rb)):
+            if ra.get(key) != rb.get(key):
+                diffs.append(f"{name}: {key} differs")
+    return diffs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="write the fingerprints of the seven runs to this JSON file")
+    ap.add_argument("--only", nargs="+", help="run only these (names as in RUNS)")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two fingerprint files")
+    args = ap.parse_args(argv)
+    if args.compare:
+        a, b = (json.loads(open(p).read()) for p in args.compare)
+        diffs = compare(a, b)
+        print("\n".join(diffs) if diffs else f"bit for bit the same: {len(a['runs'])} runs "
+              f"({a['package']} against {b['package']})")
+        return 1 if diffs else 0
+    if not args.out:
+        ap.error("--out or --compare is required")
+    data = run_all(args.only)
+    with open(args.out, "w") as fh:
+        json.dump(data, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
