@@ -14,7 +14,7 @@ stage's re-basing (where it has one) and the stage's loop. Every run is a fresh 
 * ``prefetch``: no on-disk cache; the second stage's programs compiled in a background
   thread while Adam runs (``prefetch_compile=True``: off in the library unless asked, the
   ``cgmpinn-jax`` command's default, ``--background-compile on``);
-* ``cold``: ``cgmpinn_jax.disk_cache.enable`` into an empty directory (a first run on a
+* ``cold``: ``cgmpinn_jax.training.enable_compile_cache`` into an empty directory (a first run on a
   machine: compiles, then stores), each program compiled when first needed;
 * ``warm``: the same directory again (every later run of the same setup).
 
@@ -56,7 +56,7 @@ t0 = time.perf_counter()
 cache_dir = sys.argv[2]
 import cgmpinn_jax as cj
 if cache_dir != "-":
-    cj.disk_cache.enable(cache_dir)
+    cj.training.enable_compile_cache(cache_dir)
 cache = cj.CompileCache()
 res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps={adam}, lbfgs_steps={lbfgs}), key=1224, quiet=True,
                cache=cache, prefetch_compile=sys.argv[3] == "prefetch")
@@ -91,10 +91,11 @@ import json, sys, time
 import equinox as eqx, jax, jax.numpy as jnp, optax
 import cgmpinn_jax as cj
 from cgmpinn_jax.config import Hyper
-from cgmpinn_jax.driver import CompileCache, init_state
+from cgmpinn_jax.training import CompileCache
+from cgmpinn_jax.training._driver import init_state
 from cgmpinn_jax.methods import get_method
 from cgmpinn_jax.problems import get_problem
-from cgmpinn_jax.schedule import resolve
+from cgmpinn_jax.training._schedule import resolve
 
 out = {}
 

@@ -19,7 +19,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from cgmpinn_jax import nets
+from cgmpinn_jax.nn import _nets as nets
 from cgmpinn_jax.derivatives import partial, partial_jvp, partial_reverse
 
 from benchmarks import runcache

@@ -1,7 +1,7 @@
 """Where a Gauss-Newton iteration's time goes, against the floor of its largest product.
 
 For each problem (PINN network and points, float64, one state after init): the pieces of one
-Levenberg-Marquardt iteration of :mod:`cgmpinn_jax.gauss_newton`, each compiled on its own
+Levenberg-Marquardt iteration of :mod:`cgmpinn_jax.solvers._gauss_newton`, each compiled on its own
 and timed as the median of repeats:
 
 * ``jacobian`` -- r and J (``M x P``, a ``vmap`` over points of one row's gradient);
@@ -55,9 +55,10 @@ def measure(problem: str, repeats: int, with_optimistix: bool) -> dict:
     from jax.flatten_util import ravel_pytree
 
     import cgmpinn_jax as cj
-    from cgmpinn_jax.driver import CompileCache, init_state
-    from cgmpinn_jax.gauss_newton import _gram
-    from cgmpinn_jax.schedule import resolve
+    from cgmpinn_jax.training import CompileCache
+    from cgmpinn_jax.training._driver import init_state
+    from cgmpinn_jax.solvers._gauss_newton import _gram
+    from cgmpinn_jax.training._schedule import resolve
 
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
         setup = resolve(cj.get_problem(problem), cj.get_method("pinn"),
@@ -126,7 +127,7 @@ def _optimistix(eng, state, batch, w, lam, repeats) -> dict:
     solver = optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12)
     y0 = state.params
     f_struct, aux_struct = jax.eval_shape(lambda: fn(y0, None))
-    from cgmpinn_jax import taylor
+    from cgmpinn_jax.nn import _taylor as taylor
 
     try:  # optimistix linearizes with forward mode: the Taylor fast path's custom_vjp has none
         with taylor.fast_path(False):

@@ -91,7 +91,7 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
     if noise is None:
         res = cj.train(problem, method, cfg, key=seed, quiet=True)
     else:
-        res = inverse.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True,
+        res = cj.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True,
                             obs_weight=obs_weight)
     wall = time.perf_counter() - t0
     s = res.summary()

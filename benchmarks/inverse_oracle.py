@@ -47,6 +47,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import least_squares
 
 from cgmpinn_jax import inverse
+from cgmpinn_jax.inverse import _inverse as inverse_impl
 from cgmpinn_jax.problems import get_problem
 
 from benchmarks import inverse as inverse_bench  # the runs, their labels and goals
@@ -75,7 +76,7 @@ def _f64(fn):
 
 def _u_star(prob, **values):
     """points (M, 2) -> u*(points) of ``prob`` with the coefficients ``values`` put in."""
-    p = inverse._with_values(prob, values) if values else prob
+    p = inverse_impl._with_values(prob, values) if values else prob
     return _f64(lambda pts: p.exact_on(jnp.asarray(pts, jnp.float64)))
 
 

@@ -1,10 +1,10 @@
 """Roofline of one training step: FLOPs, milliseconds and fraction of the core's matmul rate.
 
 For each of the six problems x {PINN, CGMPINN}, through the library's public path (the
-network of :func:`cgmpinn_jax.nets.mlp` with the method's init and input map, the objective
+network of :func:`cgmpinn_jax.nn._nets.mlp` with the method's init and input map, the objective
 built from ``problem.pde_residuals`` / ``problem.constraint_residuals`` as the engine builds
 it, optax Adam, the CGM weighting of :mod:`cgmpinn_jax.weighting`, ReLoBRaLo of
-:mod:`cgmpinn_jax.balancing`):
+:mod:`cgmpinn_jax.weighting._balancing`):
 
 * FLOPs of one loss+gradient evaluation (XLA ``cost_analysis()`` of the compiled function);
 * ms per Adam step (K steps in a jitted ``lax.fori_loop``; CGMPINN: loss terms -> ReLoBRaLo
@@ -92,7 +92,10 @@ def _worker_imports():
     from jax import lax
 
     import cgmpinn_jax as cj
-    from cgmpinn_jax import balancing, nets, taylor, weighting
+    from cgmpinn_jax import weighting
+    from cgmpinn_jax.weighting import _balancing as balancing
+    from cgmpinn_jax.nn import _nets as nets
+    from cgmpinn_jax.nn import _taylor as taylor
 
 
 def _timeit(fn, args, repeats):

@@ -4,66 +4,78 @@
 >>> sorted(cj.PROBLEMS)[:2]
 ['advection_diffusion', 'damped_wave']
 
-``cj.train`` is the training function (:func:`cgmpinn_jax.driver.train`); there is no
-``cgmpinn_jax.train`` module. The engine is split one idea per module: ``config`` (options),
-``schedule`` (resolved settings, refresh schedule), ``objective`` (loss terms),
-``second_stage`` (L-BFGS and dense quasi-Newton members), ``gauss_newton`` (the
-Levenberg-Marquardt member), ``engine`` (jittable chunks),
-``driver`` (host loop, compile cache, ``train``), ``records`` (statuses, histories, results),
-``precision`` (scoped float64); ``inverse`` identifies unknown PDE coefficients from data.
+This module is the public face: ``cj.train``, ``cj.sweep``, ``cj.TrainConfig`` and the names
+below. The implementation lives in subpackages, layered from the bottom up (no module
+imports a layer above its own; ``import-linter`` checks it):
+
+* ``problems`` (the six benchmarks, the ``Problem`` base, point helpers), ``nn`` (networks,
+  Taylor-mode fast path), ``derivatives``;
+* ``gmm`` (jitted 1-D EM), then ``weighting`` (tau, CGM / GMMPINN / CLPINN weights,
+  ReLoBRaLo), ``solvers`` (L-BFGS, dense quasi-Newton, Gauss-Newton; ``StageStatus``) and
+  ``inverse`` (unknown coefficients, observations);
+* ``training`` (schedule, objective, engine, driver, records, sweep, checkpoints);
+* ``cli`` (the ``cgmpinn-jax`` command), imported by nothing.
+
+``config`` (``TrainConfig``), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
+their own. The flat layout's old module paths (``cgmpinn_jax.driver``, ``cgmpinn_jax.nets``,
+...) still work, with a ``DeprecationWarning`` (:mod:`cgmpinn_jax._deprecated`).
 """
 
-from . import balancing, config, derivatives, driver, engine, gmm, methods, metrics, nets, objective, precision, problems, records, second_stage, weighting
-from . import disk_cache, gauss_newton, inverse
-from .io import LoadedModel
-from .io import load_model, save_result
-from .methods import METHODS, Method, get_method
-from .metrics import Metrics, error_metrics, evaluate
-from .problems import PROBLEMS, Problem, get_problem
-from .sweep import SweepResult, sweep
-from .config import PRESETS, TrainConfig
-from .driver import CompileCache, train
-from .records import History, StageStatus, TrainResult
-from .schedule import refresh_schedule
-from .checkpoint import CheckpointError, TrainingInterrupted
-from .resuming import resume
+from . import _deprecated
+from ._version import __version__ as __version__
+from . import config as config
+from . import derivatives as derivatives
+from . import gmm as gmm
+from . import inverse as inverse
+from . import methods as methods
+from . import metrics as metrics
+from . import nn as nn
+from . import problems as problems
+from . import solvers as solvers
+from . import training as training
+from . import weighting as weighting
+from .config import PRESETS as PRESETS
+from .config import TrainConfig as TrainConfig
+from .io import LoadedModel as LoadedModel
+from .io import load_model as load_model
+from .io import save_result as save_result
+from .methods import METHODS as METHODS
+from .methods import Method as Method
+from .methods import get_method as get_method
+from .metrics import Metrics as Metrics
+from .metrics import error_metrics as error_metrics
+from .metrics import evaluate as evaluate
+from .problems import PROBLEMS as PROBLEMS
+from .problems import Problem as Problem
+from .problems import get_problem as get_problem
+from .training import CheckpointError as CheckpointError
+from .training import CompileCache as CompileCache
+from .training import History as History
+from .training import StageRecord as StageRecord
+from .training import StageStatus as StageStatus
+from .training import SweepResult as SweepResult
+from .training import TrainingInterrupted as TrainingInterrupted
+from .training import TrainResult as TrainResult
+from .training import infer as infer
+from .training import refresh_schedule as refresh_schedule
+from .training import resume as resume
+from .training import sweep as sweep
+from .training import train as train
 
-__version__ = "0.2.0"
+_deprecated.install()
 
 __all__ = [
-    "balancing",
-    "inverse",
-    "derivatives",
-    "gmm",
-    "methods",
-    "metrics",
-    "nets",
-    "problems",
+    "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "solvers", "training",
     "weighting",
-    "load_model",
-    "LoadedModel",
-    "gauss_newton",
-    "save_result",
-    "METHODS",
-    "Method",
-    "get_method",
-    "Metrics",
-    "error_metrics",
-    "evaluate",
-    "PROBLEMS",
-    "Problem",
-    "get_problem",
-    "SweepResult",
-    "sweep",
-    "StageStatus",
-    "TrainConfig",
-    "TrainResult",
-    "refresh_schedule",
-    "train",
-    "resume",
-    "CheckpointError",
-    "TrainingInterrupted",
-    "PRESETS",
-    "CompileCache",
-    "History",
+    "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "TrainResult", "StageRecord", "History", "StageStatus",
+    "SweepResult", "CompileCache", "CheckpointError", "TrainingInterrupted", "refresh_schedule",
+    "Problem", "PROBLEMS", "get_problem", "Method", "METHODS", "get_method",
+    "Metrics", "error_metrics", "evaluate", "save_result", "load_model", "LoadedModel",
 ]
+
+
+def __getattr__(name: str):
+    """Old module attributes of the flat layout (``cj.driver``, ``cj.nets``, ...): deprecated."""
+    if name in _deprecated.MOVED:
+        return _deprecated.moved_module(name)
+    raise AttributeError(f"module 'cgmpinn_jax' has no attribute {name!r}")

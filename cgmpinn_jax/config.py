@@ -89,7 +89,7 @@ class TrainConfig:
         second_stage: ``"optax"`` (optax L-BFGS with its zoom line search; the default),
             ``"jaxopt"`` (jaxopt.LBFGS), or a dense inverse-Hessian quasi-Newton method for
             small networks: ``"bfgs"``, ``"ssbfgs"`` (self-scaled BFGS), ``"ssbroyden"``
-            (self-scaled Broyden); see :mod:`cgmpinn_jax.second_stage`.
+            (self-scaled Broyden); see :mod:`cgmpinn_jax.solvers._second_stage`.
         lbfgs_lr: the line search's first trial step (1.0; the reference's torch lr is 0.8).
         lbfgs_history: L-BFGS memory (100, as the reference). L-BFGS members only.
         lbfgs_max_linesearch: at most this many line-search evaluations per iteration (10).
@@ -99,7 +99,7 @@ class TrainConfig:
             Setting them with another ``second_stage`` is an error, not silently ignored.
         dense_max_params: the dense members refuse networks with more parameters (20000).
         gn_form, gn_mu_init, gn_mu_min, gn_mu_max, gn_max_trials, gn_memory_limit_gb:
-            ``second_stage="gauss_newton"`` only (:mod:`cgmpinn_jax.gauss_newton`): the
+            ``second_stage="gauss_newton"`` only (:mod:`cgmpinn_jax.solvers._gauss_newton`): the
             linear system's form (``"auto"``: kernel ``J J^T`` when rows <= parameters, else
             Gramian ``J^T J``; or ``"kernel"`` / ``"gramian"``); the first damping and its
             bounds, relative to the mean diagonal of ``J^T J`` (1e-3, 1e-15, 1e8); trials
@@ -289,7 +289,7 @@ def stop_rule(config: TrainConfig) -> StopRule:
 
 class Hyper(NamedTuple):
     """Array-valued hyperparameters: chunk functions take them as (traceable) inputs so a
-    sweep can vmap over them (see :mod:`cgmpinn_jax.sweep`)."""
+    sweep can vmap over them (see :mod:`cgmpinn_jax.training._sweep`)."""
 
     beta: jax.Array
     eps: jax.Array

@@ -22,7 +22,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from .taylor import fast_path, fast_path_enabled
+from .nn._taylor import fast_path, fast_path_enabled
 
 ScalarField = Callable[[jax.Array], jax.Array]
 
@@ -45,12 +45,12 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     """``z -> d^n f / dz_{axes[0]} ... dz_{axes[-1]}`` by nested forward mode.
 
     A pure second derivative ``partial(f, i, i)`` of a field that offers
-    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in :mod:`cgmpinn_jax.nets` do)
+    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in :mod:`cgmpinn_jax.nn._nets` do)
     uses that Taylor-mode pass instead: the same value with one stream fewer than nested
     jvp (faster for the 4x50 MLP, measured in benchmarks/results/derivatives.md).
 
     Inside a problem's operator evaluated through the derivative fast path
-    (:mod:`cgmpinn_jax.taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
+    (:mod:`cgmpinn_jax.nn._taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
     that one Taylor-mode pass over the whole batch already computed.
 
     Args:

@@ -99,7 +99,7 @@ def _inverse_record(problem) -> dict | None:
     """An inverse problem's parts, so that :func:`load_model` rebuilds it: the forward
     problem's record, the observations (float64 values survive JSON exactly), the unknowns
     and the observation weight; None for a forward problem."""
-    from .inverse import InverseProblem
+    from .inverse._inverse import InverseProblem
 
     if not isinstance(problem, InverseProblem):
         return None
@@ -110,7 +110,7 @@ def _inverse_record(problem) -> dict | None:
 
 
 def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
-    from .inverse import InverseProblem, Observations
+    from .inverse._inverse import InverseProblem, Observations
     from .problems.unknowns import Unknown
 
     forward = _rebuild_problem(rec["forward"], None, folder)
@@ -169,7 +169,7 @@ def save_result(result, folder: str | Path) -> Path:
 
 
 def _width(model) -> int:
-    from . import nets
+    from .nn import _nets as nets
 
     if isinstance(model, nets.MLP):
         return int(model.layers[0].weight.shape[0])
@@ -179,7 +179,7 @@ def _width(model) -> int:
 
 
 def _depth(model) -> int:
-    from . import nets
+    from .nn import _nets as nets
 
     if isinstance(model, nets.MLP):
         return len(model.layers) - 1

@@ -41,7 +41,7 @@ from typing import Any, Callable, Literal, Optional
 
 import jax
 
-from . import nets
+from .nn import _nets as nets
 from . import weighting as weighting_lib
 from .problems import Problem
 

@@ -1,11 +1,11 @@
-"""Tests of ReLoBRaLo (cgmpinn_jax.balancing) against independent numpy implementations."""
+"""Tests of ReLoBRaLo (cgmpinn_jax.weighting._balancing) against independent numpy implementations."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cgmpinn_jax import balancing as bl
+from cgmpinn_jax.weighting import _balancing as bl
 
 
 class NumpyReLoBRaLo:

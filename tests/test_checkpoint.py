@@ -1,4 +1,4 @@
-"""Checkpoints and resume (cgmpinn_jax/checkpoint.py): a resumed run equals the uninterrupted
+"""Checkpoints and resume (cgmpinn_jax/training/_checkpoint.py): a resumed run equals the uninterrupted
 run bit for bit (parameters, metrics, every history entry), from a checkpoint inside Adam,
 at the stage hand-off and inside the second stage; a process killed with SIGKILL; Ctrl-C;
 corrupted checkpoints; checkpoints of another run."""
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax import checkpoint as ck
+from cgmpinn_jax.training import _checkpoint as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(adam_steps=60, lbfgs_steps=40, k_upd=20)
@@ -130,7 +130,7 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
         import cgmpinn_jax as cj
-        from cgmpinn_jax import checkpoint as ck
+        from cgmpinn_jax.training import _checkpoint as ck
         write = ck.Checkpointer.write
         def write_then_die(self, snap):
             path = write(self, snap)
@@ -228,7 +228,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     recorded settings, equal to the uninterrupted run; other options with --resume are refused."""
     import time
 
-    from cgmpinn_jax import cli
+    from cgmpinn_jax.cli import _main as cli
 
     out = tmp_path / "run"
     opts = ["--adam-steps", "4000", "--lbfgs-steps", "0", "--k-upd", "200", "--seed", "3", "--no-plots",

@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import cgmpinn_jax as cj
-from cgmpinn_jax import cli
+from cgmpinn_jax.cli import _main as cli
 
 
 def _run_parser() -> argparse.ArgumentParser:

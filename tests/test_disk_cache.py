@@ -1,4 +1,4 @@
-"""The command's on-disk XLA compilation cache (cgmpinn_jax.disk_cache)."""
+"""The command's on-disk XLA compilation cache (cgmpinn_jax.training._disk_cache)."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from cgmpinn_jax import disk_cache
+from cgmpinn_jax.training import _disk_cache as disk_cache
 
 
 def test_resolve_option_environment_and_default(monkeypatch, tmp_path):
@@ -40,7 +40,7 @@ def test_enable_refuses_bad_paths_without_touching_jax(tmp_path):
 
 
 def test_cli_bad_cache_dir_is_a_clear_error(tmp_path, capsys):
-    from cgmpinn_jax import cli
+    from cgmpinn_jax.cli import _main as cli
 
     f = tmp_path / "a-file"
     f.write_text("x")

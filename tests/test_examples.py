@@ -72,7 +72,7 @@ def test_cgmpinn_cuts_the_error():
     pts = p.test_grid().points
     exact = np.asarray(p.exact_on(pts))
     init = min(
-        cj.error_metrics(np.asarray(jax.vmap(cj.nets.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))), exact).rel_e2
+        cj.error_metrics(np.asarray(jax.vmap(cj.nn.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))), exact).rel_e2
         for s in range(3)
     )
     cfg = cj.TrainConfig(adam_steps=300, lbfgs_steps=200, k_upd=100)

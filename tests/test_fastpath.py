@@ -1,4 +1,4 @@
-"""The derivative fast path (cgmpinn_jax.taylor): same residuals and loss gradients as the
+"""The derivative fast path (cgmpinn_jax.nn._taylor): same residuals and loss gradients as the
 general path (nested jvp), to 1e-10 relative in float64, on every benchmark problem; automatic
 fallback for what it does not cover; the switch; jax's x64 flag left as found."""
 
@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cgmpinn_jax import nets, taylor
+from cgmpinn_jax.nn import _nets as nets
+from cgmpinn_jax.nn import _taylor as taylor
 from cgmpinn_jax.methods import get_method
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import get_problem

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax.driver import CompileCache, init_state
-from cgmpinn_jax.gauss_newton import GaussNewton, _gram, lm_solve_form, memory_bytes
+from cgmpinn_jax.training import CompileCache
+from cgmpinn_jax.training._driver import init_state
+from cgmpinn_jax.solvers._gauss_newton import GaussNewton, _gram, lm_solve_form, memory_bytes
 from cgmpinn_jax.methods import LossSpec, Method
-from cgmpinn_jax.objective import LeastSquares, TermValues
-from cgmpinn_jax.records import StageStatus
-from cgmpinn_jax.schedule import resolve
+from cgmpinn_jax.training._objective import LeastSquares, TermValues
+from cgmpinn_jax.training._records import StageStatus
+from cgmpinn_jax.training._schedule import resolve
 
 GN = dict(precision="float64", second_stage="gauss_newton")
 

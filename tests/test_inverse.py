@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax import cli, inverse, nets
+from cgmpinn_jax import inverse
+from cgmpinn_jax.cli import _main as cli
+from cgmpinn_jax.nn import _nets as nets
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.inverse import InverseProblem, Observations, Unknown, synthetic_observations
-from cgmpinn_jax.objective import Trainable, init_coeffs
+from cgmpinn_jax.training._objective import Trainable, init_coeffs
 from cgmpinn_jax.problems import Heat
 
 
@@ -188,7 +190,7 @@ def test_observation_weight_scales_the_observation_term_only():
     obs = synthetic_observations("heat", 3, 40, noise=0.05)
     plain = InverseProblem(cj.get_problem("heat"), obs)
     heavy = InverseProblem(cj.get_problem("heat"), obs, obs_weight=0.04)
-    assert plain.pieces()["obs"][0] == inverse.Dirichlet() and plain != heavy  # distinct compile keys
+    assert plain.pieces()["obs"][0] == cj.problems.Dirichlet() and plain != heavy  # distinct compile keys
     net = nets.mlp(jax.random.key(0), 2, 12, 2)
     batch = jax.jit(plain.sample)(jax.random.key(1))
     r1 = plain.constraint_residuals(net, batch)
@@ -213,6 +215,6 @@ def test_observation_weight_bad_input(bad):
 def test_observation_weight_belongs_to_the_problem_in_infer(capsys):
     prob = inverse.inverse_problem("heat", n_obs=5, key=0)
     with pytest.raises(ValueError, match="obs_weight is an InverseProblem's field"):
-        inverse.infer(prob, "pinn", obs_weight=0.5)
+        cj.infer(prob, "pinn", obs_weight=0.5)
     assert cli.main(["infer", "heat", "--obs-weight", "0", "--quiet"]) == 2
     assert "obs_weight must be a finite number > 0" in capsys.readouterr().err

@@ -30,7 +30,7 @@ def _flat(model):
 def _train(problem, method, precision):
     cfg = cj.TrainConfig(precision=precision, **TINY)
     if problem == "inverse_heat":
-        return cj.inverse.infer("heat", method, cfg, noise=0.01, key=0, quiet=True)
+        return cj.infer("heat", method, cfg, noise=0.01, key=0, quiet=True)
     return cj.train(problem, method, cfg, key=0, quiet=True)
 
 

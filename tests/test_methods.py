@@ -7,10 +7,10 @@ import pytest
 import equinox as eqx
 
 import cgmpinn_jax as cj
-from cgmpinn_jax import nets
+from cgmpinn_jax.nn import _nets as nets
 from cgmpinn_jax.config import TrainConfig
 from cgmpinn_jax.methods import build_model
-from cgmpinn_jax.objective import Trainable, make_term_fn
+from cgmpinn_jax.training._objective import Trainable, make_term_fn
 
 
 def _term_fn(problem, method, x64=False):
@@ -94,7 +94,7 @@ def test_lnn_star_parameter_counts(in_dim):
 
 def test_fisher_settings_only_for_cgmpinn_and_ablation():
     p = cj.get_problem("fisher_kpp")
-    from cgmpinn_jax.schedule import resolve
+    from cgmpinn_jax.training._schedule import resolve
 
     k_upd = lambda name, prob: resolve(prob, cj.get_method(name), TrainConfig()).k_upd
     for name in ("pinn", "lbpinn", "gpinn", "lnn_pinn", "star_pinn"):

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cgmpinn_jax import metrics, nets
+from cgmpinn_jax import metrics
+from cgmpinn_jax.nn import _nets as nets
 from cgmpinn_jax.derivatives import gradient, partial, partial_reverse
 
 

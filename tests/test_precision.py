@@ -7,7 +7,7 @@ import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax.config import stop_rule
-from cgmpinn_jax.precision import cast_floats, precision_scope
+from cgmpinn_jax.training._precision import cast_floats, precision_scope
 from stop_rules import loss_tol_fires_at
 
 TINY = dict(adam_steps=30, lbfgs_steps=20, k_upd=10)

@@ -30,11 +30,11 @@ import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax import StageStatus, TrainConfig, refresh_schedule
-from cgmpinn_jax.balancing import relobralo, relobralo_draws
+from cgmpinn_jax.weighting._balancing import relobralo, relobralo_draws
 from cgmpinn_jax.methods import build_model
-from cgmpinn_jax.nets import MLP
-from cgmpinn_jax.objective import Objective, TermValues, Trainable, make_term_fn
-from cgmpinn_jax.second_stage import make_second_stage
+from cgmpinn_jax.nn._nets import MLP
+from cgmpinn_jax.training._objective import Objective, TermValues, Trainable, make_term_fn
+from cgmpinn_jax.solvers._second_stage import make_second_stage
 from stop_rules import loss_tol_fires_at
 
 SEED = 0

@@ -1,4 +1,4 @@
-"""Tests for the dense self-scaled quasi-Newton optimizer (cgmpinn_jax.ssbfgs).
+"""Tests for the dense self-scaled quasi-Newton optimizer (cgmpinn_jax.solvers._ssbfgs).
 
 Compilations dominate the run time, so problems are passed to a few shared
 jitted drivers as traced data (one driver per method and dimension).
@@ -13,8 +13,8 @@ import pytest
 import scipy.optimize as so
 from jax import lax
 
-from cgmpinn_jax import ssbfgs as ssbfgs_mod
-from cgmpinn_jax.ssbfgs import line_search, ssbfgs
+from cgmpinn_jax.solvers import _ssbfgs as ssbfgs_mod
+from cgmpinn_jax.solvers._ssbfgs import line_search, ssbfgs
 
 
 @pytest.fixture

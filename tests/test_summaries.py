@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax.cli import _table
-from cgmpinn_jax.records import StageStatus
+from cgmpinn_jax.cli._main import _table
+from cgmpinn_jax.training._records import StageStatus
 
 P = cj.get_problem("poisson1d", n_pde=64)
 
@@ -23,6 +23,15 @@ def test_stage_lines_say_what_ran_and_why_it_stopped():
         f"L-BFGS: {ran:,} of 2,000 iterations, stopped: loss stalled (LOSS_TOL)",
     ]
     assert ran < 2000
+    # the same as typed stage records
+    adam, second = res.stages
+    assert (adam.name, adam.status, adam.iterations, adam.budget, adam.evaluations) == (
+        "adam", StageStatus.COMPLETED, 20, 20, 20)
+    assert (second.name, second.label, second.status, second.iterations, second.budget) == (
+        "lbfgs", "L-BFGS", StageStatus.LOSS_TOL, ran, 2000)
+    assert second.evaluations == int(np.sum(res.history.evals[res.history.k > 20])) >= ran
+    assert adam.seconds > 0 and second.seconds > 0
+    assert adam.seconds + second.seconds <= res.run_seconds + 1e-6
     text = _table(res, None)
     assert "paper" not in text.splitlines()[0] and "PyTorch" not in text  # no paper number for this budget
     assert "L-BFGS: 2,000 iterations" not in text
@@ -89,8 +98,8 @@ def test_progress_lines_have_totals_and_time_left():
 def test_command_line_bars_show_totals_loss_and_coefficients(monkeypatch):
     import io
 
-    from cgmpinn_jax.cli import _Bars
-    from cgmpinn_jax.driver import Progress
+    from cgmpinn_jax.cli._main import _Bars
+    from cgmpinn_jax.training import Progress
 
     buf = io.StringIO()
     monkeypatch.setattr("sys.stderr", buf)

@@ -13,19 +13,8 @@ import importlib
 import sys
 
 from .advection_diffusion import AdvectionDiffusion
-from .base import (
-    DerivativeMatch,
-    Dirichlet,
-    Periodic,
-    Piece,
-    Problem,
-    ProblemDefaults,
-    TestGrid,
-    check_points,
-    grid,
-    uniform,
-    validate_problem,
-)
+from .base import DerivativeMatch, Dirichlet, Periodic, Piece, Problem, ProblemDefaults, TestGrid, check_points, grid, uniform
+from .validate import validate_problem
 from .damped_wave import DampedWave
 from .fisher_kpp import FisherKPP
 from .heat import Heat

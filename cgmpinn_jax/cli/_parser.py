@@ -1,0 +1,177 @@
+"""The ``cgmpinn-jax`` command line's parser: ``run``, ``infer`` and ``list`` with every option
+and its default (the commands themselves are in :mod:`cgmpinn_jax.cli._main`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+__all__ = ["build_parser", "RELOBRALO_MODES", "EXIT_INTERRUPTED"]
+
+RELOBRALO_MODES = {
+    "on": ("both", "ReLoBRaLo rebalances the loss terms in both stages (Adam and the second stage)"),
+    "adam": ("adam", "ReLoBRaLo rebalances during Adam only; the second stage keeps the last Adam lambdas fixed"),
+    "off": ("none", "no balancing: every loss term has weight 1"),
+}
+
+#: exit status after Ctrl-C with a checkpoint written (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, unless the text already states it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            return text
+        if isinstance(action, argparse._StoreTrueAction):
+            return text + " (default: off)"
+        return text + " (default: %(default)s)"
+
+
+def _problem_defaults_text(attr: str) -> str:
+    """``"5000; fisher_kpp 8000"``: the registry problems' default for one setting."""
+    from ..problems import PROBLEMS
+
+    values = {name: getattr(cls.defaults, attr) for name, cls in PROBLEMS.items()}
+    common = max(set(values.values()), key=list(values.values()).count)
+    others = [f"{n} {v}" for n, v in values.items() if v != common]
+    return "; ".join([str(common)] + others)
+
+
+def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
+    """``run``'s precision, second-stage and ReLoBRaLo options."""
+    from ..config import PRESETS
+
+    r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
+                   help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
+                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); 'accurate_lbfgs' = "
+                        f"the float64 L-BFGS setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate_lbfgs'].items())}); "
+                        "other options override it "
+                        "(default: %(default)s)")
+    r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
+                   help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
+                        "configuration is left as it is (default: the preset's, float32)")
+    r.add_argument("--x64", action="store_true", help="alias of --precision float64")
+    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"),
+                   default=None,
+                   help="the optimizer after Adam: L-BFGS (optax or jaxopt), dense BFGS / self-scaled BFGS / self-scaled "
+                        "Broyden for networks up to 20k parameters, or gauss_newton (Levenberg-Marquardt on the "
+                        "residuals) (default: the preset's: faithful optax, accurate gauss_newton)")
+    r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
+                   help="older spelling of --second-stage optax|jaxopt")
+    r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
+                   help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
+                        + " (default: the method's; see `cgmpinn-jax list`)")
+    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default=None,
+                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
+                        "at each weight refresh (about half the evaluations per iteration; in float32 measured less "
+                        "accurate, benchmarks/results/headline.md; in float64 more, benchmarks/results/precision.md) "
+                        "(default: the preset's: faithful iteration, accurate refresh)")
+
+
+def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
+    """The parser of ``run``, ``infer`` and ``list``; ``commands``: name -> the function it calls."""
+    from ..methods import METHODS
+    from ..problems import PROBLEMS
+
+    p = argparse.ArgumentParser(prog="cgmpinn-jax", description="CGMPINN in JAX: train and compare PINNs",
+                                formatter_class=_HelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser(
+        "run", formatter_class=_HelpFormatter,
+        help="train one method on one problem (default: the paper's 1D Poisson CGMPINN run)",
+        description="Train one method on one problem, print its metrics beside the paper's, and write "
+                    "metrics.json, history.json, the model and plots into --out.",
+        epilog="examples:\n"
+               "  cgmpinn-jax run                                   # the paper's headline run\n"
+               "  cgmpinn-jax run heat --method pinn --adam-steps 2000 --lbfgs-steps 1000\n"
+               "  cgmpinn-jax run cgmpinn_jax.examples:ViscousBurgers --width 32 --depth 3\n"
+               "  cgmpinn-jax run mypde:MyProblem                   # ./mypde.py, class MyProblem",
+    )
+    r.add_argument("problem", nargs="?", default="poisson1d", metavar="PROBLEM",
+                   help=f"a registry problem ({', '.join(PROBLEMS)}) or your own Problem subclass as "
+                        "package.module:ClassName (the current directory is importable)")
+    r.add_argument("--method", default="cgmpinn", metavar="NAME",
+                   help=f"the method: {', '.join(METHODS)}")
+    r.add_argument("--adam-steps", type=int, default=None, metavar="N",
+                   help=f"Adam steps (default: the problem's: {_problem_defaults_text('adam_steps')})")
+    r.add_argument("--lbfgs-steps", type=int, default=None, metavar="N",
+                   help="second-stage iterations (L-BFGS, or Gauss-Newton with --preset accurate) (default: the preset's: "
+                        f"accurate 1500; else the problem's: {_problem_defaults_text('lbfgs_steps')})")
+    r.add_argument("--k-upd", type=int, default=None, metavar="N",
+                   help="steps between refreshes of the per-point weights (default: the method's on this problem: "
+                        f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)")
+    r.add_argument("--width", type=int, default=None, metavar="N",
+                   help=f"hidden width of the network (default: the problem's: {_problem_defaults_text('width')})")
+    r.add_argument("--depth", type=int, default=None, metavar="N",
+                   help=f"number of hidden layers (default: the problem's: {_problem_defaults_text('depth')})")
+    r.add_argument("--lbfgs-lr", type=float, default=None, metavar="STEP",
+                   help="the L-BFGS line search's initial (and largest) step (default: 1.0)")
+    r.add_argument("--seed", type=int, default=1224, metavar="S",
+                   help="integer seed of the training points, the network's initialisation and ReLoBRaLo")
+    _add_optimizer_options(r)
+    r.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder; checkpoints go to DIR/checkpoints while the run lasts (removed when it "
+                        "finishes) (default: runs/<problem>-<method>-<time>)")
+    r.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the result "
+                        "is bit-identical to an uninterrupted run on the same machine")
+    r.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                   help="at most one checkpoint every SECONDS, at a chunk boundary (0: at every chunk boundary). "
+                        "Ctrl-C writes one at the next chunk boundary, saves the best model so far and exits with "
+                        f"status {EXIT_INTERRUPTED} (default: %(default)s)")
+    r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress output while training (else: progress bars on a terminal, plain lines otherwise)")
+    r.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                   help="keep XLA's compiled chunks in DIR so that a later run of the same setup skips most of its "
+                        "compile time; 'off' disables it (default: $CGMPINN_JAX_COMPILE_CACHE, else "
+                        "~/.cache/cgmpinn-jax/xla)")
+    r.add_argument("--background-compile", choices=("on", "off"), default="on",
+                   help="compile the second stage's programs in a background thread while Adam trains (same "
+                        "programs, same results; 'off': compile each when first needed)")
+    r.set_defaults(func=commands["run"])
+    _add_infer_parser(sub, r).set_defaults(func=commands["infer"])
+    l = sub.add_parser("list", formatter_class=_HelpFormatter,
+                       help="list the problems, the methods and the ReLoBRaLo modes")
+    l.set_defaults(func=commands["list"])
+    return p
+
+
+def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``infer``: the options of ``run`` (the same Action objects) plus the inverse ones."""
+    from ..inverse._inverse import INVERSE_BENCHMARKS
+
+    i = sub.add_parser(
+        "infer", formatter_class=_HelpFormatter,
+        help="identify unknown PDE coefficients from noisy observations (an inverse problem)",
+        description="Train the network and the problem's unknown coefficients together from synthetic noisy "
+                    "observations of the exact solution; print each coefficient's estimate, true value and relative "
+                    "error, and write metrics.json (unknowns.<name>.estimate/.true/.rel_error), history.json, "
+                    "observations.json, the model and plots (unknowns.png: the coefficients' trajectories) into --out.",
+        epilog="examples:\n"
+               "  cgmpinn-jax infer heat --n-obs 200 --noise 0.01 --adam-steps 3000 --lbfgs-steps 3000\n"
+               "  cgmpinn-jax infer fisher_kpp --unknowns D,r --noise 0.05 --method pinn\n"
+               "  cgmpinn-jax infer advection_diffusion --unknowns nu --seed 2",
+    )
+    i.add_argument("problem", nargs="?", default="heat", metavar="PROBLEM",
+                   help=f"a problem that declares unknown coefficients ({', '.join(INVERSE_BENCHMARKS)}), or your own "
+                        "Problem subclass as package.module:ClassName")
+    for action in run_parser._actions:
+        if action.dest not in ("help", "problem"):
+            i._add_action(action)
+    i.add_argument("--unknowns", default=None, metavar="NAMES",
+                   help="comma-separated coefficients to identify, e.g. D,r (default: all the problem declares: heat "
+                        "kappa; fisher_kpp D,r; advection_diffusion a,nu)")
+    i.add_argument("--n-obs", type=int, default=200, metavar="M",
+                   help="number of observations, uniform inside the domain")
+    i.add_argument("--noise", type=float, default=0.01, metavar="LEVEL",
+                   help="relative noise: Gaussian with standard deviation LEVEL x std of the exact values at the "
+                        "observation points")
+    i.add_argument("--obs-seed", type=int, default=None, metavar="S",
+                   help="seed of the observations' points and noise (default: --seed)")
+    i.add_argument("--obs-weight", type=float, default=1.0, metavar="W",
+                   help="fixed factor on the observation term (default 1); below 1 the network fits noisy data less")
+    return i

@@ -1,0 +1,186 @@
+"""The Gauss-Newton (Levenberg-Marquardt) second-stage member, ``second_stage="gauss_newton"``.
+
+The objective is a sum of squares, ``|r(x)|^2`` (:class:`~cgmpinn_jax.training._objective.LeastSquares`:
+CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
+
+1. ``r`` and the Jacobian ``J`` (``M x P``), once: a ``vmap`` over points of one row's gradient.
+2. The damped normal system ``(J^T J + mu I) d = -J^T r``, in the **kernel (Woodbury) form**
+   ``d = -J^T (J J^T + mu I)^{-1} r`` when ``M <= P`` (an ``M x M`` system), else in the
+   **Gramian form** (``P x P``); ``gn_form`` forces either. The product ``J J^T`` (or
+   ``J^T J``) is formed once per iteration and each trial value of ``mu`` only refactors it
+   (Cholesky, ``s^3 / 3`` flops against the product's ``2 s^2 n``).
+3. The trial ``x + d`` is accepted when the objective falls; ``mu`` adapts by the gain ratio
+   ``rho = (f(x) - f(x + d)) / (f(x) - |r + J d|^2)`` (Nielsen's rule: on acceptance
+   ``mu *= max(1/3, 1 - (2 rho - 1)^3)``, else ``mu *= nu, nu *= 2``), with at most
+   ``gn_max_trials`` trials per iteration, each one forward pass of the objective. In the
+   kernel form the model's residual is exact and free: ``r + J d = mu a`` with
+   ``a = (J J^T + mu I)^{-1} r``.
+
+**Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
+``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
+PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
+grows and the next trial refactors. No silent NaN reaches the parameters.
+
+**Stop rules** (on top of the engine's guards): ``NO_DECREASE`` when a trial fails with
+``mu`` at its largest value, ``gn_mu_max`` times the Jacobian's scale ``|J|_F^2 / P``
+(the mean diagonal of ``J^T J``; ``gn_mu_init`` and ``gn_mu_min`` are relative to it too) (no decrease even at the largest damping: in float64 this is where
+rounding ends the descent); ``LOSS_TOL`` from the float64 plateau rule (:func:`~cgmpinn_jax.
+config.stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the previous iteration's
+start point (the engine sees the stored gradient before the step; this member computes it
+inside the step), so it fires one iteration late.
+
+**Weights between iterations.** The objective is frozen inside an iteration; the weight
+refresh and ReLoBRaLo change ``w`` and the lambdas between iterations at the usual cadence
+(:mod:`cgmpinn_jax.training._engine`), and the row scales follow them. The damping ``mu`` is kept
+across a refresh.
+
+**Memory** is estimated before anything is compiled (:func:`memory_bytes`: ``J`` twice, the
+``s x s`` product, its factor and the damped copy, ``s = min(M, P)``); above
+``gn_memory_limit_gb`` the engine refuses with the sizes and what to change.
+
+Evaluations: each trial is one forward evaluation of the objective (no gradient); the
+Jacobian is one per iteration. ``evals`` in the history counts the trials.
+
+**Cost, and the decisions it made** (measured by ``benchmarks/gn_cost.py`` in
+``benchmarks/results/gn_cost.md``, against a floor of the plain product's ``2 M^2 P`` flops
+at the machine's measured matmul rate): the product ``J J^T`` dominates an iteration, ahead
+of the Jacobian, the Cholesky factorizations and the trials' solves and forward passes, so
+cutting its flops was the lever: it is formed from the 10 lower tiles of 16 (kept). An
+iteration runs close to the floor. Sketching, matrix-free CG and reusing the factorization
+were not needed for the goals measured on the CPU (1D Poisson and heat) and were not
+tried. optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it
+linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
+default linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
+(advection-diffusion).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from ._protocol import StageStatus
+from ._protocol import StepResult
+
+__all__ = ["GaussNewton", "GNState", "memory_bytes", "lm_solve_form"]
+
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+class GNState(NamedTuple):
+    value: jax.Array  # () objective at the current point
+    grad: Any  # gradient (params pytree) at the last start point
+    tv: Any  # TermValues at the current point
+    mu: jax.Array  # () damping; NaN before the first iteration (set from the Jacobian's scale)
+    nu: jax.Array  # () growth factor of mu after a rejected trial
+
+
+def lm_solve_form(rows: int, params: int, form: str = "auto") -> str:
+    """``"kernel"`` (``rows x rows`` system) when ``rows <= params``, else ``"gramian"``."""
+    if form != "auto":
+        return form
+    return "kernel" if rows <= params else "gramian"
+
+
+def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") -> int:
+    """Bytes one iteration holds at its peak: the Jacobian twice (the per-group pieces and
+    their concatenation), and three ``s x s`` matrices (the product, the damped copy, the
+    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form."""
+    s = rows if lm_solve_form(rows, params, form) == "kernel" else params
+    return itemsize * (2 * rows * params + 3 * s * s)
+
+
+def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
+    """``J J^T`` (kernel) or ``J^T J`` (Gramian), at full float precision, symmetric by
+    construction: the output is cut into ``blocks x blocks`` tiles and only the lower ones
+    are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
+    upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
+    faster than the plain product, and ``blocks = 8`` gained almost nothing more
+    (``benchmarks/gn_cost.py``)."""
+    A = J if form == "kernel" else J.T  # rows of A are the matrix's index
+    n = A.shape[0]
+    b = blocks if n >= 128 * blocks else 1
+    parts = jnp.array_split(A, b)
+    dot = lambda a, c: jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
+    tiles = [[None] * b for _ in range(b)]
+    for i in range(b):
+        for j in range(i + 1):
+            tiles[i][j] = dot(parts[i], parts[j])
+            if j < i:
+                tiles[j][i] = tiles[i][j].T
+    return jnp.block(tiles)
+
+
+class GaussNewton:
+    """Levenberg-Marquardt on the least-squares view of the objective (module docstring)."""
+
+    def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int):
+        self.obj_fn, self.lsq = obj_fn, lsq
+        self.form, self.mu_init, self.mu_min, self.mu_max, self.max_trials = form, mu_init, mu_min, mu_max, max_trials
+
+    def init(self, params, w, lam, batch):
+        value, tv = self.obj_fn(params, w, lam, batch)
+        dt = value.dtype
+        grad = jax.tree_util.tree_map(jnp.zeros_like, params)
+        return GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
+
+    def set_point(self, state, value, grad, tv):
+        return state._replace(value=value, grad=grad, tv=tv)
+
+    def stored(self, state, params):
+        return state.value, state.grad, state.tv
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        x, unravel = ravel_pytree(params)
+        r, J = self.lsq.jacobian(params, batch, w, lam)
+        M, P = J.shape
+        form = lm_solve_form(M, P, self.form)
+        A = _gram(J, form)
+        n = A.shape[0]
+        g = jnp.dot(r, J, precision=HIGHEST)  # J^T r (half the objective's gradient)
+        scale = jnp.sum(J * J) / P  # mean diagonal of J^T J
+        dt = x.dtype
+        lo, hi = self.mu_min * scale, self.mu_max * scale  # damping bounds relative to the scale
+        mu0 = jnp.where(jnp.isnan(state.mu), self.mu_init * scale, state.mu)
+        eye = jnp.eye(n, dtype=dt)
+
+        def trial(mu):
+            L = jnp.linalg.cholesky(A + mu * eye)
+            if form == "kernel":
+                a = jax.scipy.linalg.cho_solve((L, True), r)
+                d = -jnp.dot(a, J, precision=HIGHEST)
+                pred = value - mu * mu * jnp.dot(a, a, precision=HIGHEST)
+            else:
+                d = -jax.scipy.linalg.cho_solve((L, True), g)
+                m = r + jnp.dot(J, d, precision=HIGHEST)
+                pred = value - jnp.dot(m, m, precision=HIGHEST)
+            p_new = unravel(x + d)
+            new_value, tv = self.obj_fn(p_new, w, lam, batch)
+            rho = (value - new_value) / pred
+            ok = jnp.all(jnp.isfinite(d)) & jnp.isfinite(new_value) & (pred > 0) & (new_value < value)
+            return ok, rho, p_new, new_value, tv
+
+        def cond(c):
+            t, done = c[0], c[1]
+            return (t < self.max_trials) & ~done
+
+        def body(c):
+            t, _, _, mu, nu, out = c
+            ok, rho, p_new, new_value, tv = trial(mu)
+            out = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (p_new, new_value, tv), out)
+            mu_ok = mu * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            at_max = ~ok & (mu >= hi)
+            mu_new = jnp.clip(jnp.where(ok, mu_ok, mu * nu), lo, hi)
+            nu_new = jnp.where(ok, 2.0, 2.0 * nu)
+            return t + 1, ok | at_max, at_max, mu_new.astype(dt), nu_new.astype(dt), out
+
+        out0 = (params, value, state.tv)
+        init = (jnp.int32(0), jnp.asarray(False), jnp.asarray(False), jnp.clip(mu0, lo, hi).astype(dt),
+                state.nu, out0)
+        trials, _, at_max, mu, nu, (p_new, new_value, tv) = jax.lax.while_loop(cond, body, init)
+        status = jnp.where(at_max, StageStatus.NO_DECREASE, 0).astype(jnp.int32)
+        new_state = GNState(new_value, unravel(2.0 * g), tv, mu, nu)
+        return StepResult(p_new, new_state, new_value, trials, status)

@@ -1,0 +1,64 @@
+"""The protocol of a stage's solver: what the engine calls (:class:`SecondStage`), what one
+iteration returns (:class:`StepResult`) and why a stage stopped (:class:`StageStatus`)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable, NamedTuple, Optional, Protocol
+
+import jax
+
+__all__ = ["StageStatus", "StepResult", "SecondStage", "ObjectiveFn"]
+
+
+class StageStatus(enum.IntEnum):
+    """Why a training stage stopped."""
+
+    COMPLETED = 0  # ran its whole budget
+    NONFINITE = 1  # a non-finite loss: best parameters restored
+    DIVERGED = 2  # loss > divergence_ratio x best: best parameters restored
+    GRAD_TOL = 3  # second stage: max|g| <= gtol * max(1, |objective|)
+    LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
+    SKIPPED = 5  # zero steps requested
+    NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
+    INTERRUPTED = 7  # Ctrl-C: stopped at a chunk boundary after a checkpoint (resume continues it)
+
+    def describe(self) -> str:
+        """Why the stage ended, in words, with the code: ``"stopped: loss stalled (LOSS_TOL)"``."""
+        return {
+            StageStatus.COMPLETED: "ran its whole budget (COMPLETED)",
+            StageStatus.NONFINITE: "stopped: a non-finite loss, best parameters restored (NONFINITE)",
+            StageStatus.DIVERGED: "stopped: the loss diverged, best parameters restored (DIVERGED)",
+            StageStatus.GRAD_TOL: "stopped: gradient below tolerance (GRAD_TOL)",
+            StageStatus.LOSS_TOL: "stopped: loss stalled (LOSS_TOL)",
+            StageStatus.SKIPPED: "skipped: no steps requested (SKIPPED)",
+            StageStatus.NO_DECREASE: "stopped: no decrease even at the largest damping (NO_DECREASE)",
+            StageStatus.INTERRUPTED: "interrupted (Ctrl-C) after a checkpoint; resume continues it (INTERRUPTED)",
+        }[self]
+
+
+ObjectiveFn = Callable[..., Any]  # (params, w, lam, batch) -> (value, TermValues)
+
+
+class StepResult(NamedTuple):
+    """One second-stage iteration."""
+
+    params: Any  # the new point
+    state: Any  # the member's state there
+    value: jax.Array  # the objective at the new point
+    evals: jax.Array  # int32 loss+gradient evaluations the iteration used
+    status: Optional[jax.Array] = None  # int32 StageStatus the member asks for (0 / None: go on)
+
+
+class SecondStage(Protocol):
+    """What the engine calls; ``args = (w, lam, batch)`` fix the objective."""
+
+    def init(self, params, w, lam, batch) -> Any: ...
+
+    def set_point(self, state, value, grad, tv) -> Any:
+        """Replace the stored value/gradient (after the objective changed); keep the curvature."""
+
+    def stored(self, state, params) -> tuple[jax.Array, Any, Optional[Any]]:
+        """(value, grad, TermValues or None) at the current point ``params``."""
+
+    def step(self, params, state, w, lam, batch, value, grad) -> StepResult: ...

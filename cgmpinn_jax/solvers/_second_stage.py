@@ -1,0 +1,192 @@
+"""The second optimizer stage: one protocol, one adapter per member.
+
+Every member is driven one iteration at a time inside a jitted chunk (``lax.while_loop``),
+with the objective frozen within an iteration (docs/reference-code.md §16): the engine hands it the
+current value and gradient, the member returns a :class:`StepResult`.
+
+Members (``TrainConfig.second_stage``):
+
+* ``"optax"`` -- :func:`optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
+  guess 1 (the default: on the 1D Poisson CGMPINN headline run it was more accurate than
+  jaxopt, whose line search kept failing late in the run; ``benchmarks/headline.py
+  --backend jaxopt`` runs the comparison). When its search finds no acceptable step
+  it returns the last point it tried, even where the loss rose. That is what stopped two
+  float64 CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the two
+  iterations after a weight refresh raised the loss by many orders of magnitude, and the
+  divergence guard ended the stage with the best parameters. Undoing such iterations and
+  restarting the memory was tried and is not an option: on heat seed 1 the stage's very
+  first search already failed, and the restart repeated that step every iteration (each
+  using the full line-search budget, until LOSS_TOL), ending far less accurate than with
+  optax's behaviour.
+* ``"jaxopt"`` -- :class:`jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
+  (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
+  pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
+  directions non-descent. Its line-search options are its own (``lbfgs_linesearch*``,
+  ``lbfgs_reset_on_failure``). The first trial step is ``lbfgs_lr`` = 1.0 (jaxopt's
+  ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
+  lr, made its zoom search fail far more often in our measurements).
+* ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
+  (:mod:`cgmpinn_jax.solvers._gauss_newton`): one Jacobian per iteration, the damped normal system in
+  kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.
+* ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
+  (:mod:`cgmpinn_jax.solvers._ssbfgs`) over the raveled parameters, for networks up to
+  ``dense_max_params`` parameters (an n x n matrix is stored).
+
+Each member counts loss+gradient evaluations per iteration (its line search's).
+"""
+
+from __future__ import annotations
+
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.flatten_util import ravel_pytree
+
+from ..config import TrainConfig
+from ._protocol import ObjectiveFn, SecondStage, StepResult
+
+__all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_second_stage"]
+# the Gauss-Newton member lives in :mod:`cgmpinn_jax.solvers._gauss_newton`
+
+class OptaxLBFGS:
+    def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int):
+        self.obj_fn = obj_fn
+        self.solver = optax.lbfgs(
+            learning_rate=lr,
+            memory_size=history,
+            linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=max_linesearch, initial_guess_strategy="one"),
+        )
+
+    def init(self, params, w, lam, batch):
+        return self.solver.init(params)
+
+    def set_point(self, state, value, grad, tv):
+        return optax.tree_utils.tree_set(state, value=value, grad=grad)
+
+    def stored(self, state, params):
+        return optax.tree_utils.tree_get(state, "value"), optax.tree_utils.tree_get(state, "grad"), None
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        def value_fn(p):
+            return self.obj_fn(p, w, lam, batch)[0]
+
+        updates, new_state = self.solver.update(grad, state, params, value=value, grad=grad, value_fn=value_fn)
+        info = optax.tree_utils.tree_get(new_state, "info")
+        return StepResult(
+            params=optax.apply_updates(params, updates),
+            state=new_state,
+            value=optax.tree_utils.tree_get(new_state, "value"),
+            evals=jnp.asarray(getattr(info, "num_linesearch_steps", 1), jnp.int32),
+        )
+
+
+class JaxoptLBFGS:
+    def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int, maxiter: int,
+                 linesearch: str, linesearch_init: str, reset_on_failure: bool):
+        import jaxopt
+
+        self.reset_on_failure = reset_on_failure
+        # value_and_grad=False: jaxopt differentiates ``fun`` itself, so the line search's
+        # re-evaluation of aux at its start point (jaxopt does not pass aux along) is a
+        # forward pass only, not a full loss+gradient evaluation.
+        self.solver = jaxopt.LBFGS(
+            fun=obj_fn, has_aux=True, maxiter=maxiter, tol=0.0, history_size=history, linesearch=linesearch,
+            linesearch_init=linesearch_init, max_stepsize=lr, maxls=max_linesearch, implicit_diff=False,
+            jit=True, unroll=False,
+        )
+
+    def init(self, params, w, lam, batch):
+        return self.solver.init_state(params, w, lam, batch)
+
+    def set_point(self, state, value, grad, tv):
+        # Before the first iteration jaxopt's direction is -gamma g with gamma = 1, and its
+        # zoom search caps the step at lbfgs_lr: from a PINN loss ~3e4 (|g| ~1e4) that step
+        # saturates the tanh units and the failed search keeps it (seen on 1D Poisson in
+        # float64: the loss rose in one iteration, then stayed stuck). As scipy and optax do,
+        # the first direction is scaled to length min(1, 1/|g|).
+        norm = optax.tree.norm(grad)
+        gamma = jnp.where(state.iter_num == 0, jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-30)), state.gamma)
+        return state._replace(value=value, grad=grad, aux=tv, error=norm, gamma=gamma.astype(state.gamma.dtype))
+
+    def stored(self, state, params):
+        return state.value, state.grad, state.aux
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        n0 = state.num_linesearch_iter
+        out = self.solver.update(params, state, w, lam, batch)
+        new = self._keep_positive_curvature(state, out.state, optax.tree.sub(out.params, params), optax.tree.sub(out.state.grad, grad))
+        if self.reset_on_failure:
+            # a failed line search means the quasi-Newton model is off: restart it from the
+            # scaled identity (its curvature pairs are dropped)
+            zero = lambda t: jax.tree_util.tree_map(lambda x: jnp.where(new.failed_linesearch, jnp.zeros_like(x), x), t)
+            new = new._replace(s_history=zero(new.s_history), y_history=zero(new.y_history), rho_history=zero(new.rho_history))
+        # each line-search iteration is one loss+gradient evaluation
+        return StepResult(out.params, new, new.value, jnp.asarray(new.num_linesearch_iter - n0, jnp.int32))
+
+    @staticmethod
+    def _keep_positive_curvature(old, new, s_vec, y_vec):
+        """The new state, but with the old curvature memory where y.s <= 1e-10 (the slot
+        that would have been overwritten keeps its older pair)."""
+        keep = optax.tree.vdot(s_vec, y_vec) > 1e-10
+        pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(keep, x, y), a, b)
+        return new._replace(
+            s_history=pick(new.s_history, old.s_history),
+            y_history=pick(new.y_history, old.y_history),
+            rho_history=pick(new.rho_history, old.rho_history),
+            gamma=jnp.where(keep, new.gamma, old.gamma),
+        )
+
+
+class DenseQuasiNewton:
+    """Dense BFGS / self-scaled BFGS / self-scaled Broyden (:mod:`cgmpinn_jax.solvers._ssbfgs`) on
+    the raveled parameters; the inverse Hessian is an n x n matrix."""
+
+    def __init__(self, obj_fn: ObjectiveFn, *, method: str, max_params: int, max_linesearch: int):
+        from . import _ssbfgs as ssbfgs
+
+        self.obj_fn = obj_fn
+        self.max_params = max_params
+        self.opt = ssbfgs.ssbfgs(method=method, max_params=max_params, max_linesearch=max_linesearch)
+
+    def init(self, params, w, lam, batch):
+        x, _ = ravel_pytree(params)
+        return self.opt.init(x, jnp.asarray(jnp.inf, x.dtype), jnp.zeros_like(x))
+
+    def set_point(self, state, value, grad, tv):
+        return self.opt.set_point(state, value, ravel_pytree(grad)[0])
+
+    def stored(self, state, params):
+        return state.value, ravel_pytree(params)[1](state.grad), None
+
+    def step(self, params, state, w, lam, batch, value, grad):
+        x, unravel = ravel_pytree(params)
+
+        def value_and_grad(xf):
+            v, g = jax.value_and_grad(lambda p: self.obj_fn(p, w, lam, batch)[0])(unravel(xf))
+            return v, ravel_pytree(g)[0]
+
+        x_new, new = self.opt.step(value_and_grad, x, state)
+        return StepResult(unravel(x_new), new, new.value, jnp.asarray(new.n_evals, jnp.int32))
+
+
+def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
+    """The member ``config.second_stage`` names, with only its own options (``lsq``: the
+    objective's :class:`~cgmpinn_jax.training._objective.LeastSquares` view, for ``"gauss_newton"``)."""
+    kind = config.second_stage
+    if kind == "gauss_newton":
+        from ._gauss_newton import GaussNewton
+
+        return GaussNewton(obj_fn, lsq, form=config.gn_form, mu_init=config.gn_mu_init, mu_min=config.gn_mu_min,
+                           mu_max=config.gn_mu_max, max_trials=config.gn_max_trials)
+    if kind == "optax":
+        return OptaxLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch)
+    if kind == "jaxopt":
+        return JaxoptLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch,
+                           maxiter=max(1, n_steps), linesearch=config.lbfgs_linesearch,
+                           linesearch_init=config.lbfgs_linesearch_init, reset_on_failure=config.lbfgs_reset_on_failure)
+    if n_params > config.dense_max_params:
+        raise ValueError(f"second_stage={kind!r} stores a dense {n_params} x {n_params} inverse Hessian; the network has "
+                         f"{n_params} parameters > TrainConfig.dense_max_params={config.dense_max_params}. Use "
+                         "second_stage='optax' (L-BFGS) or raise dense_max_params.")
+    return DenseQuasiNewton(obj_fn, method=kind, max_params=config.dense_max_params, max_linesearch=config.lbfgs_max_linesearch)

@@ -1,0 +1,234 @@
+"""The host side of a run: :func:`train` (validate, resolve the settings, build the initial
+state, run the stages, assemble the :class:`~cgmpinn_jax.training._records.TrainResult`).
+
+The loop over stages and chunks is :func:`~cgmpinn_jax.training._loop.run_stages`; the
+compiled programs come from a :class:`~cgmpinn_jax.training._compile.CompileCache`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import metrics as metrics_lib
+from ..config import Hyper, TrainConfig
+from ..methods import Method, build_model, get_method
+from ..problems import Problem, get_problem, validate_problem
+from . import _checkpoint as ckpt_lib
+from ._compile import COMPILE_CACHE, CompileCache
+from ._engine import Engine, State
+from ._loop import Interrupted, RunOutput, reset_stage, run_stages
+from ._objective import Trainable, init_coeffs
+from ._precision import cast_floats, precision_scope
+from ._recorder import ErrorTracker, Progress, member_history
+from ._records import StageStatus, TrainResult
+from ._schedule import Setup, resolve
+
+__all__ = ["train", "init_state", "as_key"]
+
+
+def as_key(key) -> tuple[jax.Array, int | None]:
+    """``(PRNG key, seed or None)`` from an int seed or a JAX key; anything else is an error."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return jax.random.key(int(key)), int(key)
+    if isinstance(key, jax.Array) and (jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+                                       or (key.dtype == jnp.uint32 and key.shape == (2,))):
+        return key, None
+    raise TypeError(f"key must be an int seed or a JAX PRNG key (jax.random.key(...)), got {type(key).__name__} {key!r}")
+
+
+def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
+    """Training points and the initial state from one key (pure; vmappable over keys)."""
+    k_pts, k_net, k_bal = jax.random.split(key, 3)
+    batch = setup.problem.sample(k_pts)
+    model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth)
+    dtype = jnp.zeros(()).dtype
+    log_vars = jnp.zeros(setup.n_terms, dtype) if setup.method.loss.learnable_balance else None
+    params, _ = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem, dtype)), eqx.is_array)
+    state = State(
+        params=params, opt=eng.adam_init(params), wstate=eng.weighting_init(batch["pde"][0].shape[0]),
+        bstate=eng.balancing.init(k_bal), lambdas=jnp.ones(setup.n_terms, dtype), best_params=params,
+        best_raw=jnp.asarray(jnp.inf, dtype), status=jnp.int32(0), stall=jnp.int32(0),
+    )
+    return state, batch
+
+
+def _unknowns_result(problem, raw):
+    from ..inverse._inverse import unknowns_result
+
+    return unknowns_result(problem, raw)
+
+
+def train(
+    problem: Problem | str,
+    method: Method | str = "cgmpinn",
+    config: TrainConfig | None = None,
+    *,
+    key: jax.Array | int = 1224,
+    quiet: bool = False,
+    snapshot_refreshes: int = 4,
+    print_fn: Callable[[str], None] | None = None,
+    cache: CompileCache = COMPILE_CACHE,
+    prefetch_compile: bool = False,
+    track_error_every: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: float = 60.0,
+    resume: str | Path | None = None,
+) -> TrainResult:
+    """Train ``method`` on ``problem`` with Adam, then the second stage.
+
+    Args:
+        problem: a :class:`~cgmpinn_jax.problems.Problem` or a registry name.
+        method: a :class:`~cgmpinn_jax.methods.Method` or a registry name.
+        config: options (:class:`~cgmpinn_jax.config.TrainConfig`); defaults are the
+            reference's settings.
+        key: an int seed or a JAX PRNG key; split into (points, network, ReLoBRaLo) keys.
+        quiet: no progress output.
+        snapshot_refreshes: keep the per-point weights of this many refreshes (evenly
+            spaced) in the history, for plots.
+        print_fn: where progress lines go (default: stderr).
+        cache: the :class:`CompileCache` to use.
+        prefetch_compile: compile the second stage's programs in a background thread while
+            the Adam stage runs (results are the same either way; ``compile_seconds`` then
+            counts only the time spent waiting for them). Off by default in the library (no
+            thread is started unasked); the ``cgmpinn-jax`` command turns it on. The run
+            waits less for compilation and takes no longer as a whole (measured in
+            ``benchmarks/results/compile_time.md``).
+        track_error_every: record the relative e2 on the problem's test grid, with the
+            seconds since the run started, in ``history.error_k`` / ``error_seconds`` /
+            ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every
+            ``n`` steps inside a chunk (the same steps, one host round-trip per piece; the
+            evaluations' own time is in the seconds). ``None`` (default): not recorded.
+        progress: called with a :class:`Progress` after every chunk (stage, steps done of
+            the budget, loss, seconds, an inverse run's coefficients); the command line
+            draws its progress bars from it.
+        checkpoint_dir: write checkpoints of the run into ``checkpoint_dir/checkpoints/``
+            at chunk boundaries (:mod:`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
+            a checkpoint at the next chunk boundary, then :class:`TrainingInterrupted`
+            (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt.
+        checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
+            chunk boundary).
+        resume: a folder written with ``checkpoint_dir``: continue that run from its last
+            good checkpoint; the result is bit-identical to an uninterrupted run on the same
+            machine. The problem, method, config and key must be the run's (a checkpoint of
+            another run is refused, naming the differences; :func:`resume` rebuilds them
+            from the checkpoint). Checkpoints continue into the same folder unless
+            ``checkpoint_dir`` says otherwise.
+
+    Returns:
+        :class:`~cgmpinn_jax.training._records.TrainResult` with the trained model, metrics on the test
+        grid, e_loss, per-step histories, stage statuses, and compile / run seconds.
+
+    Example:
+        >>> import cgmpinn_jax as cj
+        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0), quiet=True)
+        >>> res.metrics.rel_e2 > 0
+        True
+    """
+    problem = get_problem(problem)
+    validate_problem(problem)  # before anything is compiled
+    method = get_method(method)
+    config = TrainConfig() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    setup = resolve(problem, method, config)
+    if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
+                                          or isinstance(track_error_every, bool) or track_error_every < 0):
+        raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
+    t_call = time.perf_counter()
+    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    key, seed = as_key(key)
+    if checkpoint_dir is None and resume is not None:
+        checkpoint_dir = resume
+    ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
+    checkpointer = None if checkpoint_dir is None else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
+    with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
+        static, eng = cache.engine(setup)
+        state, batch = init_state(setup, eng, key)
+        hyper = Hyper.from_config(config)
+        snap = None
+        if resume is not None:
+            snap = ckpt_lib.load(resume, ident, _templates(setup, eng, state, batch, hyper),
+                                 scope=lambda stage, handed: precision_scope(
+                                     config.precision, "second" if stage == "lbfgs" and handed else "adam"))
+            emit(f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
+                 f"{snap.done} steps of the stage done")
+        tracker = None if track_error_every is None else ErrorTracker(problem, static, t_call)
+        try:
+            with ckpt_lib.sigint_flag(checkpointer is not None) as interrupted:
+                out = run_stages(setup, eng, state, batch, hyper, emit, batched=False,
+                                 snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
+                                 track=tracker, track_every=int(track_error_every or 0), progress=progress,
+                                 checkpoint=checkpointer, resume=snap, interrupted=interrupted)
+        except Interrupted as stop:
+            out = stop.out._replace(state=_best_so_far(stop.out.state))
+            result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
+            emit(f"[{problem.name}/{method.name}] interrupted: checkpoint {stop.path}; best so far "
+                 f"rel_e2={result.metrics.rel_e2:.3e}; resume with cj.resume({str(checkpoint_dir)!r})")
+            raise ckpt_lib.TrainingInterrupted(Path(checkpoint_dir), result) from None
+    result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
+    if checkpointer is not None and checkpointer.written:
+        emit(f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
+             f"-> {checkpointer.root}")
+    result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
+    metrics, e_loss = result.metrics, result.e_loss
+    emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
+         f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    if result.unknowns is not None:
+        emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(
+            f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
+            for n, d in result.unknowns.as_dict().items()))
+    return result
+
+
+def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, batched: bool = False):
+    """``template(stage, handed)``: the structure, shapes and dtypes of ``(state, batch,
+    hyper, w)`` at a checkpoint's position (for reading it back); ``batched``: a sweep's,
+    with a leading member axis."""
+    w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    init_second = jax.vmap(eng.init_second) if batched else eng.init_second
+    initial = (state, batch, hyper, w)
+
+    def template(stage: str, handed: bool):
+        if not (stage == "lbfgs" and handed):
+            return initial
+        s, b, h, w2 = initial
+        if setup.config.precision == "mixed":
+            s, b, h, w2 = cast_floats((s, b, h, w2), jnp.zeros(()).dtype)
+        opt = jax.eval_shape(init_second, s.params, w2, s.lambdas, b)
+        return eqx.tree_at(lambda x: x.opt, reset_stage(s), opt), b, h, w2
+
+    return template
+
+
+def _best_so_far(state: State) -> State:
+    """The interrupted stage's best parameters (by the unweighted loss), when it has any."""
+    ok = jnp.isfinite(state.best_raw)
+    params = jax.tree_util.tree_map(lambda b, p: jnp.where(ok, b, p), state.best_params, state.params)
+    return eqx.tree_at(lambda s: s.params, state, params)
+
+
+def _result(problem, method, config, setup, static, eng, out: RunOutput, tracker, seed) -> TrainResult:
+    with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
+        trained = eqx.combine(out.state.params, static)
+        metrics = metrics_lib.evaluate(problem, trained.model)
+        e_loss = float(jax.jit(eng.objective)(out.state.params, out.w, out.state.lambdas, out.batch)[0])
+    result = TrainResult(
+        problem=problem, method=method, config=config, model=trained.model,
+        log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
+        history=member_history(out.history, 0, None if tracker is None else tracker.arrays()), adam_status=StageStatus(int(out.statuses["adam"][0])),
+        lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])), compile_seconds=out.compile_seconds,
+        run_seconds=out.run_seconds, adam_steps=setup.adam_steps, lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd,
+        relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
+        unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
+        stage_seconds=out.stage_seconds,
+    )
+    return result

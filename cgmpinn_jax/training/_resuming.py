@@ -1,0 +1,55 @@
+"""``resume(folder)``: continue a checkpointed run with the settings it recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from . import _checkpoint as ckpt_lib
+from ..config import TrainConfig
+from ._driver import train
+from ..io import _rebuild_problem
+from ..methods import get_method
+from ._records import TrainResult
+
+__all__ = ["resume", "recorded_run"]
+
+
+def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
+    """The problem, method, config and key (``key``: the int seed, or the PRNG key) that the
+    newest readable checkpoint in ``folder`` records, as keyword arguments of ``train``.
+
+    ``problem``: for a problem class that cannot be imported from its module (defined in a
+    notebook or a script's ``__main__``), pass the instance, as for
+    :func:`~cgmpinn_jax.load_model`."""
+    meta = ckpt_lib.read_meta(folder)
+    ident = meta["identity"]
+    if ident.get("kind") != "train":
+        raise ckpt_lib.CheckpointError(f"resume: {folder} holds a checkpoint of a {ident.get('kind')!r} run, not of train()")
+    prob = _rebuild_problem(ident["problem"], problem, Path(folder))
+    seed = meta.get("seed")
+    key = seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
+    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig(**ident["config"]), "key": key}
+
+
+def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainResult:
+    """Continue the run checkpointed in ``folder`` (``train(..., checkpoint_dir=folder)``)
+    from its last good checkpoint, with the problem, method, config and key it recorded.
+    The result is bit-identical to the uninterrupted run on the same machine.
+
+    ``train_kwargs`` go to :func:`~cgmpinn_jax.train` (``quiet``, ``progress``,
+    ``checkpoint_every``, ``track_error_every``, ...).
+
+    Example:
+        >>> import cgmpinn_jax as cj
+        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=40, lbfgs_steps=0, k_upd=20),
+        ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)  # doctest: +SKIP
+        >>> again = cj.resume("runs/ckpt-demo", quiet=True)  # doctest: +SKIP
+    """
+    if not Path(folder).exists():
+        raise FileNotFoundError(f"resume: no such folder {folder}")
+    run = recorded_run(folder, problem=problem)
+    return train(run["problem"], run["method"], run["config"], key=run["key"], resume=folder, **train_kwargs)

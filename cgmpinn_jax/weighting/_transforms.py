@@ -1,0 +1,284 @@
+"""optax-style ``(init, update)`` sample-weighting transformations (docs/reference-code.md §5,
+§11.1, §11.2): :func:`cgm_weighting`, :func:`gmmpinn_weighting`, :func:`clpinn_weighting`,
+:func:`uniform_weighting` return a :class:`Weighting` pair with a :class:`WeightingState`.
+
+``update(r, tau, state)`` refits the GMM on the signed residuals and recomputes the weights
+(one *refresh*, with the formulas of :mod:`cgmpinn_jax.weighting._formulas`); the training
+engine calls it every ``k_upd`` steps and holds the weights fixed in between.  A fit that is
+not usable (``DEGENERATE`` / ``NONFINITE``) or non-finite weights keep the previous valid
+weights (docs/reference-code.md §5 step 8).
+
+``n_components="bic"`` (an extension; the paper names it future work) chooses K in
+``1..max_components`` at every refresh by BIC (:func:`~cgmpinn_jax.gmm.fit_gmm_bic`).
+
+Import them from :mod:`cgmpinn_jax.weighting`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from cgmpinn_jax.gmm._bic import fit_gmm_bic
+from cgmpinn_jax.gmm._checks import _check_1d, _check_static_int
+from cgmpinn_jax.gmm._em import fit_gmm
+from cgmpinn_jax.gmm._types import GMMStatus
+from cgmpinn_jax.weighting._formulas import (
+    _as_float,
+    _check_beta,
+    _check_eps,
+    _check_tau,
+    cgm_weights,
+    clpinn_weights,
+    gmmpinn_weights,
+    normalize_weights,
+)
+
+__all__ = [
+    "WeightingState",
+    "Weighting",
+    "cgm_weighting",
+    "gmmpinn_weighting",
+    "clpinn_weighting",
+    "uniform_weighting",
+]
+
+
+# ---------------------------------------------------------------------------
+# optax-style (init, update) transformations
+# ---------------------------------------------------------------------------
+
+
+class WeightingState(NamedTuple):
+    """State of a :class:`Weighting` (a pytree).
+
+    Attributes:
+        weights: ``(N,)`` current normalised sample weights (ones before the first refresh).
+        last_valid: ``(N,)`` last valid *unnormalised* weights -- the reference's cache
+            (docs/reference-code.md §5 step 7), ones initially; re-normalised on a fallback.
+        last_status: ``()`` int32 :class:`~cgmpinn_jax.gmm.GMMStatus` of the last refresh
+            (``NONFINITE`` also when the GMM was fine but the weights were not).
+        n_refresh: ``()`` int32 number of ``update`` calls.
+        n_fallback: ``()`` int32 number of refreshes that kept the previous weights.
+        spread: ``()`` ``max(weights) / min(weights)`` (for logging; 1 initially).
+        n_components: ``()`` int32 number of GMM components of the last refresh's fit (the
+            BIC choice for ``n_components="bic"``); 0 before the first refresh and for the
+            weightings without a GMM.
+    """
+
+    weights: jax.Array
+    last_valid: jax.Array
+    last_status: jax.Array
+    n_refresh: jax.Array
+    n_fallback: jax.Array
+    spread: jax.Array
+    n_components: jax.Array
+
+
+class Weighting(NamedTuple):
+    """An ``(init, update)`` pair, optax style.
+
+    ``init(n_points, dtype=None) -> WeightingState``;
+    ``update(r, tau, state) -> (weights (N,), new_state)`` with ``r`` the ``(N,)`` signed PDE
+    residuals at the snapshot parameters (treated as constants) and ``tau`` the curriculum
+    parameter (ignored by the GMMPINN and uniform weightings).
+    """
+
+    init: Callable
+    update: Callable
+
+
+def _init_fn(n_points, dtype=None):
+    n_points = _check_static_int("n_points", n_points, 1)
+    dtype = jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
+    ones = jnp.ones((n_points,), dtype)
+    z = jnp.zeros((), jnp.int32)
+    return WeightingState(ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype), z)
+
+
+def _check_update_args(r, state):
+    _check_1d("r", r)
+    if r.shape != state.weights.shape:
+        raise ValueError(f"`r` has shape {r.shape} but the weighting state holds {state.weights.shape[0]} points")
+
+
+def _finish(w_raw, status, usable, state, eps, n_components=None):
+    """Fallback (docs/reference-code.md §5 step 8) + normalisation (step 9) + bookkeeping."""
+    w_raw = w_raw.astype(state.weights.dtype)
+    ok = usable & jnp.all(jnp.isfinite(w_raw))
+    raw = jnp.where(ok, w_raw, state.last_valid)
+    w = normalize_weights(raw, eps)
+    status = jnp.where(usable & ~ok, GMMStatus.NONFINITE, status).astype(jnp.int32)
+    tiny = jnp.finfo(w.dtype).tiny
+    spread = jnp.max(w) / jnp.maximum(jnp.min(w), tiny)
+    new_state = WeightingState(
+        weights=w,
+        last_valid=raw,
+        last_status=status,
+        n_refresh=state.n_refresh + 1,
+        n_fallback=state.n_fallback + (~ok).astype(jnp.int32),
+        spread=spread,
+        n_components=state.n_components if n_components is None else jnp.asarray(n_components, jnp.int32),
+    )
+    return w, new_state
+
+
+_BIC = "bic"
+
+
+def _check_n_components(n_components, max_components):
+    """Validate ``n_components`` (int >= 1 or ``"bic"``) and ``max_components``."""
+    max_components = _check_static_int("max_components", max_components, 1)
+    if isinstance(n_components, str):
+        if n_components != _BIC:
+            raise ValueError(f"`n_components` must be a Python int >= 1 or 'bic', got {n_components!r}")
+        return n_components, max_components
+    return _check_static_int("n_components", n_components, 1), max_components
+
+
+def _fit(r, n_components, max_components, gmm_kwargs):
+    """``(fit, mask, K)``: a plain K-component fit (mask None) or the BIC choice, padded."""
+    if n_components == _BIC:
+        sel = fit_gmm_bic(r, max_components, **gmm_kwargs)
+        return sel.fit, sel.mask, sel.n_components
+    return fit_gmm(r, n_components, **gmm_kwargs), None, n_components
+
+
+def cgm_weighting(
+    *,
+    n_components: int | str = 4,
+    max_components: int = 6,
+    beta=1.0,
+    eps=1e-6,
+    variance_factor: bool = True,
+    fade_variance: bool = True,
+    **gmm_kwargs,
+) -> Weighting:
+    """CGM weighting as an ``(init, update)`` pair (docs/reference-code.md §5).
+
+    ``update(r, tau, state)``: fit a ``n_components`` GMM to the signed residuals
+    (:func:`~cgmpinn_jax.gmm.fit_gmm`, extra keyword arguments forwarded, sklearn defaults
+    otherwise), compute :func:`cgm_weights` at ``tau``.  On a ``CONVERGED`` or ``MAX_ITER``
+    fit the new weights are used (sklearn also uses a fit that hit ``max_iter``).  On
+    ``DEGENERATE`` / ``NONFINITE`` status or any non-finite weight the previous valid
+    unnormalised weights (ones initially) are kept and re-normalised, as the reference's
+    exception fallback does.  Difference from the reference: sklearn only *warns* when there
+    are fewer distinct residual values than components and then still produces weights; here
+    that case (``DEGENERATE``) also falls back.
+
+    ``n_components="bic"`` (an extension; the paper names automatic K as future work) refits
+    K = 1..``max_components`` at every refresh with :func:`~cgmpinn_jax.gmm.fit_gmm_bic` and
+    uses the fit of lowest BIC; the difficulty normalisation and the precision maximum then
+    run over the chosen K components only, so the weights equal those of a plain fit with that
+    K.  The chosen K is in ``state.n_components``.
+
+    Args:
+        n_components: K (Python int >= 1; default 4 as the reference) or ``"bic"``.
+        max_components: largest K tried when ``n_components="bic"`` (default 6; ignored
+            otherwise).
+        beta: >= 0 (default 1.0); may be traced.
+        eps: > 0 (default 1e-6, absolute); may be traced.
+        variance_factor, fade_variance: see :func:`cgm_component_weights`.
+        **gmm_kwargs: ``max_iter``, ``tol``, ``reg_covar``, ``init``, ``kmeans_max_iter`` of
+            :func:`~cgmpinn_jax.gmm.fit_gmm`.
+
+    Returns:
+        :class:`Weighting`.
+
+    Example:
+        >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
+        >>> wt = cgm_weighting(n_components=2)
+        >>> state = wt.init(r.shape[0])
+        >>> w, state = wt.update(r, 0.0, state)
+        >>> int(state.last_status), int(state.n_refresh), bool(w[0] > w[-1])
+        (0, 1, True)
+    """
+    n_components, max_components = _check_n_components(n_components, max_components)
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        _check_tau(tau)
+        fit, mask, k = _fit(r, n_components, max_components, gmm_kwargs)
+        w_raw = cgm_weights(
+            r,
+            fit,
+            tau,
+            beta=beta,
+            eps=eps,
+            variance_factor=variance_factor,
+            fade_variance=fade_variance,
+            normalize=False,
+            mask=mask,
+        )
+        return _finish(w_raw, fit.status, fit.usable, state, eps, k)
+
+    return Weighting(_init_fn, update)
+
+
+def gmmpinn_weighting(
+    *, n_components: int | str = 4, max_components: int = 6, beta=1.0, eps=1e-6, **gmm_kwargs
+) -> Weighting:
+    """GMMPINN ablation weighting (docs/reference-code.md §11.1) as an ``(init, update)`` pair.
+
+    Same GMM (``n_components="bic"`` included), status handling and fallback as
+    :func:`cgm_weighting`; weights from :func:`gmmpinn_weights`.  ``update(r, tau, state)``
+    ignores ``tau``.
+    """
+    n_components, max_components = _check_n_components(n_components, max_components)
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        del tau
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        fit, mask, k = _fit(r, n_components, max_components, gmm_kwargs)
+        w_raw = gmmpinn_weights(r, fit, beta=beta, eps=eps, normalize=False, mask=mask)
+        return _finish(w_raw, fit.status, fit.usable, state, eps, k)
+
+    return Weighting(_init_fn, update)
+
+
+def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
+    """CLPINN ablation weighting (docs/reference-code.md §11.2) as an ``(init, update)`` pair.
+
+    No GMM.  Status is ``CONVERGED``, or ``NONFINITE`` (previous weights kept) when the
+    residuals or weights are not finite.
+    """
+    _check_beta(beta)
+    _check_eps(eps)
+
+    def update(r, tau, state):
+        r = lax.stop_gradient(_as_float(r))
+        _check_update_args(r, state)
+        _check_tau(tau)
+        w_raw = clpinn_weights(r, tau, beta=beta, eps=eps, normalize=False)
+        finite = jnp.all(jnp.isfinite(r))
+        status = jnp.where(finite, GMMStatus.CONVERGED, GMMStatus.NONFINITE)
+        return _finish(w_raw, status, finite, state, eps)
+
+    return Weighting(_init_fn, update)
+
+
+def uniform_weighting() -> Weighting:
+    """Plain PINN weighting: every weight is 1, always (no normalisation ``eps``).
+
+    Example:
+        >>> wt = uniform_weighting()
+        >>> w, s = wt.update(jnp.arange(3.0), 0.5, wt.init(3))
+        >>> w.tolist(), int(s.n_refresh)
+        ([1.0, 1.0, 1.0], 1)
+    """
+
+    def update(r, tau, state):
+        del tau
+        _check_update_args(jnp.asarray(r), state)
+        return state.weights, state._replace(n_refresh=state.n_refresh + 1)
+
+    return Weighting(_init_fn, update)

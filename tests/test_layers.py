@@ -1,0 +1,91 @@
+"""The floor plan: the layering contracts of pyproject.toml hold (import-linter), and no two
+modules of the package import each other, directly or through others (lazy imports inside
+functions count)."""
+
+from pathlib import Path
+
+import pytest
+
+grimp = pytest.importorskip("grimp")
+importlinter_cli = pytest.importorskip("importlinter.cli")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_layer_contracts_hold():
+    assert importlinter_cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True) == 0
+
+
+def _cycles(graph) -> list[tuple[str, str]]:
+    out = []
+    for a in sorted(graph.modules):
+        for b in sorted(graph.find_modules_directly_imported_by(a)):
+            if a != b and graph.chain_exists(importer=b, imported=a):
+                out.append((a, b))
+    return out
+
+
+def test_no_import_cycle():
+    graph = grimp.build_graph("cgmpinn_jax")
+    assert len(graph.modules) > 50
+    assert _cycles(graph) == []
+
+
+def test_cycle_detection_finds_one():
+    graph = grimp.ImportGraph()
+    for m in ("p", "p.a", "p.b", "p.c"):
+        graph.add_module(m)
+    graph.add_import(importer="p.a", imported="p.b")
+    graph.add_import(importer="p.b", imported="p.c")
+    assert _cycles(graph) == []
+    graph.add_import(importer="p.c", imported="p.a")
+    assert ("p.a", "p.b") in _cycles(graph)
+
+
+def test_old_module_paths_still_work_with_a_warning():
+    import importlib
+    import sys
+
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.training import _driver
+
+    sys.modules.pop("cgmpinn_jax.driver", None)
+    with pytest.warns(DeprecationWarning, match=r"cgmpinn_jax\.driver moved to cgmpinn_jax\.training\._driver"):
+        old = importlib.import_module("cgmpinn_jax.driver")
+    assert old is _driver and old.__spec__.name == "cgmpinn_jax.training._driver"
+    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.records"):
+        from cgmpinn_jax.records import StageStatus
+    assert StageStatus is cj.StageStatus
+    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.nets"):
+        assert cj.nets.MLP is cj.nn.MLP
+    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.infer"):
+        assert cj.inverse.infer is cj.infer
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        cj.nope  # noqa: B018
+
+
+def _body_lines(node) -> int:
+    """Lines of a function's body, its docstring not counted."""
+    import ast
+
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return 0 if not body else body[-1].end_lineno - body[0].lineno + 1
+
+
+def test_modules_and_functions_stay_small():
+    """No module over 400 lines; in training/ and solvers/ no function body over 60 lines."""
+    import ast
+
+    pkg = ROOT / "cgmpinn_jax"
+    big = [str(p.relative_to(ROOT)) for p in pkg.rglob("*.py") if len(p.read_text().splitlines()) > 400]
+    assert big == []
+    long = []
+    for sub in ("training", "solvers"):
+        for p in (pkg / sub).glob("*.py"):
+            for node in ast.walk(ast.parse(p.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > 60:
+                    long.append(f"{p.name}:{node.name}")
+    assert long == []
