@@ -62,10 +62,21 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
 
     over = {} if lbfgs_steps is None else {"lbfgs_steps": lbfgs_steps}
     cfg = cj.TrainConfig.preset("accurate", **over)
+    # a run checkpoints into the cache (every 2 min) and a killed one resumes from there, its
+    # seconds going on from what the checkpoint recorded
+    ckpt = runcache.CACHE / f"{STUDY}_checkpoints" / run_key(problem, method, seed, lbfgs_steps)
+    resumed = (ckpt / "checkpoints").is_dir() and any((ckpt / "checkpoints").iterdir())
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=False, prefetch_compile=True, track_error_every=track_every,
-                   print_fn=lambda s: print(s, flush=True) if " done:" in s or "stopped" in s or "compiled" in s else None)
+                   checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None,
+                   print_fn=lambda s: print(s, flush=True) if any(w in s for w in (" done:", "stopped", "compiled",
+                                                                                   "resuming")) else None)
     wall = time.perf_counter() - t0
+    if resumed:  # the part before the checkpoint: compile + run seconds restored from it
+        wall = max(wall, res.compile_seconds + res.run_seconds)
+    import shutil
+
+    shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h = res.history
     n_second = int(np.sum(h.k > res.adam_steps))
     reach = {}
@@ -80,7 +91,7 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
         "statuses": {"adam": res.adam_status.name, "second": res.lbfgs_status.name},
         "second_iterations": n_second, "trials_per_iteration": res.evals_per_lbfgs_iteration,
         "reach": reach, "wall_seconds": wall, "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,
-        "threads": runcache.threads_label(),
+        "threads": runcache.threads_label(), "resumed": bool(resumed),
         # full file only (dropped from the record): the tracked error trace
         "error_trace": {"k": h.error_k.tolist(), "seconds": h.error_seconds.tolist(), "rel_e2": h.error_rel_e2.tolist()},
     }

@@ -301,6 +301,8 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         rows = ckpt_lib.restore_recorder(run.rec, resume.history)
         if track is not None and rows is not None:
             track.rows[:] = rows
+            if rows and hasattr(track, "t0"):  # the error trace's seconds go on from the checkpoint's
+                track.t0 = time.perf_counter() - float(rows[-1][1])
         run.statuses = dict(resume.statuses)
         run.compile_s, run.t_start = resume.compile_seconds, time.perf_counter() - resume.elapsed
     arrays = (state, batch, hyper, w)
