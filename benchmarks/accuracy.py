@@ -162,7 +162,9 @@ def render(recs: dict) -> str:
         "",
         "Machine(s): " + "; ".join(machines) + ". The seed-0 runs of 1D Poisson (both methods) and heat CGMPINN "
         "shared the 2-core machine for a few minutes each with test runs, so their seconds are upper bounds; "
-        "iterations are not affected.",
+        "the seed-0 runs of 2D Poisson and damped wave ran two at a time (one per core, one XLA thread each) "
+        "beside test suites, CI and other runs for most of their time, so their seconds are upper bounds by a "
+        "wide margin (compare their iterations). Iterations are not affected.",
         "",
         "| problem | method | GN its | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | to 1e-6 | wall s | compile s | "
         "stop | XLA threads | float64 L-BFGS |",
