@@ -23,6 +23,7 @@ Timings are those of the machine and thread setting each record names.
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 from pathlib import Path
 
@@ -59,13 +60,14 @@ def first_reach(err_k, err_s, err_e, thr, adam_steps):
 
 def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, track_every: int) -> dict:
     import cgmpinn_jax as cj
+    from cgmpinn_jax.training._checkpoint import latest as latest_checkpoint
 
     over = {} if lbfgs_steps is None else {"lbfgs_steps": lbfgs_steps}
     cfg = cj.TrainConfig.preset("accurate", **over)
     # a run checkpoints into the cache (every 2 min) and a killed one resumes from there, its
     # seconds going on from what the checkpoint recorded
     ckpt = runcache.CACHE / f"{STUDY}_checkpoints" / run_key(problem, method, seed, lbfgs_steps)
-    resumed = (ckpt / "checkpoints").is_dir() and any((ckpt / "checkpoints").iterdir())
+    resumed = latest_checkpoint(ckpt) is not None
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=False, prefetch_compile=True, track_error_every=track_every,
                    checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None,
@@ -74,8 +76,6 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
     wall = time.perf_counter() - t0
     if resumed:  # the part before the checkpoint: compile + run seconds restored from it
         wall = max(wall, res.compile_seconds + res.run_seconds)
-    import shutil
-
     shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h = res.history
     n_second = int(np.sum(h.k > res.adam_steps))

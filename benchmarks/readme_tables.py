@@ -161,12 +161,13 @@ SUMMARY_METHODS = (("CGMPINN", "cgmpinn"), ("PINN", "pinn"))
 def _accuracy_medians(results: Path) -> dict:
     """{(problem, method): (median rel e2, seeds)} of the accurate preset's grid runs (the
     default number of Gauss-Newton iterations; the grid's seeds, as ``accuracy.py`` plans them)."""
-    from benchmarks.accuracy import seeds_for
+    from benchmarks.accuracy import run_key, seeds_for
 
     path = results / "accuracy.json"
     out: dict = {}
-    for r in (_load_record(path).values() if path.exists() else ()):
-        if r["seed"] in seeds_for(r["problem"]) and r["lbfgs_steps"] == r["config"]["lbfgs_steps"] == 1500:
+    for key, r in (_load_record(path).items() if path.exists() else ()):
+        # the preset's own iteration count: the key has no "__gn<n>" override
+        if r["seed"] in seeds_for(r["problem"]) and key == run_key(r["problem"], r["method"], r["seed"]):
             out.setdefault((r["problem"], r["method"]), []).append(r["metrics"]["rel_e2"])
     return {k: (tl.stats([tl.dec(x) for x in v])["median"], len(v)) for k, v in out.items()}
 
