@@ -88,7 +88,7 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
         "problem": problem, "method": method, "seed": seed, "preset": "accurate",
         "adam_steps": res.adam_steps, "lbfgs_steps": res.lbfgs_steps, "config": cfg.to_dict(),
         "metrics": res.metrics.as_dict(), "rel_e2_after_adam": adam_end,
-        "statuses": {"adam": res.adam_status.name, "second": res.lbfgs_status.name},
+        "statuses": {"adam": res.statuses["adam"].name, "second": res.statuses["lbfgs"].name},
         "second_iterations": n_second, "trials_per_iteration": res.evals_per_lbfgs_iteration,
         "reach": reach, "wall_seconds": wall, "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,
         "threads": runcache.threads_label(), "resumed": bool(resumed),

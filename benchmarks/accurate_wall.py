@@ -47,7 +47,7 @@ second = np.asarray(res.history.k) > res.adam_steps
 ev = np.asarray(res.history.evals)
 out = dict(variant={variant!r}, seed={seed}, rel_e2=float(res.metrics.rel_e2), e_loss=float(res.e_loss),
            wall_seconds=wall, compile_seconds=s["compile_seconds"], run_seconds=s["run_seconds"],
-           lbfgs_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
+           lbfgs_status=res.statuses["lbfgs"].name, adam_status=res.statuses["adam"].name,
            total_evals=int(ev.sum()), lbfgs_iterations=int(second.sum()),
            lbfgs_evals=int(ev[second].sum()), evals_per_iteration=res.evals_per_lbfgs_iteration,
            config=res.config.to_dict())

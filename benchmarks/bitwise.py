@@ -52,7 +52,7 @@ def fingerprint(result) -> dict:
            if name not in ("snapshots", "error_seconds") and getattr(h, name) is not None}
     out["snapshots"] = {str(k): _hex(v) for k, v in sorted(h.snapshots.items())}
     out["metrics"] = {k: float(v).hex() for k, v in result.metrics.as_dict().items()}
-    out["statuses"] = [result.adam_status.name, result.lbfgs_status.name]
+    out["statuses"] = [result.statuses["adam"].name, result.statuses["lbfgs"].name]
     return out
 
 
@@ -69,7 +69,7 @@ def run_all(names=None) -> dict:
             problem = inverse.inverse_problem("heat", n_obs=100, noise=0.01, key=0)
         res = cj.train(problem, method, cfg, key=0, quiet=True)
         out["runs"][name] = fingerprint(res)
-        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({res.adam_status.name}, {res.lbfgs_status.name})", flush=True)
+        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({res.statuses['adam'].name}, {res.statuses['lbfgs'].name})", flush=True)
     return out
 
 

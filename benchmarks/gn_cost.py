@@ -67,7 +67,7 @@ def measure(problem: str, repeats: int, with_optimistix: bool) -> dict:
         state, batch = init_state(setup, eng, jax.random.key(0))
         n = batch["pde"][0].shape[0]
         w, lam = jnp.ones(n), jnp.ones(setup.n_terms)
-        lsq, gn = eng.second.lsq, eng.second
+        lsq, gn = eng.lsq, eng.second
         jac = jax.jit(lsq.jacobian)
         r, J = jac(state.params, batch, w, lam)
         M, P = (int(s) for s in J.shape)
@@ -119,7 +119,7 @@ def _optimistix(eng, state, batch, w, lam, repeats) -> dict:
     import equinox as eqx
     import jax
 
-    lsq = eng.second.lsq
+    lsq = eng.lsq
 
     def fn(params, args):  # optimistix's low-level API: (residuals, aux)
         return lsq.residuals(params, batch, w, lam), None

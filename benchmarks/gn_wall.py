@@ -55,7 +55,7 @@ wall = time.perf_counter() - t0
 h = res.history
 out = dict(variant={variant!r}, preset={preset!r}, problem={problem!r}, method={method!r}, seed={seed},
            rel_e2=float(res.metrics.rel_e2), wall_seconds=wall, compile_seconds=res.compile_seconds,
-           run_seconds=res.run_seconds, second_status=res.lbfgs_status.name, adam_status=res.adam_status.name,
+           run_seconds=res.run_seconds, second_status=res.statuses["lbfgs"].name, adam_status=res.statuses["adam"].name,
            second_iterations=int(np.sum(h.k > res.adam_steps)), adam_steps=res.adam_steps, config=res.config.to_dict(),
            error_trace=dict(k=h.error_k.tolist(), seconds=h.error_seconds.tolist(), rel_e2=h.error_rel_e2.tolist()))
 json.dump(out, open(sys.argv[1], "w"))

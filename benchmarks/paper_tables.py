@@ -281,7 +281,7 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
             vals = np.asarray(res.predict(grid.points), dtype=np.float32).reshape(-1)
             pred = {"shape": list(grid.shape), "values": [float(f"{v:.7g}") for v in vals.tolist()]}
         rec = _record(spec, resolved=resolved, metrics=res.metrics.as_dict(), e_loss=res.e_loss,
-                      statuses={"adam": res.adam_status.name, "lbfgs": res.lbfgs_status.name},
+                      statuses={"adam": res.statuses["adam"].name, "lbfgs": res.statuses["lbfgs"].name},
                       compile_s=res.compile_seconds, run_s=res.run_seconds, timing="single",
                       history=res.history, prediction=pred, machine=machine)
         save(seed, rec)
@@ -314,8 +314,8 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
             metrics = {f: float(np.asarray(sw.metrics[f]).reshape(-1)[i]) for f in ("e2", "rel_e2", "e_inf", "l2")}
             rec = _record(spec, resolved=resolved, metrics=metrics,
                           e_loss=float(np.asarray(sw.metrics["e_loss"]).reshape(-1)[i]),
-                          statuses={"adam": _status_name(np.asarray(sw.adam_status).reshape(-1)[i]),
-                                    "lbfgs": _status_name(np.asarray(sw.lbfgs_status).reshape(-1)[i])},
+                          statuses={"adam": _status_name(np.asarray(sw.statuses["adam"]).reshape(-1)[i]),
+                                    "lbfgs": _status_name(np.asarray(sw.statuses["lbfgs"]).reshape(-1)[i])},
                           compile_s=sw.compile_seconds / n, run_s=sw.run_seconds / n, timing="vmapped-share",
                           history=sw.histories[i], prediction=None, machine=machine, sweep_info=info)
             save(seed, rec)

@@ -185,7 +185,7 @@ def run_ours(problem: str, seed: int, adam_steps, iterations, net: dict, track_e
     return {
         "config": cfg.to_dict(), "adam_steps": A, "lbfgs_steps": res.lbfgs_steps,
         "rel_e2_adam_end_last_iterate": float(h.error_rel_e2[i0]),
-        "status": res.lbfgs_status.name, "rel_e2_final_model": float(res.metrics.rel_e2),
+        "status": res.statuses["lbfgs"].name, "rel_e2_final_model": float(res.metrics.rel_e2),
         "trials_per_iteration": res.evals_per_lbfgs_iteration, "compile_seconds": gn_compile,
         "wall_seconds": wall, "loss_end": float(h.loss[-1]) if h.loss.size else None,
         **_summary(trace), "trace": trace,

@@ -128,7 +128,7 @@ def train_one(problem: str, method: str, variant: str, seed: int, lbfgs_steps: i
         "problem": problem, "method": method, "variant": variant, "seed": seed, "source": "trained",
         "lbfgs_steps": res.lbfgs_steps, "adam_steps": res.adam_steps,
         "config": cfg.to_dict(), "metrics": res.metrics.as_dict(), "e_loss": res.e_loss,
-        "statuses": {"adam": res.adam_status.name, "second": res.lbfgs_status.name},
+        "statuses": {"adam": res.statuses["adam"].name, "second": res.statuses["lbfgs"].name},
         "second_iterations": n_second, "evals_per_iteration": res.evals_per_lbfgs_iteration,
         "evals_total": int(np.sum(res.history.evals)), "wall_seconds": wall,
         "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,

@@ -69,7 +69,7 @@ def run_one(method: str, precision: str, seed: int, second_stage: str) -> dict:
         rules.append({"ftol": ftol, "patience": patience, "fires_at": at, "best_loss_then_over_final": best_then / final_best})
     return {
         "method": method, "precision": precision, "second_stage": second_stage, "seed": seed,
-        "rel_e2_full_budget": res.metrics.rel_e2, "lbfgs_status": res.lbfgs_status.name,
+        "rel_e2_full_budget": res.metrics.rel_e2, "lbfgs_status": res.statuses["lbfgs"].name,
         "evals_per_iteration": res.evals_per_lbfgs_iteration, "best_loss": final_best,
         "loss_at": {str(k): float(np.nanmin(raw_total[:k])) for k in (1000, 2000, 4000, 6000, 8000, len(raw_total))
                     if k <= len(raw_total)},

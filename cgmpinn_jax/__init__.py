@@ -11,7 +11,8 @@ imports a layer above its own; ``import-linter`` checks it):
 * ``problems`` (the six benchmarks, the ``Problem`` base, point helpers), ``nn`` (networks,
   Taylor-mode fast path), ``derivatives``;
 * ``gmm`` (jitted 1-D EM), then ``weighting`` (tau, CGM / GMMPINN / CLPINN weights,
-  ReLoBRaLo), ``solvers`` (L-BFGS, dense quasi-Newton, Gauss-Newton; ``StageStatus``) and
+  ReLoBRaLo), ``solvers`` (the stage protocol: Adam, L-BFGS, dense quasi-Newton,
+  Gauss-Newton, each with its stop rule; ``StageStatus``) and
   ``inverse`` (unknown coefficients, observations);
 * ``training`` (schedule, objective, engine, driver, records, sweep, checkpoints);
 * ``cli`` (the ``cgmpinn-jax`` command), imported by nothing.

@@ -72,6 +72,17 @@ class TrainConfig:
         adam_steps: Adam steps (paper: 5000; Fisher-KPP 8000). ``None``: the problem's.
         lbfgs_steps: second-stage iterations (paper: 10000 L-BFGS; Fisher-KPP 12000). ``None``:
             the problem's.
+        stages: the run's stages in order (``None``: ``("adam", "lbfgs")``). ``"adam"`` comes
+            first if at all; a later stage is ``"lbfgs"`` (the member ``second_stage`` names:
+            the historic name of the second stage, whichever member) or a member's own name
+            (``"optax"``, ``"jaxopt"``, ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"``,
+            ``"gauss_newton"``), each at most once. A third stage is configuration, e.g.
+            ``stages=("adam", "lbfgs", "gauss_newton")``: Adam, L-BFGS, then Gauss-Newton from
+            where L-BFGS stopped. Every stage after Adam starts with a weight refresh at the
+            previous stage's last tau (as the second stage does), and the curriculum spans
+            ``c_sat`` of all stages' steps together.
+        stage_steps: each stage's budget, in the order of ``stages`` (``None``, or ``None``
+            entries: ``adam_steps`` for Adam and ``lbfgs_steps`` for every later stage).
         k_upd: steps between two refreshes of the per-point weights (paper k_upd; reference
             200, Fisher-KPP CGMPINN 100). ``None``: the method's on this problem.
         width, depth: hidden width and number of hidden layers (reference 50 x 4).
@@ -134,6 +145,8 @@ class TrainConfig:
 
     adam_steps: Optional[int] = None
     lbfgs_steps: Optional[int] = None
+    stages: Optional[tuple] = None
+    stage_steps: Optional[tuple] = None
     k_upd: Optional[int] = None
     width: Optional[int] = None
     depth: Optional[int] = None
@@ -170,9 +183,44 @@ class TrainConfig:
     relobralo_lbfgs_apply: str = "iteration"
 
     def __post_init__(self):
+        self._check_stages()
         self._check_ints()
         self._check_floats()
         self._check_choices()
+
+    def _check_stages(self):
+        for name in ("stages", "stage_steps"):  # a JSON round trip gives lists
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.stages is not None:
+            allowed = ("adam", "lbfgs") + get_args(SecondStage)
+            if not isinstance(self.stages, tuple) or not self.stages:
+                raise ValueError(f"TrainConfig.stages must be None or a non-empty tuple of stage names, got {self.stages!r}")
+            for i, st in enumerate(self.stages):
+                if st not in allowed:
+                    raise ValueError(f"TrainConfig.stages[{i}] must be one of {allowed}, got {st!r}")
+                if st == "adam" and i > 0:
+                    raise ValueError(f"TrainConfig.stages: 'adam' can only be the first stage, got {self.stages!r}")
+            if len(set(self.stages)) < len(self.stages):
+                raise ValueError(f"TrainConfig.stages names a stage twice: {self.stages!r}")
+        if self.stage_steps is not None:
+            names = self.stage_names
+            if not isinstance(self.stage_steps, tuple) or len(self.stage_steps) != len(names):
+                raise ValueError(f"TrainConfig.stage_steps must be None or a tuple of {len(names)} budgets (one per "
+                                 f"stage of {names}), got {self.stage_steps!r}")
+            for i, v in enumerate(self.stage_steps):
+                if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):
+                    raise ValueError(f"TrainConfig.stage_steps[{i}] must be None or a non-negative int, got {v!r}")
+
+    @property
+    def stage_names(self) -> tuple:
+        """The run's stages, in order (``stages``, or ``("adam", "lbfgs")``)."""
+        return ("adam", "lbfgs") if self.stages is None else self.stages
+
+    @property
+    def members(self) -> tuple:
+        """The second-stage member of each stage after Adam (``"lbfgs"`` resolved to ``second_stage``)."""
+        return tuple(self.second_stage if st == "lbfgs" else st for st in self.stage_names if st != "adam")
 
     def _check_ints(self):
         for name in ("adam_steps", "lbfgs_steps"):
@@ -230,19 +278,26 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.relobralo not in (None, True, False, "both", "adam", "none"):
             raise ValueError(f"TrainConfig.relobralo must be None, a bool, 'both', 'adam' or 'none', got {self.relobralo!r}")
-        if self.second_stage != "jaxopt":
+        members = self.members
+        if "jaxopt" not in members:
             for name, default in _JAXOPT_ONLY.items():
                 if getattr(self, name) != default:
                     raise ValueError(f"TrainConfig.{name} is a jaxopt L-BFGS option; it has no effect with "
                                      f"second_stage={self.second_stage!r} (use second_stage='jaxopt')")
-        if self.second_stage != "gauss_newton":
+        if "gauss_newton" not in members:
             for name, default in _GN_ONLY.items():
                 if getattr(self, name) != default:
                     raise ValueError(f"TrainConfig.{name} is a Gauss-Newton option; it has no effect with "
                                      f"second_stage={self.second_stage!r} (use second_stage='gauss_newton')")
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields as a dict; ``stages`` and ``stage_steps`` only when set (so that a
+        two-stage config's record, and the checkpoints keyed by it, read as before)."""
+        d = dataclasses.asdict(self)
+        for name in ("stages", "stage_steps"):
+            if d[name] is None:
+                del d[name]
+        return d
 
     @property
     def second_stage_dtype(self) -> str:
@@ -276,9 +331,11 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def stop_rule(config: TrainConfig) -> StopRule:
-    """The second stage's tolerances: the config's, or the defaults of its precision."""
-    table = _GN_STOP_DEFAULTS if config.second_stage == "gauss_newton" else _STOP_DEFAULTS
+def stop_rule(config: TrainConfig, member: Optional[str] = None) -> StopRule:
+    """A second-stage member's tolerances (``member``: ``None`` = ``config.second_stage``):
+    the config's, or the member's defaults for its precision."""
+    member = config.second_stage if member is None else member
+    table = _GN_STOP_DEFAULTS if member == "gauss_newton" else _STOP_DEFAULTS
     d = table[config.second_stage_dtype]
     return StopRule(
         gtol=d.gtol if config.lbfgs_gtol is None else float(config.lbfgs_gtol),

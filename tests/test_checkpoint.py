@@ -39,7 +39,7 @@ def assert_same_run(a, b):
         np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
     assert a.metrics == b.metrics
     assert a.e_loss == b.e_loss
-    assert (a.adam_status, a.lbfgs_status) == (b.adam_status, b.lbfgs_status)
+    assert a.statuses == b.statuses
 
 
 def only(folder: Path, ckpt: Path) -> Path:
@@ -115,7 +115,7 @@ def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path):
                  progress=progress)
     stop = info.value
     assert isinstance(stop, KeyboardInterrupt) and stop.checkpoint_dir == folder
-    assert stop.result.adam_status == cj.StageStatus.INTERRUPTED and np.isfinite(stop.result.metrics.rel_e2)
+    assert stop.result.statuses["adam"] == cj.StageStatus.INTERRUPTED and np.isfinite(stop.result.metrics.rel_e2)
     assert len(stop.result.history.k) == 20  # no chunk lost
     meta = json.loads((ck.latest(folder) / "meta.json").read_text())
     assert meta["position"] == {"stage": "adam", "chunk": 1, "handed": True, "done": 20}

@@ -27,7 +27,7 @@ WORKER = textwrap.dedent(
     with open(out, "w") as f:
         json.dump({"rel_e2": a.metrics["rel_e2"].tolist(), "e_loss": a.metrics["e_loss"].tolist(),
                    "n_devices": a.n_devices, "output_devices": a.output_devices,
-                   "lbfgs_status": a.lbfgs_status.tolist()}, f)
+                   "lbfgs_status": a.statuses["lbfgs"].tolist()}, f)
     jax.distributed.shutdown()
     """
 )

@@ -48,7 +48,7 @@ def test_mixed_casts_at_the_hand_off():
     # the Adam stage is the float32 one: its first losses equal a float32 run's
     f32 = cj.train(_problem(), "cgmpinn", cj.TrainConfig(**TINY), key=0, quiet=True)
     np.testing.assert_array_equal(res.history.loss[:30], f32.history.loss[:30])
-    assert res.lbfgs_status in (cj.StageStatus.COMPLETED, cj.StageStatus.LOSS_TOL)
+    assert res.statuses["lbfgs"] in (cj.StageStatus.COMPLETED, cj.StageStatus.LOSS_TOL)
 
 
 def test_cast_floats_only_touches_floats():
@@ -101,7 +101,7 @@ def test_loss_tol_fires_where_the_rule_says():
     iteration a replay of the rule on the recorded unweighted losses gives."""
     cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=60, k_upd=10, lbfgs_ftol=0.9, lbfgs_tol_patience=7)
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
-    assert res.lbfgs_status == cj.StageStatus.LOSS_TOL
+    assert res.statuses["lbfgs"] == cj.StageStatus.LOSS_TOL
     raw = res.history.raw[res.history.k > 20].sum(1)
     fired = loss_tol_fires_at(raw, ftol=0.9, patience=7)
     assert fired is not None and len(raw) == fired + 1

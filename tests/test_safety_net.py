@@ -171,7 +171,7 @@ def test_sweep_member_follows_train(cgm_run, cgm_sweep):
     the other beta's member measurably different (the grid reaches the weights, member order)."""
     h, (m0, m1) = cgm_run.history, cgm_sweep.histories
     assert list(cgm_sweep.axes) == ["seed", "beta"] and cgm_sweep.axes["beta"][0] == TrainConfig().beta
-    assert cgm_sweep.adam_status.shape == (1, 2) and int(cgm_sweep.adam_status[0, 0]) == cgm_run.adam_status
+    assert cgm_sweep.statuses["adam"].shape == (1, 2) and int(cgm_sweep.statuses["adam"][0, 0]) == cgm_run.statuses["adam"]
     for f in ("k", "refresh_k", "refresh_tau"):
         np.testing.assert_array_equal(getattr(m0, f), getattr(h, f), err_msg=f)
     np.testing.assert_array_equal(m0.raw[0], h.raw[0])  # same points, same initial network
@@ -295,7 +295,7 @@ def test_tiny_run_records_the_schedule_and_tau(cgm_run):
     k_max = ADAM + LBFGS
     np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (TrainConfig().c_sat * k_max), 1.0), rtol=1e-6)
     assert h.refresh_tau[-1] == 1.0 and h.k.tolist() == list(range(1, k_max + 1))
-    assert cgm_run.adam_status == StageStatus.COMPLETED and cgm_run.lbfgs_status == StageStatus.COMPLETED
+    assert cgm_run.statuses["adam"] == StageStatus.COMPLETED and cgm_run.statuses["lbfgs"] == StageStatus.COMPLETED
     assert np.all(h.evals[ADAM:] >= 1) and np.all(h.evals[:ADAM] == 1)
     # the objective recorded is lam . terms (cgmpinn has no extra term), in both stages
     np.testing.assert_allclose(h.loss, np.sum(h.lambdas * h.terms, axis=1), rtol=2e-6)
@@ -376,7 +376,7 @@ def test_diverged_restores_the_best_iterate(guarded_run):
     evaluation by another program, at the parameters the stage returned) is the smallest
     unweighted loss Adam recorded, not the last one."""
     res, h = guarded_run, guarded_run.history
-    assert res.adam_status == StageStatus.DIVERGED
+    assert res.statuses["adam"] == StageStatus.DIVERGED
     adam = h.k <= 60
     raw = h.raw[adam].sum(1)
     best, fired = np.inf, None
@@ -397,7 +397,7 @@ def test_grad_tol_keeps_the_start_point(guarded_run):
     rule max|g| <= gtol max(1, |f|) holds there with the gradient by central differences (and
     max|g| > gtol: the tolerance is relative)."""
     res, h = guarded_run, guarded_run.history
-    assert res.lbfgs_status == StageStatus.GRAD_TOL
+    assert res.statuses["lbfgs"] == StageStatus.GRAD_TOL
     second = h.k > 60
     assert 1 < second.sum() < 30
     objective = _np_objective(res.problem, res.batch, np.ones(EASY["n_pde"]), np.ones(2))  # PINN: w = 1, lam = 1
@@ -419,7 +419,7 @@ def test_loss_tol_takes_its_last_step():
     cfg = TrainConfig(adam_steps=0, lbfgs_steps=30, k_upd=20, second_stage="bfgs", lbfgs_ftol=0.9,
                       lbfgs_tol_patience=3, **NET)
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
-    assert res.adam_status == StageStatus.SKIPPED and res.lbfgs_status == StageStatus.LOSS_TOL
+    assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     raw = res.history.raw.sum(1)
     fired = loss_tol_fires_at(raw, ftol=0.9, patience=3)
     assert fired == len(raw) - 1, (fired, raw)
@@ -444,7 +444,7 @@ def test_mixed_precision_second_stage_in_float64(cgm_run):
     as32 = lambda a: a.astype(np.float32).astype(np.float64)
     assert np.array_equal(h.loss[adam], as32(h.loss[adam]))  # float32 values
     assert np.mean(h.loss[~adam] != as32(h.loss[~adam])) > 0.9  # float64 values
-    assert res.lbfgs_status in (StageStatus.COMPLETED, StageStatus.LOSS_TOL)
+    assert res.statuses["lbfgs"] in (StageStatus.COMPLETED, StageStatus.LOSS_TOL)
     initial = _np_rel_e2(res.problem, _initial_model(res.problem, "cgmpinn", SEED))
     final = _np_rel_e2(res.problem, res.model)
     assert final == pytest.approx(res.metrics.rel_e2, rel=1e-9)

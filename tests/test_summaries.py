@@ -16,7 +16,7 @@ def test_stage_lines_say_what_ran_and_why_it_stopped():
     cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=2000, k_upd=10, width=8, depth=2, lbfgs_ftol=0.99,
                          lbfgs_tol_patience=3)
     res = cj.train(P, "pinn", cfg, key=0, quiet=True)
-    assert res.lbfgs_status == StageStatus.LOSS_TOL
+    assert res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     ran = int(np.sum(res.history.k > 20))
     assert res.stage_lines() == [
         "Adam: 20 of 20 steps, ran its whole budget (COMPLETED)",

@@ -47,7 +47,7 @@ def test_refresh_schedule_reference_counts():
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
     res = cj.train("heat", "cgmpinn", TrainConfig(adam_steps=20, lbfgs_steps=21, k_upd=10), key=0, quiet=True)
-    assert res.adam_status == StageStatus.COMPLETED and res.lbfgs_status == StageStatus.COMPLETED
+    assert res.statuses["adam"] == StageStatus.COMPLETED and res.statuses["lbfgs"] == StageStatus.COMPLETED
     h = res.history
     # Adam: before epochs 0 and 10; L-BFGS: start refit with Adam's last tau (k=20), then
     # after iterations i=0 and i=10 (k = 20 + i + 1). The reference's refit after the last
@@ -86,7 +86,7 @@ def test_nonfinite_residual_stops_with_best_params():
     p = _NaNPoisson(n_pde=200)
     # the exact solution reaches |u| ~ 2, so training must cross |u| = 0.6
     res = cj.train(p, "cgmpinn", TrainConfig(adam_steps=600, lbfgs_steps=50, k_upd=50), key=0, quiet=True)
-    assert StageStatus.NONFINITE in (res.adam_status, res.lbfgs_status)
+    assert StageStatus.NONFINITE in (res.statuses["adam"], res.statuses["lbfgs"])
     leaves = jax.tree_util.tree_leaves(res.model)
     assert all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
     assert np.isfinite(res.metrics.rel_e2)
@@ -195,7 +195,7 @@ def test_relobralo_lbfgs_apply(apply):
     res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
     k = np.asarray(res.history.k)
     lam = np.asarray(res.history.lambdas)
-    assert res.lbfgs_status == StageStatus.COMPLETED
+    assert res.statuses["lbfgs"] == StageStatus.COMPLETED
     spans = [(c.first_k, c.first_k + c.n_steps) for c in refresh_schedule(20, 30, 10) if c.stage == "lbfgs"]
     chunks = [lam[(k >= a) & (k < b)] for a, b in spans]
     chunks = [c for c in chunks if len(c) > 1]
@@ -237,5 +237,5 @@ def test_background_compile_of_the_second_stage_gives_identical_results(method, 
             assert x.dtype == y.dtype
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     np.testing.assert_array_equal(a.history.loss, b.history.loss)
-    assert a.metrics.rel_e2 == b.metrics.rel_e2 and a.lbfgs_status == b.lbfgs_status
+    assert a.metrics.rel_e2 == b.metrics.rel_e2 and a.statuses["lbfgs"] == b.statuses["lbfgs"]
     assert (jax.config.jax_enable_x64, jax.config.jax_default_matmul_precision) == before

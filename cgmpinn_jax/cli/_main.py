@@ -47,7 +47,6 @@ import time
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 
 from . import _parser
 from ._parser import EXIT_INTERRUPTED, RELOBRALO_MODES
@@ -110,13 +109,12 @@ def _table(result, paper: dict | None) -> str:
         f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine"
         + ("; paper = one PyTorch CPU run, hardware not stated)" if paper else ")")
     )
-    if s["second_stage"] == "gauss_newton":
-        per = "damping trials per iteration (one Jacobian per iteration, one forward evaluation per trial)"
-    else:
-        per = "loss+gradient evaluations per iteration"
     lines += result.stage_lines()
-    if np.isfinite(s["evals_per_lbfgs_iteration"]):
-        lines.append(f"{result.second_stage_name}: {s['evals_per_lbfgs_iteration']:.2f} {per}")
+    for st in (st for st in result.stages if st.name != "adam"):
+        if st.iterations:
+            per = ("damping trials per iteration (one Jacobian per iteration, one forward evaluation per trial)"
+                   if st.label == "Gauss-Newton" else "loss+gradient evaluations per iteration")
+            lines.append(f"{st.label}: {st.evaluations / st.iterations:.2f} {per}")
     lines.append(f"ReLoBRaLo: {s['relobralo']}")
     return "\n".join(lines)
 
@@ -160,8 +158,35 @@ def config_kwargs(args: argparse.Namespace) -> dict:
         "precision": args.precision or ("float64" if args.x64 else None),
         "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
         "relobralo_lbfgs_apply": args.relobralo_lbfgs,
+        "stages": _names(args.stages),
+        "stage_steps": _budgets(args.stage_steps),
     }
     return {k: v for k, v in kw.items() if v is not None}
+
+
+def _names(text):
+    return None if text is None else tuple(x.strip() for x in text.split(","))
+
+
+def _budgets(text):
+    if text is None:
+        return None
+    out = []
+    for x in (x.strip() for x in text.split(",")):
+        if x in ("", "-"):
+            out.append(None)
+        elif x.isdigit():
+            out.append(int(x))
+        else:
+            raise ValueError(f"--stage-steps: {x!r} is not a non-negative int (or empty / - for the default)")
+    return tuple(out)
+
+
+def stage_label(config, stage: str) -> str:
+    """A stage as the progress bars name it: "Adam", "L-BFGS", "Gauss-Newton", ..."""
+    from ..training._records import second_stage_label
+
+    return "Adam" if stage == "adam" else second_stage_label(config.second_stage if stage == "lbfgs" else stage)
 
 
 class _Bars:
@@ -169,8 +194,8 @@ class _Bars:
     elapsed, time left, the loss; an inverse run's coefficients), on a terminal only; the
     library's plain progress lines elsewhere (a log file, CI)."""
 
-    def __init__(self, second_name: str):
-        self.second_name, self.bar, self.stage = second_name, None, None
+    def __init__(self, config):
+        self.config, self.bar, self.stage = config, None, None
 
     @staticmethod
     def wanted(args) -> bool:
@@ -182,7 +207,7 @@ class _Bars:
         if p.stage != self.stage:
             self.close()
             self.stage = p.stage
-            name = "Adam" if p.stage == "adam" else self.second_name
+            name = stage_label(self.config, p.stage)
             self.bar = tqdm(total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True)
         post = {"loss": f"{p.loss:.3e}"}
         if p.coeffs:
@@ -201,9 +226,7 @@ def _train_with_progress(args, problem, method, config, out: Path, key):
     checkpoints into ``out`` (``--resume``: continues from them)."""
     from ..training._driver import train
 
-    from ..training._records import second_stage_label
-
-    bars = _Bars(second_stage_label(config.second_stage)) if _Bars.wanted(args) else None
+    bars = _Bars(config) if _Bars.wanted(args) else None
     try:
         return train(problem, method, config, key=key, quiet=args.quiet or bars is not None,
                      prefetch_compile=args.background_compile == "on", progress=bars, checkpoint_dir=out,

@@ -59,6 +59,12 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
                    help="the optimizer after Adam: L-BFGS (optax or jaxopt), dense BFGS / self-scaled BFGS / self-scaled "
                         "Broyden for networks up to 20k parameters, or gauss_newton (Levenberg-Marquardt on the "
                         "residuals) (default: the preset's: faithful optax, accurate gauss_newton)")
+    r.add_argument("--stages", default=None, metavar="NAMES",
+                   help="the run's stages, comma-separated, e.g. adam,lbfgs,gauss_newton (adam first if at all; a later "
+                        "stage is lbfgs = the --second-stage member, or a member's name) (default: adam,lbfgs)")
+    r.add_argument("--stage-steps", default=None, metavar="N,N,...",
+                   help="each stage's budget, comma-separated, in the order of --stages; an empty entry or - keeps "
+                        "--adam-steps for adam and --lbfgs-steps for a later stage")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
                    help="older spelling of --second-stage optax|jaxopt")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,

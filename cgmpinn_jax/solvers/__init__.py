@@ -1,7 +1,10 @@
-"""The stages' solvers behind one protocol (``init`` / ``step`` with a :class:`StageStatus`):
-optax and jaxopt L-BFGS, dense (self-scaled) BFGS / Broyden with a strong-Wolfe line search,
+"""The stages' solvers behind one protocol (:class:`Stage`: ``init`` / ``step`` /
+``terminate``, with a :class:`StageStatus`): Adam, optax and jaxopt L-BFGS, dense (self-scaled) BFGS / Broyden with a strong-Wolfe line search,
 and the Gauss-Newton (Levenberg-Marquardt) member on the objective's residual rows.
-``make_second_stage(config, ...)`` picks the member ``config.second_stage`` names."""
+``make_stage(name, config, ...)`` builds a stage's solver (with its stop rule and guards,
+:class:`Stopping`); ``make_second_stage(config, ...)`` the member ``config.second_stage`` names."""
+
+from ._adam import Adam as Adam
 
 from ._gauss_newton import GaussNewton as GaussNewton
 from ._gauss_newton import GNState as GNState
@@ -13,12 +16,16 @@ from ._second_stage import DenseQuasiNewton as DenseQuasiNewton
 from ._second_stage import JaxoptLBFGS as JaxoptLBFGS
 from ._second_stage import OptaxLBFGS as OptaxLBFGS
 from ._protocol import SecondStage as SecondStage
+from ._protocol import Stage as Stage
+from ._second_stage import make_stage as make_stage
+from ._stopping import Guards as Guards
+from ._stopping import Stopping as Stopping
 from ._protocol import StepResult as StepResult
 from ._second_stage import make_second_stage as make_second_stage
 from ._ssbfgs import SSBFGS as SSBFGS
 from ._ssbfgs import ssbfgs as ssbfgs
 from ._protocol import StageStatus as StageStatus
 
-__all__ = ["StageStatus", "SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "GaussNewton",
+__all__ = ["Adam", "Stage", "Stopping", "Guards", "make_stage", "StageStatus", "SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "GaussNewton",
            "GNState", "make_second_stage", "lm_solve_form", "memory_bytes", "SSBFGS", "ssbfgs", "line_search",
            "LineSearchResult"]

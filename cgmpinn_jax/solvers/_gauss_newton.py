@@ -64,6 +64,7 @@ from jax.flatten_util import ravel_pytree
 
 from ._protocol import StageStatus
 from ._protocol import StepResult
+from ._stopping import Terminates
 
 __all__ = ["GaussNewton", "GNState", "memory_bytes", "lm_solve_form"]
 
@@ -114,7 +115,7 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     return jnp.block(tiles)
 
 
-class GaussNewton:
+class GaussNewton(Terminates):
     """Levenberg-Marquardt on the least-squares view of the objective (module docstring)."""
 
     def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int):
@@ -133,7 +134,7 @@ class GaussNewton:
     def stored(self, state, params):
         return state.value, state.grad, state.tv
 
-    def step(self, params, state, w, lam, batch, value, grad):
+    def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         x, unravel = ravel_pytree(params)
         r, J = self.lsq.jacobian(params, batch, w, lam)
         M, P = J.shape

@@ -1,5 +1,11 @@
-"""The protocol of a stage's solver: what the engine calls (:class:`SecondStage`), what one
-iteration returns (:class:`StepResult`) and why a stage stopped (:class:`StageStatus`)."""
+"""The protocol of a stage's solver: what the engine calls (:class:`Stage`), what one
+iteration returns (:class:`StepResult`) and why a stage stopped (:class:`StageStatus`).
+
+A run is a sequence of stages (``TrainConfig.stages``); each is a solver with ``init`` /
+``step`` / ``terminate``, driven by one engine loop (:meth:`~cgmpinn_jax.training._engine.
+Engine.stage_steps`): the loop evaluates the objective at the iteration's start point (or takes
+the value the solver stored), calls ``step``, then ``terminate`` (the solver's stop rule and
+guards, :mod:`cgmpinn_jax.solvers._stopping`), and keeps the new point unless a guard fired."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 import jax
 
-__all__ = ["StageStatus", "StepResult", "SecondStage", "ObjectiveFn"]
+__all__ = ["StageStatus", "StepResult", "Stage", "SecondStage", "ObjectiveFn"]
 
 
 class StageStatus(enum.IntEnum):
@@ -50,8 +56,13 @@ class StepResult(NamedTuple):
     status: Optional[jax.Array] = None  # int32 StageStatus the member asks for (0 / None: go on)
 
 
-class SecondStage(Protocol):
-    """What the engine calls; ``args = (w, lam, batch)`` fix the objective."""
+class Stage(Protocol):
+    """What the engine calls; ``args = (w, lam, batch)`` fix the objective.
+
+    ``fresh``: the engine evaluates the objective at every iteration's start (Adam) instead of
+    taking the value and gradient the solver stored at the end of its last iteration."""
+
+    fresh: bool
 
     def init(self, params, w, lam, batch) -> Any: ...
 
@@ -61,4 +72,12 @@ class SecondStage(Protocol):
     def stored(self, state, params) -> tuple[jax.Array, Any, Optional[Any]]:
         """(value, grad, TermValues or None) at the current point ``params``."""
 
-    def step(self, params, state, w, lam, batch, value, grad) -> StepResult: ...
+    def step(self, params, state, w, lam, batch, value, grad, hyper=None) -> StepResult:
+        """One iteration from ``params`` (``hyper``: the run's traceable hyperparameters)."""
+
+    def terminate(self, guards, params, raw_total, grad, value, step: StepResult):
+        """The guard state (:class:`~cgmpinn_jax.solvers._stopping.Guards`) after the
+        iteration ``step`` from ``params``: the stage's stop rule and guards."""
+
+
+SecondStage = Stage  # the name the second stage's members were written against

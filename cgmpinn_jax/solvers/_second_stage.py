@@ -44,12 +44,13 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from ..config import TrainConfig
-from ._protocol import ObjectiveFn, SecondStage, StepResult
+from ._protocol import ObjectiveFn, SecondStage, Stage, StepResult
+from ._stopping import Stopping, Terminates
 
-__all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_second_stage"]
+__all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_stage", "make_second_stage"]
 # the Gauss-Newton member lives in :mod:`cgmpinn_jax.solvers._gauss_newton`
 
-class OptaxLBFGS:
+class OptaxLBFGS(Terminates):
     def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int):
         self.obj_fn = obj_fn
         self.solver = optax.lbfgs(
@@ -67,7 +68,7 @@ class OptaxLBFGS:
     def stored(self, state, params):
         return optax.tree_utils.tree_get(state, "value"), optax.tree_utils.tree_get(state, "grad"), None
 
-    def step(self, params, state, w, lam, batch, value, grad):
+    def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         def value_fn(p):
             return self.obj_fn(p, w, lam, batch)[0]
 
@@ -81,7 +82,7 @@ class OptaxLBFGS:
         )
 
 
-class JaxoptLBFGS:
+class JaxoptLBFGS(Terminates):
     def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int, maxiter: int,
                  linesearch: str, linesearch_init: str, reset_on_failure: bool):
         import jaxopt
@@ -112,7 +113,7 @@ class JaxoptLBFGS:
     def stored(self, state, params):
         return state.value, state.grad, state.aux
 
-    def step(self, params, state, w, lam, batch, value, grad):
+    def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         n0 = state.num_linesearch_iter
         out = self.solver.update(params, state, w, lam, batch)
         new = self._keep_positive_curvature(state, out.state, optax.tree.sub(out.params, params), optax.tree.sub(out.state.grad, grad))
@@ -138,7 +139,7 @@ class JaxoptLBFGS:
         )
 
 
-class DenseQuasiNewton:
+class DenseQuasiNewton(Terminates):
     """Dense BFGS / self-scaled BFGS / self-scaled Broyden (:mod:`cgmpinn_jax.solvers._ssbfgs`) on
     the raveled parameters; the inverse Hessian is an n x n matrix."""
 
@@ -159,7 +160,7 @@ class DenseQuasiNewton:
     def stored(self, state, params):
         return state.value, ravel_pytree(params)[1](state.grad), None
 
-    def step(self, params, state, w, lam, batch, value, grad):
+    def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         x, unravel = ravel_pytree(params)
 
         def value_and_grad(xf):
@@ -170,10 +171,28 @@ class DenseQuasiNewton:
         return StepResult(unravel(x_new), new, new.value, jnp.asarray(new.n_evals, jnp.int32))
 
 
+def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> Stage:
+    """The solver of a stage: ``"adam"``, or the second-stage member ``kind`` (``"lbfgs"``:
+    the member ``config.second_stage`` names), with only its own options and its stop rule
+    (:func:`~cgmpinn_jax.config.stop_rule` for that member; ``lsq``: the objective's
+    :class:`~cgmpinn_jax.training._objective.LeastSquares` view, for ``"gauss_newton"``)."""
+    from ..config import stop_rule
+
+    if kind == "adam":
+        from ._adam import Adam
+
+        return Adam(config.adam_lr, divergence_ratio=config.divergence_ratio)
+    kind = config.second_stage if kind == "lbfgs" else kind
+    member = _member(kind, config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
+    return member.with_stopping(Stopping(config.divergence_ratio, stop_rule(config, kind)))
+
+
 def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
-    """The member ``config.second_stage`` names, with only its own options (``lsq``: the
-    objective's :class:`~cgmpinn_jax.training._objective.LeastSquares` view, for ``"gauss_newton"``)."""
-    kind = config.second_stage
+    """The member ``config.second_stage`` names (:func:`make_stage` of ``"lbfgs"``)."""
+    return make_stage("lbfgs", config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
+
+
+def _member(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None):
     if kind == "gauss_newton":
         from ._gauss_newton import GaussNewton
 
@@ -186,7 +205,7 @@ def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int,
                            maxiter=max(1, n_steps), linesearch=config.lbfgs_linesearch,
                            linesearch_init=config.lbfgs_linesearch_init, reset_on_failure=config.lbfgs_reset_on_failure)
     if n_params > config.dense_max_params:
-        raise ValueError(f"second_stage={kind!r} stores a dense {n_params} x {n_params} inverse Hessian; the network has "
+        raise ValueError(f"the {kind!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the network has "
                          f"{n_params} parameters > TrainConfig.dense_max_params={config.dense_max_params}. Use "
                          "second_stage='optax' (L-BFGS) or raise dense_max_params.")
     return DenseQuasiNewton(obj_fn, method=kind, max_params=config.dense_max_params, max_linesearch=config.lbfgs_max_linesearch)

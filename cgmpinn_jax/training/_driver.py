@@ -158,7 +158,7 @@ def train(
         if resume is not None:
             snap = ckpt_lib.load(resume, ident, _templates(setup, eng, state, batch, hyper),
                                  scope=lambda stage, handed: precision_scope(
-                                     config.precision, "second" if stage == "lbfgs" and handed else "adam"))
+                                     config.precision, setup.precision_part(stage, handed)))
             emit(f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
                  f"{snap.done} steps of the stage done")
         tracker = None if track_error_every is None else ErrorTracker(problem, static, t_call)
@@ -194,16 +194,20 @@ def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, bat
     hyper, w)`` at a checkpoint's position (for reading it back); ``batched``: a sweep's,
     with a leading member axis."""
     w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
-    init_second = jax.vmap(eng.init_second) if batched else eng.init_second
     initial = (state, batch, hyper, w)
+    names = setup.stage_names
 
     def template(stage: str, handed: bool):
-        if not (stage == "lbfgs" and handed):
+        i = names.index(stage)
+        if not handed:  # the arrays as the stage before left them
+            return initial if i == 0 else template(names[i - 1], True)
+        if stage == "adam":
             return initial
         s, b, h, w2 = initial
         if setup.config.precision == "mixed":
             s, b, h, w2 = cast_floats((s, b, h, w2), jnp.zeros(()).dtype)
-        opt = jax.eval_shape(init_second, s.params, w2, s.lambdas, b)
+        init = jax.vmap(eng.init_stage(stage)) if batched else eng.init_stage(stage)
+        opt = jax.eval_shape(init, s.params, w2, s.lambdas, b)
         return eqx.tree_at(lambda x: x.opt, reset_stage(s), opt), b, h, w2
 
     return template
@@ -224,9 +228,10 @@ def _result(problem, method, config, setup, static, eng, out: RunOutput, tracker
     result = TrainResult(
         problem=problem, method=method, config=config, model=trained.model,
         log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
-        history=member_history(out.history, 0, None if tracker is None else tracker.arrays()), adam_status=StageStatus(int(out.statuses["adam"][0])),
-        lbfgs_status=StageStatus(int(out.statuses["lbfgs"][0])), compile_seconds=out.compile_seconds,
-        run_seconds=out.run_seconds, adam_steps=setup.adam_steps, lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd,
+        history=member_history(out.history, 0, None if tracker is None else tracker.arrays()),
+        statuses={name: StageStatus(int(out.statuses[name][0])) for name in setup.stage_names},
+        compile_seconds=out.compile_seconds, run_seconds=out.run_seconds, adam_steps=setup.adam_steps,
+        lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd, plan=setup.stages,
         relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
         unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
         stage_seconds=out.stage_seconds,

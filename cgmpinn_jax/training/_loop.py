@@ -1,16 +1,19 @@
 """The host loop over a run's stages and chunks (:func:`run_stages`).
 
-A run is a sequence of stages (:data:`STAGES`: Adam, then the second stage, whichever
-member); each is a list of chunks from the run's schedule, one chunk per weight refresh. A
-chunk is up to three compiled programs called one after the other: the weight refresh
-(:meth:`Engine.begin_chunk`, one program for every stage), for the second stage the
-re-basing of its stored point (:meth:`Engine.rebase`), and the stage's loop. Between chunks
+A run is a sequence of stages (``Setup.stage_names``: by default :data:`STAGES`, Adam then
+the second stage, whichever member; ``TrainConfig.stages`` names more); each is a list of
+chunks from the run's schedule, one chunk per weight refresh. A chunk is up to three compiled
+programs called one after the other: the weight refresh (:meth:`Engine.begin_chunk`, one
+program for every stage), for a stage whose solver stores its point the re-basing of that
+point (:meth:`Engine.rebase`), and the stage's loop (:meth:`Engine.stage_steps`, the same
+loop for every stage). Between chunks
 the host records the chunk's history, reports progress, checks the stage's status and
 writes a checkpoint when one is due.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -30,12 +33,27 @@ from ._schedule import Setup
 
 __all__ = ["STAGES", "RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host"]
 
-#: the stages of a run, in order ("lbfgs": the second stage, whichever member)
+#: the stages of a default run, in order ("lbfgs": the second stage, whichever member)
 STAGES = ("adam", "lbfgs")
 
-#: the programs of a chunk, as the progress lines name them when they compile
-_PROGRAMS = {"refresh": "the weight refresh", "rebase": "the second stage's re-basing",
-             "adam": "the adam chunk", "lbfgs": "the lbfgs chunk"}
+
+def _program(kind: str, stage: str) -> str:
+    """The compile cache's name of a stage's program (``kind``: "rebase", "init", "restore";
+    the second stage keeps the names it always had)."""
+    if stage == "lbfgs" and kind in ("rebase", "init"):
+        return {"rebase": "rebase", "init": "second_init"}[kind]
+    return f"{kind}_{stage}"
+
+
+def _label(name: str, stages) -> str | None:
+    """How the progress lines name a program when it compiles (None: not named)."""
+    if name == "refresh":
+        return "the weight refresh"
+    if name == "rebase":
+        return "the second stage's re-basing"
+    if name.startswith("rebase_"):
+        return f"the {name[7:]} stage's re-basing"
+    return f"the {name} chunk" if name in stages else None
 
 
 class RunOutput(NamedTuple):
@@ -92,10 +110,10 @@ class _Loop:
         self.lead = to_host if batched else (lambda x: np.asarray(x)[None])
         self.compile_s = 0.0
         self.tag = f"[{setup.problem.name}/{setup.method.name}]"
+        self.stages = setup.stage_names
         self.begin = vm(eng.begin_chunk, (0, 0, 0, 0, None))
-        self.rebase = vm(eng.rebase, 0)
-        self.loop = {"adam": vm(eng.adam_steps, (0, 0, 0, 0, 0, None)),
-                     "lbfgs": vm(eng.second_steps, (0, 0, 0, 0, 0, None))}
+        self.rebase = {st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"}
+        self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
         self.rec, self.statuses, self.stage_seconds = Recorder(self.lead), {}, {}
         self.t_start = time.perf_counter()
 
@@ -105,7 +123,7 @@ class _Loop:
         compiled, seconds = self.cache.compiled(self.setup, name, fn, args, batched=self.batched)
         self.compile_s += seconds
         background = self.cache.last_background_seconds
-        label = _PROGRAMS.get(name)
+        label = _label(name, self.stages)
         if label and background is not None:
             self.emit(f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)")
         elif seconds > 0.0 and label:  # compile time is real time: say where it went
@@ -118,15 +136,15 @@ class _Loop:
         h0 = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
             self.begin, state.params, state.wstate, batch, hyper, tau_k)[2])
         out = [("refresh", self.begin, (state.params, state.wstate, batch, hyper, tau_k))]
-        if stage == "lbfgs" and self.eng.rebases:
-            out.append(("rebase", self.rebase, (state.params, state.opt, w, state.lambdas, batch)))
+        if self.eng.rebases_in(stage):
+            out.append((_program("rebase", stage), self.rebase[stage], (state.params, state.opt, w, state.lambdas, batch)))
         return out + [(stage, self.loop[stage], (state, batch, hyper, w, h0, n_steps))]
 
     def run_chunk(self, stage, state, batch, hyper, tau_k, n_steps, first_k):
         wstate, w, h0 = self.call("refresh", self.begin, state.params, state.wstate, batch, hyper, tau_k)
         state = eqx.tree_at(lambda s: s.wstate, state, wstate)
-        if stage == "lbfgs" and self.eng.rebases:
-            opt = self.call("rebase", self.rebase, state.params, state.opt, w, state.lambdas, batch)
+        if self.eng.rebases_in(stage):
+            opt = self.call(_program("rebase", stage), self.rebase[stage], state.params, state.opt, w, state.lambdas, batch)
             state = eqx.tree_at(lambda s: s.opt, state, opt)
         loop = self.loop[stage]
         if self.track is None or self.track_every <= 0:
@@ -141,15 +159,17 @@ class _Loop:
         return state, w, h
 
     def hand_off(self, stage, state, batch, hyper, w):
-        """The stage's starting point, inside its precision scope: a mixed run's casts, the
-        guards reset, and for the second stage its lambdas and optimizer state."""
-        if stage == "lbfgs" and self.precision == "mixed":
+        """The stage's starting point, inside its precision scope: a mixed run's casts (at the
+        first stage after Adam), the guards reset, and for a stage after Adam its lambdas and
+        its solver's state."""
+        if self.precision == "mixed" and self.setup.precision_part(stage, handed=False) != self.setup.precision_part(stage):
             state, batch, hyper, w = cast_floats((state, batch, hyper, w), jnp.zeros(()).dtype)
         state = reset_stage(state)
-        if stage == "lbfgs":
-            if not self.setup.uses_relobralo("lbfgs"):
+        if stage != "adam":
+            if not self.setup.uses_relobralo(stage):
                 state = eqx.tree_at(lambda s: s.lambdas, state, jnp.ones_like(state.lambdas))
-            opt = self.call("second_init", self.vm(self.eng.init_second, 0), state.params, w, state.lambdas, batch)
+            opt = self.call(_program("init", stage), self.vm(self.eng.init_stage(stage), 0), state.params, w,
+                            state.lambdas, batch)
             state = eqx.tree_at(lambda s: s.opt, state, opt)
         return state, batch, hyper, w
 
@@ -157,9 +177,10 @@ class _Loop:
         """Compile the second stage's programs in a background thread while Adam runs: the
         hand-off maps the initial state to arguments of the shapes, dtypes and placements the
         second stage will get."""
+        second = self.eng.second_name
         with precision_scope(self.precision, "second"):
-            s2, b2, h2, w2 = self.hand_off("lbfgs", state, batch, hyper, w)
-            for name, fn, args in self.chunk_programs("lbfgs", s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
+            s2, b2, h2, w2 = self.hand_off(second, state, batch, hyper, w)
+            for name, fn, args in self.chunk_programs(second, s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
                 self.cache.prefetch(self.setup, name, fn, args, batched=False)
             del s2, b2, h2, w2, args
 
@@ -186,7 +207,7 @@ class _Loop:
             elapsed=time.perf_counter() - self.t_start))
         if stop:
             cut = np.full(self.lead(state.status).shape, int(StageStatus.INTERRUPTED))
-            st = {s: self.statuses[s] if s in self.statuses and s != stage else cut for s in STAGES}
+            st = {s: self.statuses[s] if s in self.statuses and s != stage else cut for s in self.stages}
             raise Interrupted(path, self.output(arrays, st))
 
     def report(self, stage, chunk, n, state, pace_clock, done, total):
@@ -243,7 +264,7 @@ class _Loop:
                     self.save_point(arrays, stage, ci + 1, True, done)
             state = arrays[0]
             self.statuses[stage] = self.lead(state.status).astype(np.int64)
-            state = self.call("restore_" + stage, self.vm(restore_best, 0), state)
+            state = self.call(_program("restore", stage), self.vm(restore_best, 0), state)
             jax.block_until_ready(state.params)
         if here is None:  # a resumed stage's time before the checkpoint is not known
             self.stage_seconds[stage] = time.perf_counter() - t0 - (self.compile_s - c0)
@@ -306,18 +327,20 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         run.statuses = dict(resume.statuses)
         run.compile_s, run.t_start = resume.compile_seconds, time.perf_counter() - resume.elapsed
     arrays = (state, batch, hyper, w)
-    plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in STAGES}
-    if prefetch and resume is None and not batched and plan["adam"] and plan["lbfgs"]:
+    stages = setup.stage_names
+    plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in stages}
+    if (prefetch and resume is None and not batched and plan.get("adam") and eng.second_name is not None
+            and plan[eng.second_name]):
         run.prefetch(*arrays)
-    first = 0 if resume is None else STAGES.index(resume.stage)
-    for si, stage in enumerate(STAGES):
+    first = 0 if resume is None else stages.index(resume.stage)
+    for si, stage in enumerate(stages):
         if si < first:
             continue
         if not plan[stage]:
             run.statuses[stage] = np.full(run.lead(arrays[0].status).shape, int(StageStatus.SKIPPED))
             continue
         arrays = run.run_stage(stage, plan[stage], arrays, resume if resume is not None and si == first else None)
-        later = [s for s in STAGES[si + 1:] if plan[s]]
+        later = [s for s in stages[si + 1:] if plan[s]]
         if later:
             run.save_point(arrays, later[0], 0, False, 0)
     return run.output(arrays, run.statuses)

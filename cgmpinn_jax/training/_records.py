@@ -8,6 +8,7 @@ returns a :class:`TrainResult`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -32,7 +33,7 @@ class StageRecord:
     """One stage of a finished run (``TrainResult.stages``, in the order they ran).
 
     ``name`` is the stage's key (``"adam"``, ``"lbfgs"``: the second stage, whichever
-    member); ``label`` is how summaries name it (``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``,
+    member, or a later stage's name from ``TrainConfig.stages``); ``label`` is how summaries name it (``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``,
     ``"dense bfgs"``). ``seconds``: the stage's wall time without compilation (None for a
     stage that ran before the run was resumed from a checkpoint)."""
 
@@ -108,8 +109,7 @@ class TrainResult:
     metrics: metrics_lib.Metrics
     e_loss: float  # the method's training objective at the end (docs/reference-code.md §9)
     history: History
-    adam_status: StageStatus
-    lbfgs_status: StageStatus  # the second stage's status, whichever member ran it
+    statuses: dict  # stage name -> StageStatus, in the order the stages ran
     compile_seconds: float  # seconds the run waited for compilations (not a background one hidden behind Adam)
     run_seconds: float  # the rest of the run's wall time
     adam_steps: int
@@ -121,25 +121,53 @@ class TrainResult:
     unknowns: Any = None  # inverse problems: an inverse.UnknownsResult (estimates, true values, errors)
     checkpoint_seconds: Optional[float] = None  # seconds spent writing checkpoints (None: none asked for)
     stage_seconds: Optional[dict] = None  # stage name -> wall seconds without compilation (see StageRecord)
+    plan: tuple = ()  # ((stage name, budget), ...) in order; () = Adam and the second stage
+
+    @property
+    def _plan(self) -> tuple:
+        return self.plan or (("adam", self.adam_steps), ("lbfgs", self.lbfgs_steps))
+
+    @property
+    def adam_status(self) -> StageStatus:
+        """Deprecated: ``statuses["adam"]`` (or ``stages[0].status``)."""
+        warnings.warn("TrainResult.adam_status is deprecated; use result.statuses['adam'] or result.stages",
+                      DeprecationWarning, stacklevel=2)
+        return self.statuses.get("adam", StageStatus.SKIPPED)
+
+    @property
+    def lbfgs_status(self) -> StageStatus:
+        """Deprecated: the status of the stage after Adam, ``statuses["lbfgs"]`` in a default run."""
+        warnings.warn("TrainResult.lbfgs_status is deprecated; use result.statuses['lbfgs'] or result.stages",
+                      DeprecationWarning, stacklevel=2)
+        return self._second_status()
+
+    def _second_status(self) -> StageStatus:
+        later = [name for name, _ in self._plan if name != "adam"]
+        return self.statuses[later[0]] if later else StageStatus.SKIPPED
 
     @property
     def second_stage_name(self) -> str:
         """The second stage as the summaries name it: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
         return second_stage_label(self.config.second_stage)
 
+    def stage_label(self, name: str) -> str:
+        """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...)."""
+        if name == "adam":
+            return "Adam"
+        return second_stage_label(self.config.second_stage if name == "lbfgs" else name)
+
     @property
     def stages(self) -> tuple[StageRecord, ...]:
         """The run's stages, in order: name, status, iterations, evaluations, seconds."""
-        h = self.history
-        first = np.asarray(h.k) <= self.adam_steps
+        k, evals = np.asarray(self.history.k), np.asarray(self.history.evals)
         secs = self.stage_seconds or {}
-        evals = np.asarray(h.evals)
-        return (
-            StageRecord("adam", "Adam", self.adam_status, int(np.sum(first)), self.adam_steps,
-                        int(np.sum(evals[first])), secs.get("adam")),
-            StageRecord("lbfgs", self.second_stage_name, self.lbfgs_status, int(np.sum(~first)), self.lbfgs_steps,
-                        int(np.sum(evals[~first])), secs.get("lbfgs")),
-        )
+        out, base = [], 0
+        for name, budget in self._plan:
+            mine = (k > base) & (k <= base + budget)
+            out.append(StageRecord(name, self.stage_label(name), self.statuses[name], int(np.sum(mine)), budget,
+                                   int(np.sum(evals[mine])), secs.get(name)))
+            base += budget
+        return tuple(out)
 
     def stage_lines(self) -> list[str]:
         """One line per stage: steps run of the budget and why it ended, e.g.
@@ -148,8 +176,9 @@ class TrainResult:
 
     @property
     def evals_per_lbfgs_iteration(self) -> float:
+        """Mean loss+gradient evaluations per iteration of the stages after Adam."""
         h = self.history
-        n_adam = int(np.sum(h.k <= self.adam_steps))
+        n_adam = int(np.sum(h.k <= dict(self._plan).get("adam", 0)))
         e = h.evals[n_adam:]
         return float(np.mean(e)) if e.size else float("nan")
 
@@ -167,8 +196,9 @@ class TrainResult:
             "method": self.method.name,
             **self.metrics.as_dict(),
             "e_loss": self.e_loss,
-            "adam_status": self.adam_status.name,
-            "lbfgs_status": self.lbfgs_status.name,
+            "adam_status": self.statuses.get("adam", StageStatus.SKIPPED).name,
+            "lbfgs_status": self._second_status().name,  # the stage after Adam
+            "stages": {r.name: r.status.name for r in self.stages},
             "compile_seconds": self.compile_seconds,
             "run_seconds": self.run_seconds,
             "adam_steps": self.adam_steps,

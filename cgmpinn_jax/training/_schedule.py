@@ -12,6 +12,10 @@ per-point PDE weights every k_upd steps. Refresh schedule (docs/reference-code.m
   the refresh comes *before* the step when ``i % k_upd == 0`` (the reference's start refit is
   then immediately redone, so we skip it).
 
+A run with more stages (``TrainConfig.stages``) schedules every stage after Adam as the
+second stage: its first chunk refreshes at the previous stage's last tau. k_max is the sum of
+all stages' budgets.
+
 Each stage is a host loop over *chunks*; a chunk is one jitted call that refreshes the weights
 and runs up to k_upd steps.
 """
@@ -19,13 +23,13 @@ and runs up to k_upd steps.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Sequence
 
 from ..config import TrainConfig
 from ..methods import Method
 from ..problems import Problem
 
-__all__ = ["Setup", "resolve", "Chunk", "refresh_schedule"]
+__all__ = ["Setup", "resolve", "Chunk", "refresh_schedule", "stage_schedule"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,21 +47,43 @@ class Setup:
     depth: int
     relobralo_stages: Literal["both", "adam", "none"]
     refit_before_step: bool
+    plan: tuple = ()  # ((stage name, budget), ...) in order; () = (("adam", adam_steps), ("lbfgs", lbfgs_steps))
+
+    @property
+    def stages(self) -> tuple:
+        """``((name, budget), ...)``: the run's stages in order."""
+        return self.plan or (("adam", self.adam_steps), ("lbfgs", self.lbfgs_steps))
+
+    @property
+    def stage_names(self) -> tuple:
+        return tuple(name for name, _ in self.stages)
+
+    def member(self, stage: str) -> str:
+        """The solver a stage runs: ``"adam"`` or a second-stage member's name."""
+        return self.config.second_stage if stage == "lbfgs" else stage
+
+    def precision_part(self, stage: str, handed: bool = True) -> str:
+        """The part of a mixed run the arrays of ``stage`` are in: ``"adam"`` (float32) up to
+        the first later stage's hand-off, ``"second"`` from then on."""
+        names = self.stage_names
+        i = names.index(stage)
+        first_later = next((j for j, n in enumerate(names) if n != "adam"), len(names))
+        return "second" if i > first_later or (i == first_later and handed) else "adam"
 
     @property
     def k_max(self) -> int:
-        return self.adam_steps + self.lbfgs_steps
+        return sum(n for _, n in self.stages)
 
     @property
     def n_terms(self) -> int:
         return len(self.problem.loss_terms)
 
     def uses_relobralo(self, stage: str) -> bool:
-        """Whether ``stage`` ("adam" or "lbfgs") balances its terms with ReLoBRaLo."""
+        """Whether ``stage`` ("adam", or any later stage's name) balances its terms with ReLoBRaLo."""
         return self.relobralo_stages == "both" or (self.relobralo_stages == "adam" and stage == "adam")
 
     def schedule(self) -> list["Chunk"]:
-        return refresh_schedule(self.adam_steps, self.lbfgs_steps, self.k_upd, refit_before_step=self.refit_before_step)
+        return stage_schedule(self.stages, self.k_upd, refit_before_step=self.refit_before_step)
 
 
 def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
@@ -65,44 +91,66 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
     from the problem's defaults and the method's settings there)."""
     d, s = problem.defaults, method.settings(problem)
     relo = {None: s.relobralo, True: "both", False: "none"}.get(cfg.relobralo, cfg.relobralo)
+    adam_steps = d.adam_steps if cfg.adam_steps is None else int(cfg.adam_steps)
+    lbfgs_steps = d.lbfgs_steps if cfg.lbfgs_steps is None else int(cfg.lbfgs_steps)
+    plan = ()
+    if cfg.stages is not None or cfg.stage_steps is not None:
+        given = cfg.stage_steps or (None,) * len(cfg.stage_names)
+        plan = tuple((name, int(n) if n is not None else (adam_steps if name == "adam" else lbfgs_steps))
+                     for name, n in zip(cfg.stage_names, given))
+        budgets = dict(plan)
+        adam_steps = budgets.get("adam", 0)
+        lbfgs_steps = next((n for name, n in plan if name != "adam"), 0)
     return Setup(
         problem=problem,
         method=method,
         config=cfg,
-        adam_steps=d.adam_steps if cfg.adam_steps is None else int(cfg.adam_steps),
-        lbfgs_steps=d.lbfgs_steps if cfg.lbfgs_steps is None else int(cfg.lbfgs_steps),
+        adam_steps=adam_steps,
+        lbfgs_steps=lbfgs_steps,
         k_upd=int(cfg.k_upd if cfg.k_upd is not None else (s.k_upd if s.k_upd is not None else d.k_upd)),
         width=d.width if cfg.width is None else cfg.width,
         depth=d.depth if cfg.depth is None else cfg.depth,
         relobralo_stages=relo,
         refit_before_step=s.refit_before_lbfgs_step,
+        plan=plan,
     )
 
 
 class Chunk(NamedTuple):
     """One jitted call: refresh the weights at tau(``tau_k``), then run ``n_steps`` steps."""
 
-    stage: Literal["adam", "lbfgs"]
+    stage: str  # the stage's name ("adam", "lbfgs", or a later stage's)
     tau_k: int  # global step whose tau is used at the refresh
     first_k: int  # global step k of the chunk's first step
     n_steps: int
 
 
 def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
-    """The chunks of a run, i.e. where the weights are refreshed (docs/reference-code.md §6).
+    """The chunks of an Adam + second-stage run, i.e. where the weights are refreshed
+    (docs/reference-code.md §6).
 
     >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
     [1, 201, 400, 401, 601]
     """
-    chunks = [Chunk("adam", e + 1, e + 1, min(k_upd, adam_steps - e)) for e in range(0, adam_steps, k_upd)]
-    if lbfgs_steps > 0:
-        base = adam_steps
-        if refit_before_step:
-            for i in range(0, lbfgs_steps, k_upd):
-                chunks.append(Chunk("lbfgs", base + i + 1, base + i + 1, min(k_upd, lbfgs_steps - i)))
-        else:
-            # start refit with Adam's last tau, then a refit after every i % k_upd == 0
-            chunks.append(Chunk("lbfgs", base, base + 1, 1))
-            for i in range(0, lbfgs_steps - 1, k_upd):
-                chunks.append(Chunk("lbfgs", base + i + 1, base + i + 2, min(k_upd, lbfgs_steps - 1 - i)))
+    return stage_schedule((("adam", adam_steps), ("lbfgs", lbfgs_steps)), k_upd, refit_before_step=refit_before_step)
+
+
+def stage_schedule(stages: Sequence[tuple[str, int]], k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
+    """The chunks of the stages ``((name, budget), ...)``: Adam's by the Adam rule, every later
+    stage's by the second stage's rule, each on the global step counter.
+
+    >>> [(c.stage, c.tau_k, c.n_steps) for c in stage_schedule((("adam", 4), ("lbfgs", 3), ("gauss_newton", 2)), 2)]
+    [('adam', 1, 2), ('adam', 3, 2), ('lbfgs', 4, 1), ('lbfgs', 5, 2), ('gauss_newton', 7, 1), ('gauss_newton', 8, 1)]
+    """
+    chunks, base = [], 0
+    for name, steps in stages:
+        if name == "adam":
+            chunks += [Chunk("adam", base + e + 1, base + e + 1, min(k_upd, steps - e)) for e in range(0, steps, k_upd)]
+        elif steps > 0 and refit_before_step:
+            chunks += [Chunk(name, base + i + 1, base + i + 1, min(k_upd, steps - i)) for i in range(0, steps, k_upd)]
+        elif steps > 0:
+            # start refit with the previous stage's last tau, then a refit after every i % k_upd == 0
+            chunks.append(Chunk(name, base, base + 1, 1))
+            chunks += [Chunk(name, base + i + 1, base + i + 2, min(k_upd, steps - 1 - i)) for i in range(0, steps - 1, k_upd)]
+        base += steps
     return chunks

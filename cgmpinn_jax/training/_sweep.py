@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -68,13 +69,26 @@ class SweepResult:
     method: str
     axes: dict[str, list]  # axis name -> values, in order
     metrics: dict[str, np.ndarray]  # "e2", "rel_e2", "e_inf", "l2", "e_loss" -> array of shape axes
-    adam_status: np.ndarray  # StageStatus codes, shape axes
-    lbfgs_status: np.ndarray
+    statuses: dict  # stage name -> StageStatus codes of shape axes, in the order the stages ran
     compile_seconds: float
     run_seconds: float
     n_devices: int
     output_devices: int  # devices the trained parameters ended up on (the sharding, checked)
     histories: Any = None  # list of History (flattened member order), when kept
+
+    @property
+    def adam_status(self) -> np.ndarray:
+        """Deprecated: ``statuses["adam"]``."""
+        warnings.warn("SweepResult.adam_status is deprecated; use result.statuses['adam']", DeprecationWarning,
+                      stacklevel=2)
+        return self.statuses["adam"]
+
+    @property
+    def lbfgs_status(self) -> np.ndarray:
+        """Deprecated: the stage after Adam's codes, ``statuses["lbfgs"]`` in a default run."""
+        warnings.warn("SweepResult.lbfgs_status is deprecated; use result.statuses['lbfgs']", DeprecationWarning,
+                      stacklevel=2)
+        return self.statuses[[n for n in self.statuses if n != "adam"][0]]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -86,8 +100,8 @@ class SweepResult:
             "method": self.method,
             "axes": {k: [float(x) if not isinstance(x, int) else x for x in v] for k, v in self.axes.items()},
             "metrics": {k: np.asarray(v).tolist() for k, v in self.metrics.items()},
-            "adam_status": [[StageStatus(int(s)).name for s in row] for row in self.adam_status.reshape(len(self.axes["seed"]), -1)],
-            "lbfgs_status": [[StageStatus(int(s)).name for s in row] for row in self.lbfgs_status.reshape(len(self.axes["seed"]), -1)],
+            **{f"{name}_status": [[StageStatus(int(s)).name for s in row] for row in codes.reshape(len(self.axes["seed"]), -1)]
+               for name, codes in self.statuses.items()},
             "compile_seconds": self.compile_seconds,
             "run_seconds": self.run_seconds,
             "n_devices": self.n_devices,
@@ -244,12 +258,12 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
 
     with jax.default_matmul_precision("highest"):
         static, eng = cache.engine(setup)
-        if config.second_stage == "gauss_newton":  # every member on a device holds its own Jacobian
+        if eng.lsq is not None:  # a Gauss-Newton stage: every member on a device holds its own Jacobian
             from ._engine import check_gn_memory
 
             n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(
                 jax.eval_shape(lambda: init_state(setup, eng, jax.random.key(0))[0].params)))
-            check_gn_memory(config, setup, eng.second.lsq, n_params, members=-(-int(seeds_in.shape[0]) // n_dev))
+            check_gn_memory(config, setup, eng.lsq, n_params, members=-(-int(seeds_in.shape[0]) // n_dev))
         # points, networks and optimiser states are created where their member's shard lives
         init = jax.vmap(lambda s: init_state(setup, eng, jax.random.key(s)))
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
@@ -277,8 +291,7 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
         method=method.name,
         axes=axes,
         metrics=metrics,
-        adam_status=out.statuses["adam"][:n].reshape(shape),
-        lbfgs_status=out.statuses["lbfgs"][:n].reshape(shape),
+        statuses={name: out.statuses[name][:n].reshape(shape) for name in setup.stage_names},
         compile_seconds=out.compile_seconds,
         run_seconds=out.run_seconds,
         n_devices=n_dev,
