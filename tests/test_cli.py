@@ -6,6 +6,8 @@ import argparse
 import sys
 import textwrap
 
+import pytest
+
 import cgmpinn_jax as cj
 from cgmpinn_jax.cli import _main as cli
 
@@ -43,6 +45,15 @@ def test_options_become_config_fields():
     cfg = cj.TrainConfig(**kw)
     assert (cfg.width, cfg.depth, cfg.k_upd, cfg.relobralo) == (16, 3, 25, "adam")
     assert cli.config_kwargs(_run_parser().parse_args(["--relobralo", "off"]))["relobralo"] == "none"
+
+
+def test_stages_and_their_budgets_from_the_command_line():
+    args = _run_parser().parse_args(["heat", "--stages", "adam, lbfgs,gauss_newton", "--stage-steps", "100,,-"])
+    kw = cli.config_kwargs(args)
+    assert kw["stages"] == ("adam", "lbfgs", "gauss_newton") and kw["stage_steps"] == (100, None, None)
+    assert cj.TrainConfig(**kw).members == ("optax", "gauss_newton")
+    with pytest.raises(ValueError, match="--stage-steps: 'x'"):
+        cli.config_kwargs(_run_parser().parse_args(["--stage-steps", "1,x"]))
 
 
 def test_preset_settings_survive_unset_options():

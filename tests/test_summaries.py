@@ -103,7 +103,7 @@ def test_command_line_bars_show_totals_loss_and_coefficients(monkeypatch):
 
     buf = io.StringIO()
     monkeypatch.setattr("sys.stderr", buf)
-    bars = _Bars("Gauss-Newton")
+    bars = _Bars(cj.TrainConfig.preset("accurate"))
     bars(Progress("adam", 200, 5000, 1.5e-2, 3.0))
     bars(Progress("lbfgs", 25, 1500, 2.5e-6, 9.0, {"kappa": 0.99871}))
     bars.close()

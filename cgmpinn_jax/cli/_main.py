@@ -49,7 +49,8 @@ from pathlib import Path
 
 
 from . import _parser
-from ._parser import EXIT_INTERRUPTED, RELOBRALO_MODES
+from ._parser import EXIT_INTERRUPTED, RELOBRALO_MODES, config_kwargs
+from ._progress import _Bars
 
 PAPER_METHOD_NAMES = {
     "cgmpinn": "CGMPINN",
@@ -144,83 +145,6 @@ def _cmd_list(_args) -> int:
     return 0
 
 
-def config_kwargs(args: argparse.Namespace) -> dict:
-    """The :class:`~cgmpinn_jax.TrainConfig` keyword arguments the ``run`` options set
-    (options left at their default are left out, so the config's own defaults apply)."""
-    kw = {
-        "adam_steps": args.adam_steps,
-        "lbfgs_steps": args.lbfgs_steps,
-        "k_upd": args.k_upd,
-        "width": args.width,
-        "depth": args.depth,
-        "lbfgs_lr": args.lbfgs_lr,
-        "second_stage": args.second_stage or args.lbfgs_backend,
-        "precision": args.precision or ("float64" if args.x64 else None),
-        "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
-        "relobralo_lbfgs_apply": args.relobralo_lbfgs,
-        "stages": _names(args.stages),
-        "stage_steps": _budgets(args.stage_steps),
-    }
-    return {k: v for k, v in kw.items() if v is not None}
-
-
-def _names(text):
-    return None if text is None else tuple(x.strip() for x in text.split(","))
-
-
-def _budgets(text):
-    if text is None:
-        return None
-    out = []
-    for x in (x.strip() for x in text.split(",")):
-        if x in ("", "-"):
-            out.append(None)
-        elif x.isdigit():
-            out.append(int(x))
-        else:
-            raise ValueError(f"--stage-steps: {x!r} is not a non-negative int (or empty / - for the default)")
-    return tuple(out)
-
-
-def stage_label(config, stage: str) -> str:
-    """A stage as the progress bars name it: "Adam", "L-BFGS", "Gauss-Newton", ..."""
-    from ..training._records import second_stage_label
-
-    return "Adam" if stage == "adam" else second_stage_label(config.second_stage if stage == "lbfgs" else stage)
-
-
-class _Bars:
-    """Progress bars for the command line: one ``tqdm`` bar per stage (steps done / budget,
-    elapsed, time left, the loss; an inverse run's coefficients), on a terminal only; the
-    library's plain progress lines elsewhere (a log file, CI)."""
-
-    def __init__(self, config):
-        self.config, self.bar, self.stage = config, None, None
-
-    @staticmethod
-    def wanted(args) -> bool:
-        return not args.quiet and sys.stderr.isatty()
-
-    def __call__(self, p) -> None:
-        from tqdm import tqdm
-
-        if p.stage != self.stage:
-            self.close()
-            self.stage = p.stage
-            name = stage_label(self.config, p.stage)
-            self.bar = tqdm(total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True)
-        post = {"loss": f"{p.loss:.3e}"}
-        if p.coeffs:
-            post.update({k: f"{v:.5g}" for k, v in p.coeffs.items()})
-        self.bar.set_postfix(post, refresh=False)
-        self.bar.update(p.done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
 def _train_with_progress(args, problem, method, config, out: Path, key):
     """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet;
     checkpoints into ``out`` (``--resume``: continues from them)."""
@@ -307,6 +231,41 @@ def _compile_cache(args) -> str:
     return f"compile cache {disk_cache.enable(path)}"
 
 
+def _prepared(args, kind: str, build):
+    """``(problem, method, config, key, out, compile-cache text)`` of a new run (``build()``
+    gives the first five) or of the resumed one (``--resume``), or None after printing why
+    not (bad input: exit status 2)."""
+    from ..training._checkpoint import CheckpointError
+
+    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
+    try:
+        problem, method, config, key, out = _resumed(args, kind) if args.resume else build()
+        return problem, method, config, key, out, _compile_cache(args)
+    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
+        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+        return None
+
+
+def _default_out(args, problem, method, tag: str = "") -> Path:
+    if args.out:
+        return Path(args.out)
+    return Path("runs") / f"{problem.name}-{method.name}{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _stages_text(config) -> str:
+    """``"second stage optax"``, or a configured run's stages: ``"stages adam, lbfgs (optax), gauss_newton"``."""
+    if config.stages is None:
+        return f"second stage {config.second_stage}"
+    return "stages " + ", ".join(f"lbfgs ({config.second_stage})" if s == "lbfgs" else s for s in config.stages)
+
+
+def _finish(out: Path) -> int:
+    _drop_checkpoints(out)
+    print(f"wrote {out}")
+    return 0
+
+
 def _cmd_run(args) -> int:
     import jax
 
@@ -314,37 +273,29 @@ def _cmd_run(args) -> int:
     from ..methods import get_method
     from ..problems import get_problem, validate_problem
 
-    from ..training._checkpoint import CheckpointError
+    def build():
+        problem = validate_problem(get_problem(args.problem))
+        method = get_method(args.method)
+        return (problem, method, TrainConfig.preset(args.preset, **config_kwargs(args)), args.seed,
+                _default_out(args, problem, method))
 
-    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
-    try:
-        if args.resume:
-            problem, method, config, key, out = _resumed(args, "run")
-            args.seed = key
-        else:
-            problem = validate_problem(get_problem(args.problem))
-            method = get_method(args.method)
-            config = TrainConfig.preset(args.preset, **config_kwargs(args))
-            key = args.seed
-            out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        cache_text = _compile_cache(args)
-    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
-        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+    ready = _prepared(args, "run", build)
+    if ready is None:
         return 2
+    problem, method, config, key, out, cache_text = ready
+    args.seed = key
     print(f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
-          f"{config.precision}, second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; "
+          f"{config.precision}, {_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; "
           f"output -> {out}")
     result = _train_and_save(args, problem, method, config, out, key, "run")
     if isinstance(result, int):
         return result
-    paper = paper_row(problem.name, method.name, result.adam_steps, result.lbfgs_steps)
+    two_stages = config.stage_names == ("adam", "lbfgs")  # the paper's numbers are for Adam + L-BFGS
+    paper = paper_row(problem.name, method.name, result.adam_steps, result.lbfgs_steps) if two_stages else None
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
     print(_table(result, paper))
-    _drop_checkpoints(out)
-    print(f"wrote {out}")
-    return 0
+    return _finish(out)
 
 
 def _cmd_infer(args) -> int:
@@ -356,32 +307,24 @@ def _cmd_infer(args) -> int:
     from ..methods import get_method
     from ..problems import get_problem
 
-    from ..training._checkpoint import CheckpointError
+    def build():
+        problem = inverse_problem(get_problem(args.problem), unknowns=as_list(args.unknowns), n_obs=args.n_obs,
+                                  noise=args.noise, key=args.seed if args.obs_seed is None else args.obs_seed,
+                                  obs_weight=args.obs_weight)
+        method = get_method(args.method)
+        return (problem, method, TrainConfig.preset(args.preset, **config_kwargs(args)), args.seed,
+                _default_out(args, problem, method, "-infer"))
 
-    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        if args.resume:
-            problem, method, config, key, out = _resumed(args, "infer")
-            args.seed, args.noise = key, problem.observations.noise
-        else:
-            forward = get_problem(args.problem)
-            problem = inverse_problem(forward, unknowns=as_list(args.unknowns), n_obs=args.n_obs, noise=args.noise,
-                                      key=args.seed if args.obs_seed is None else args.obs_seed,
-                                      obs_weight=args.obs_weight)
-            method = get_method(args.method)
-            config = TrainConfig.preset(args.preset, **config_kwargs(args))
-            key = args.seed
-            out = Path(args.out) if args.out else Path("runs") / f"{problem.name}-{method.name}-infer-{time.strftime('%Y%m%d-%H%M%S')}"
-        cache_text = _compile_cache(args)
-    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
-        print(f"cgmpinn-jax: error: {e}", file=sys.stderr)
+    ready = _prepared(args, "infer", build)
+    if ready is None:
         return 2
+    problem, method, config, key, out, cache_text = ready
+    args.seed, args.noise = key, problem.observations.noise
     print(f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, unknowns "
           f"{', '.join(problem.unknown_names)}, {len(problem.observations)} observations, noise {args.noise:g}"
           + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
           + f", seed {args.seed}, {config.precision}, "
-          f"second stage {config.second_stage}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
+          f"{_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
     result = _train_and_save(args, problem, method, config, out, key, "infer")
     if isinstance(result, int):
         return result
@@ -392,9 +335,7 @@ def _cmd_infer(args) -> int:
           f"noise {args.noise:g}")
     print(result.unknowns.table())
     print(_table(result, None))
-    _drop_checkpoints(out)
-    print(f"wrote {out}")
-    return 0
+    return _finish(out)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-__all__ = ["build_parser", "RELOBRALO_MODES", "EXIT_INTERRUPTED"]
+__all__ = ["build_parser", "config_kwargs", "RELOBRALO_MODES", "EXIT_INTERRUPTED"]
 
 RELOBRALO_MODES = {
     "on": ("both", "ReLoBRaLo rebalances the loss terms in both stages (Adam and the second stage)"),
@@ -64,7 +64,7 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
                         "stage is lbfgs = the --second-stage member, or a member's name) (default: adam,lbfgs)")
     r.add_argument("--stage-steps", default=None, metavar="N,N,...",
                    help="each stage's budget, comma-separated, in the order of --stages; an empty entry or - keeps "
-                        "--adam-steps for adam and --lbfgs-steps for a later stage")
+                        "the default (default: --adam-steps for adam, --lbfgs-steps for each later stage)")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
                    help="older spelling of --second-stage optax|jaxopt")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
@@ -181,3 +181,41 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
     i.add_argument("--obs-weight", type=float, default=1.0, metavar="W",
                    help="fixed factor on the observation term (default 1); below 1 the network fits noisy data less")
     return i
+
+
+def config_kwargs(args: argparse.Namespace) -> dict:
+    """The :class:`~cgmpinn_jax.TrainConfig` keyword arguments the ``run`` options set
+    (options left at their default are left out, so the config's own defaults apply)."""
+    kw = {
+        "adam_steps": args.adam_steps,
+        "lbfgs_steps": args.lbfgs_steps,
+        "k_upd": args.k_upd,
+        "width": args.width,
+        "depth": args.depth,
+        "lbfgs_lr": args.lbfgs_lr,
+        "second_stage": args.second_stage or args.lbfgs_backend,
+        "precision": args.precision or ("float64" if args.x64 else None),
+        "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
+        "relobralo_lbfgs_apply": args.relobralo_lbfgs,
+        "stages": _names(args.stages),
+        "stage_steps": _budgets(args.stage_steps),
+    }
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+def _names(text):
+    return None if text is None else tuple(x.strip() for x in text.split(","))
+
+
+def _budgets(text):
+    if text is None:
+        return None
+    out = []
+    for x in (x.strip() for x in text.split(",")):
+        if x in ("", "-"):
+            out.append(None)
+        elif x.isdigit():
+            out.append(int(x))
+        else:
+            raise ValueError(f"--stage-steps: {x!r} is not a non-negative int (or empty / - for the default)")
+    return tuple(out)

@@ -28,6 +28,13 @@ def second_stage_label(kind: str) -> str:
     return {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(kind, f"dense {kind}")
 
 
+def stage_label(config: TrainConfig, name: str) -> str:
+    """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...)."""
+    if name == "adam":
+        return "Adam"
+    return second_stage_label(config.second_stage if name == "lbfgs" else name)
+
+
 @dataclasses.dataclass(frozen=True)
 class StageRecord:
     """One stage of a finished run (``TrainResult.stages``, in the order they ran).
@@ -152,9 +159,7 @@ class TrainResult:
 
     def stage_label(self, name: str) -> str:
         """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...)."""
-        if name == "adam":
-            return "Adam"
-        return second_stage_label(self.config.second_stage if name == "lbfgs" else name)
+        return stage_label(self.config, name)
 
     @property
     def stages(self) -> tuple[StageRecord, ...]:
