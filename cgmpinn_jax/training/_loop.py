@@ -6,9 +6,8 @@ chunks from the run's schedule, one chunk per weight refresh. A chunk is up to t
 programs called one after the other: the weight refresh (:meth:`Engine.begin_chunk`, one
 program for every stage), for a stage whose solver stores its point the re-basing of that
 point (:meth:`Engine.rebase`), and the stage's loop (:meth:`Engine.stage_steps`, the same
-loop for every stage). Between chunks
-the host records the chunk's history, reports progress, checks the stage's status and
-writes a checkpoint when one is due.
+loop for every stage). Between chunks the host records the chunk's history, reports progress,
+checks the stage's status and writes a checkpoint when one is due.
 """
 
 from __future__ import annotations
