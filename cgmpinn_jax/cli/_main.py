@@ -4,7 +4,7 @@
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
                     [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed] [--x64]
                     [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden|gauss_newton] [--relobralo on|off|adam]
-                    [--relobralo-lbfgs iteration|refresh]
+                    [--relobralo-lbfgs iteration|refresh] [--stages NAMES] [--stage-steps N,N,...]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
                     [--background-compile on|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
