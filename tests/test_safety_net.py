@@ -4,10 +4,9 @@ What each test pins down, with golden values computed independently in NumPy whe
 
 * a sweep member follows ``cj.train`` with the same seed and settings;
 * the per-point CGM weights and the ReLoBRaLo lambdas reach the objective and its gradient;
-* the refresh schedule (chunks, tau) against a step-by-step replay of the reference loop, and
-  the refreshes a tiny run records;
-* every second-stage member but Gauss-Newton (``tests/test_gauss_newton.py`` drives that one
-  on Rosenbrock) reaches a known minimum through the library's adapter;
+* the refreshes a tiny run records, against a step-by-step replay of the reference loop
+  (the schedule itself: ``tests/test_schedule.py``; every second-stage member reaching a
+  known minimum through its adapter: ``tests/test_solvers.py``);
 * DIVERGED, GRAD_TOL and LOSS_TOL forced through the config, with the parameters each stop
   must return;
 * a ``precision="mixed"`` run: Adam in float32, the second stage in float64, the error cut.
@@ -33,9 +32,9 @@ from cgmpinn_jax import StageStatus, TrainConfig, refresh_schedule
 from cgmpinn_jax.weighting._balancing import relobralo, relobralo_draws
 from cgmpinn_jax.methods import build_model
 from cgmpinn_jax.nn._nets import MLP
-from cgmpinn_jax.training._objective import Objective, TermValues, Trainable, make_term_fn
-from cgmpinn_jax.solvers._second_stage import make_second_stage
+from cgmpinn_jax.training._objective import Objective, Trainable, make_term_fn
 from stop_rules import loss_tol_fires_at
+from test_schedule import _reference_refreshes
 
 SEED = 0
 NET = dict(width=8, depth=1)
@@ -135,10 +134,6 @@ def _initial_model(problem, method, key):
     """The network train() builds from ``key`` (keys: points, network, ReLoBRaLo)."""
     _, k_net, _ = jax.random.split(jax.random.key(key), 3)
     return build_model(problem, cj.get_method(method), k_net, **NET)
-
-
-def _max_abs(tree):
-    return jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree_util.tree_leaves(tree)]))
 
 
 def _leaves(tree):
@@ -241,50 +236,7 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
             assert np.max(np.abs(mine - plain)) > 1e-3 * np.max(np.abs(plain))  # not the plain gradient
 
 
-# --- 3. the refresh schedule ----------------------------------------------------------------------
-def _reference_refreshes(adam: int, lbfgs: int, k_upd: int, refit_before_step: bool = False):
-    """A step-by-step replay of the reference loop (docs/reference-code.md §6): the tau_k of
-    every refit in order, and for every global step k the tau_k of the weights it uses."""
-    refits, active, uses = [], None, {}
-    for e in range(adam):  # Adam: refit before epoch e when e % k_upd == 0, at tau(e + 1)
-        if e % k_upd == 0:
-            active = e + 1
-            refits.append(active)
-        uses[e + 1] = active
-    if lbfgs and refit_before_step:  # Fisher-KPP CGMPINN: refit before iteration i % k_upd == 0
-        for i in range(lbfgs):
-            if i % k_upd == 0:
-                active = adam + i + 1
-                refits.append(active)
-            uses[adam + i + 1] = active
-    elif lbfgs:  # refit at the stage start with Adam's last tau, then after iteration i % k_upd == 0
-        active = adam
-        refits.append(active)
-        for i in range(lbfgs):
-            uses[adam + i + 1] = active
-            if i % k_upd == 0 and i + 1 < lbfgs:  # (a refit after the last iteration is never used)
-                active = adam + i + 1
-                refits.append(active)
-    return refits, uses
-
-
-@pytest.mark.parametrize("adam,lbfgs,k_upd", [(50, 30, 20), (40, 20, 20), (45, 1, 20), (7, 0, 3), (0, 5, 2),
-                                              (3, 4, 10), (5000, 10000, 200)])
-@pytest.mark.parametrize("before", [False, True])
-def test_refresh_schedule_replays_the_reference_loop(adam, lbfgs, k_upd, before):
-    chunks = refresh_schedule(adam, lbfgs, k_upd, refit_before_step=before)
-    refits, uses = _reference_refreshes(adam, lbfgs, k_upd, before)
-    assert [c.tau_k for c in chunks] == refits
-    got = {}
-    for c in chunks:
-        assert 1 <= c.n_steps <= k_upd
-        for k in range(c.first_k, c.first_k + c.n_steps):
-            assert k not in got
-            got[k] = c.tau_k
-            assert (c.stage == "adam") == (k <= adam)
-    assert got == uses and sorted(got) == list(range(1, adam + lbfgs + 1))
-
-
+# --- 3. the refresh schedule (the schedule itself: tests/test_schedule.py) ----------------------
 def test_tiny_run_records_the_schedule_and_tau(cgm_run):
     """The run's refreshes are the schedule's, at tau(k) = min(k / (c_sat k_max), 1), and the
     recorded objective is lam . terms with the PDE term weighted once the weights spread."""
@@ -310,50 +262,6 @@ def test_tiny_run_records_the_schedule_and_tau(cgm_run):
             spread += 1
             assert np.all(np.abs(h.terms[rows, 0] / h.raw[rows, 0] - 1) > 1e-4), c
     assert spread >= 3, h.refresh_spread
-
-
-# --- 4. the second-stage members on Rosenbrock, through their adapters -------------------------
-def _rosenbrock(params, w, lam, batch):
-    """lam_0 w_0 ((c - x)^2 + 100 (y - x^2)^2): its minimum (c, c^2) comes from the batch."""
-    x, y = params["xy"][0], params["y"]
-    v = lam[0] * w[0] * ((batch["c"] - x) ** 2 + 100.0 * (y - x**2) ** 2)
-    return v, TermValues(v[None], v[None], jnp.zeros_like(v))
-
-
-@pytest.mark.parametrize("member", ["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"])
-def test_second_stage_member_reaches_the_minimum(x64, member):
-    """Driven as the engine drives it (init, set_point, then stored -> step), 300 iterations at
-    most; float64. Gauss-Newton is left out: tests/test_gauss_newton.py solves Rosenbrock
-    through its adapter (test_levenberg_marquardt_solves_rosenbrock)."""
-    stage = make_second_stage(TrainConfig(second_stage=member), _rosenbrock, n_steps=300, n_params=2)
-    w, lam, batch = jnp.asarray([2.0]), jnp.asarray([0.75]), {"c": jnp.asarray(0.7)}
-    p0 = {"xy": jnp.asarray([-1.2]), "y": jnp.asarray(1.0)}
-
-    @jax.jit
-    def run(p0):
-        (v, tv), g = jax.value_and_grad(_rosenbrock, has_aux=True)(p0, w, lam, batch)
-        st = stage.set_point(stage.init(p0, w, lam, batch), v, g, tv)
-
-        def cond(c):
-            i, p, st, _ = c
-            _, g, _ = stage.stored(st, p)
-            return (i < 300) & (_max_abs(g) > 1e-11)
-
-        def body(c):
-            i, p, st, evals = c
-            v, g, _ = stage.stored(st, p)
-            out = stage.step(p, st, w, lam, batch, v, g)
-            return i + 1, out.params, out.state, evals + out.evals
-
-        return jax.lax.while_loop(cond, body, (0, p0, st, jnp.int32(0)))
-
-    it, p, st, evals = run(p0)
-    v, g, _ = stage.stored(st, p)
-    assert int(it) < 300, (member, int(it))
-    np.testing.assert_allclose(float(p["xy"][0]), 0.7, atol=1e-7)
-    np.testing.assert_allclose(float(p["y"]), 0.49, atol=1e-7)
-    assert float(v) < 1e-14 and float(v) == pytest.approx(float(_rosenbrock(p, w, lam, batch)[0]), abs=1e-15)
-    assert int(evals) >= int(it)  # every iteration counts at least one evaluation
 
 
 # --- 5. the stops, and the parameters each returns ------------------------------------------------

@@ -10,7 +10,6 @@ import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax.training import _checkpoint as ck
-from cgmpinn_jax.training._schedule import stage_schedule
 
 from test_checkpoint import assert_same_run, only
 
@@ -93,24 +92,6 @@ def test_deprecated_status_names_warn_and_agree(three):
         assert three.adam_status == three.statuses["adam"]
     with pytest.warns(DeprecationWarning, match="statuses"):
         assert three.lbfgs_status == three.statuses["lbfgs"]
-
-
-def test_stage_schedule_covers_every_step_once():
-    for plan in ((("adam", 7), ("lbfgs", 5), ("gauss_newton", 4)), (("adam", 0), ("lbfgs", 3), ("bfgs", 1)),
-                 (("lbfgs", 6),), (("adam", 5),)):
-        for k_upd in (1, 2, 3, 10):
-            for before in (False, True):
-                chunks = stage_schedule(plan, k_upd, refit_before_step=before)
-                steps = [c.first_k + i for c in chunks for i in range(c.n_steps)]
-                assert steps == list(range(1, sum(n for _, n in plan) + 1))
-                assert all(c.n_steps <= k_upd for c in chunks)
-                base = 0
-                for name, n in plan:  # a later stage opens with a refresh at the previous stage's last tau
-                    mine = [c for c in chunks if c.stage == name]
-                    assert sum(c.n_steps for c in mine) == n
-                    if mine and name != "adam" and not before:
-                        assert mine[0].tau_k == base and mine[0].n_steps == 1
-                    base += n
 
 
 def test_stages_are_checked():

@@ -1,15 +1,14 @@
 """A stage's stop rule and guards (cgmpinn_jax/solvers/_stopping.py) on hand-made iterations,
-the Adam stage's solver against optax, and the stage factory's members and rules."""
+and the Adam stage's solver against optax."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax.config import StopRule, stop_rule
-from cgmpinn_jax.solvers import Adam, Guards, Stopping, StageStatus, StepResult, make_stage
+from cgmpinn_jax.config import StopRule
+from cgmpinn_jax.solvers import Adam, Guards, Stopping, StageStatus, StepResult
 from cgmpinn_jax.solvers._stopping import accepts
 
 RULE = StopRule(gtol=1e-6, ftol=0.1, patience=3)
@@ -87,15 +86,3 @@ def test_adam_stage_is_optax_adam_and_has_no_tolerances():
     g0 = Guards(params, jnp.asarray(0.5), jnp.int32(0), jnp.int32(0))
     g = solver.terminate(g0, params, jnp.asarray(0.6), tiny, jnp.asarray(0.6), StepResult(params, state, 0.6, 0))
     assert g.status == StageStatus.COMPLETED
-
-
-@pytest.mark.parametrize("name, kind", [("adam", "Adam"), ("lbfgs", "OptaxLBFGS"), ("optax", "OptaxLBFGS"),
-                                        ("jaxopt", "JaxoptLBFGS"), ("bfgs", "DenseQuasiNewton"),
-                                        ("gauss_newton", "GaussNewton")])
-def test_make_stage_builds_each_member_with_its_own_rule(name, kind):
-    cfg = cj.TrainConfig(precision="float64", stages=("adam", "lbfgs") if name in ("adam", "lbfgs") else ("adam", name))
-    solver = make_stage(name, cfg, lambda *a: (0.0, None), n_steps=5, n_params=10, lsq=object())
-    assert type(solver).__name__ == kind
-    member = cfg.second_stage if name == "lbfgs" else name
-    assert solver.stopping.rule == (None if name == "adam" else stop_rule(cfg, member))
-    assert solver.stopping.divergence_ratio == cfg.divergence_ratio

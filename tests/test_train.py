@@ -26,23 +26,6 @@ def _initial_rel_e2(problem, method, key):
     return cj.evaluate(problem, model).rel_e2
 
 
-def test_refresh_schedule_reference_counts():
-    # docs/reference-code.md §6: 25 + 1 + 50 = 76 GMM fits for 5000 Adam + 10000 L-BFGS, k_upd 200
-    s = refresh_schedule(5000, 10000, 200)
-    assert len(s) == 76
-    assert sum(c.n_steps for c in s) == 15000
-    adam = [c.tau_k for c in s if c.stage == "adam"]
-    assert adam == [e + 1 for e in range(0, 5000, 200)]
-    lb = [c.tau_k for c in s if c.stage == "lbfgs"]
-    # start refit with Adam's last tau, then after L-BFGS iteration i % 200 == 0 at tau(5000 + i + 1)
-    assert lb == [5000] + [5000 + i + 1 for i in range(0, 10000, 200)][:50]
-    # Fisher-KPP: refit before the step, 8000 + 12000 with k_upd 100 (the reference's
-    # redundant start refit is skipped)
-    f = refresh_schedule(8000, 12000, 100, refit_before_step=True)
-    assert len(f) == 80 + 120 and sum(c.n_steps for c in f) == 20000
-    assert [c.tau_k for c in f if c.stage == "lbfgs"][:2] == [8001, 8101]
-
-
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
