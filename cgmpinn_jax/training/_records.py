@@ -40,8 +40,8 @@ class StageRecord:
     """One stage of a finished run (``TrainResult.stages``, in the order they ran).
 
     ``name`` is the stage's key (``"adam"``, ``"lbfgs"``: the second stage, whichever
-    member, or a later stage's name from ``TrainConfig.stages``); ``label`` is how summaries name it (``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``,
-    ``"dense bfgs"``). ``seconds``: the stage's wall time without compilation (None for a
+    member, or a later stage's name from ``TrainConfig.stages``); ``label`` is how summaries
+    name it (``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``, ``"dense bfgs"``). ``seconds``: the stage's wall time without compilation (None for a
     stage that ran before the run was resumed from a checkpoint)."""
 
     name: str
