@@ -134,3 +134,18 @@ def test_stop_rules_follow_each_stage_member():
         setup = resolve(cj.get_problem("poisson1d"), cj.get_method("pinn"), cfg)
     assert setup.stages == (("adam", 5000), ("lbfgs", 10000), ("gauss_newton", 10000))
     assert setup.k_max == 25000
+
+
+def test_a_sweep_runs_the_same_stages():
+    """``cj.sweep`` over seeds with three stages: each member has every stage's status and
+    follows ``cj.train`` (vmapped float64 programs round differently in the last digits, and
+    the Gauss-Newton solves amplify that: 1e-6)."""
+    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(20, 6, 5), precision="float64",
+                         k_upd=5, width=8, depth=1)
+    sw = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], quiet=True, keep_histories=True)
+    one = cj.train("poisson1d", "cgmpinn", cfg, key=1, quiet=True)
+    assert list(sw.statuses) == ["adam", "lbfgs", "gauss_newton"] and sw.statuses["gauss_newton"].shape == (2,)
+    assert "gauss_newton_status" in sw.to_dict()
+    assert [int(sw.statuses[n][1]) for n in sw.statuses] == [int(s) for s in one.statuses.values()]
+    np.testing.assert_allclose(sw.histories[1].loss, one.history.loss, rtol=1e-6)
+    np.testing.assert_allclose(sw.histories[1].loss[:26], one.history.loss[:26], rtol=1e-10)  # Adam, L-BFGS
