@@ -21,13 +21,14 @@ CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
 PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
 grows and the next trial refactors. No silent NaN reaches the parameters.
 
-**Stop rules** (on top of the engine's guards): ``NO_DECREASE`` when a trial fails with
-``mu`` at its largest value, ``gn_mu_max`` times the Jacobian's scale ``|J|_F^2 / P``
-(the mean diagonal of ``J^T J``; ``gn_mu_init`` and ``gn_mu_min`` are relative to it too) (no decrease even at the largest damping: in float64 this is where
-rounding ends the descent); ``LOSS_TOL`` from the float64 plateau rule (:func:`~cgmpinn_jax.
-config.stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the previous iteration's
-start point (the engine sees the stored gradient before the step; this member computes it
-inside the step), so it fires one iteration late.
+**Stop rules** (on top of the guards every stage applies, :mod:`cgmpinn_jax.solvers._stopping`):
+``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gn_mu_max`` times the
+Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``gn_mu_init`` and
+``gn_mu_min`` are relative to it too): no decrease even at the largest damping, which in
+float64 is where rounding ends the descent; ``LOSS_TOL`` from the float64 plateau rule
+(:func:`~cgmpinn_jax.config.stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the
+previous iteration's start point (the engine sees the stored gradient before the step; this
+member computes it inside the step), so it fires one iteration late.
 
 **Weights between iterations.** The objective is frozen inside an iteration; the weight
 refresh and ReLoBRaLo change ``w`` and the lambdas between iterations at the usual cadence

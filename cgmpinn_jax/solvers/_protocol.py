@@ -2,10 +2,11 @@
 iteration returns (:class:`StepResult`) and why a stage stopped (:class:`StageStatus`).
 
 A run is a sequence of stages (``TrainConfig.stages``); each is a solver with ``init`` /
-``step`` / ``terminate``, driven by one engine loop (:meth:`~cgmpinn_jax.training._engine.
-Engine.stage_steps`): the loop evaluates the objective at the iteration's start point (or takes
-the value the solver stored), calls ``step``, then ``terminate`` (the solver's stop rule and
-guards, :mod:`cgmpinn_jax.solvers._stopping`), and keeps the new point unless a guard fired."""
+``step`` / ``terminate``, driven by one engine loop
+(:meth:`~cgmpinn_jax.training._engine.Engine.stage_steps`): the loop evaluates the objective
+at the iteration's start point (or takes the value the solver stored), calls ``step``, then
+``terminate`` (the solver's stop rule and guards, :mod:`cgmpinn_jax.solvers._stopping`), and
+keeps the new point unless a guard or the solver's own stop fired."""
 
 from __future__ import annotations
 
