@@ -199,14 +199,6 @@ class Engine:
             state = eqx.tree_at(lambda s: s.opt, state, self.rebase(state.params, state.opt, w, state.lambdas, batch, stage))
         return self.stage_steps(stage, state, batch, hyper, w, h0, n_steps)
 
-    def adam_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
-        """:meth:`stage_steps` of Adam."""
-        return self.stage_steps("adam", state, batch, hyper, w, h0, n_steps)
-
-    def second_steps(self, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
-        """:meth:`stage_steps` of the second stage."""
-        return self.stage_steps(self.second_name, state, batch, hyper, w, h0, n_steps)
-
     # --- one loop for every stage ------------------------------------------------------------
     def rebases_in(self, stage: str) -> bool:
         """Whether a chunk of ``stage`` re-bases the solver's stored point (:meth:`rebase`):
@@ -214,11 +206,6 @@ class Engine:
         if stage == "adam":
             return False
         return not (self.setup.uses_relobralo(stage) and self.setup.config.relobralo_lbfgs_apply == "iteration")
-
-    @property
-    def rebases(self) -> bool:
-        """:meth:`rebases_in` of the second stage."""
-        return self.second_name is not None and self.rebases_in(self.second_name)
 
     def rebase(self, params, opt, w, lambdas, batch, stage: str | None = None):
         """The solver's state with its stored value and gradient recomputed under the
