@@ -9,9 +9,11 @@ faithful run (``--preset faithful``) for the figure.
 
 The issue's goals, read off the traces: the Gauss-Newton run reaches the L-BFGS run's final
 error in <= 0.5x the L-BFGS run's wall time, and reaches <= 1e-5 within 600 s, compile
-included.
+included. The second pair asks whether item 3's other candidate, Adam in float32 before the
+float64 Gauss-Newton stage (``precision="mixed"``), gets there sooner.
 
     python -m benchmarks.gn_wall                  # the pair, then the float32 run (~40 min)
+    python -m benchmarks.gn_wall --mixed          # the second pair: precision="mixed" beside L-BFGS
     python -m benchmarks.gn_wall --build-only     # report + figure from the record / cache
 
 Writes ``benchmarks/results/gn_wall.{json,md}`` and the figure
@@ -36,20 +38,25 @@ from benchmarks import runcache
 STUDY = "gn_wall"
 RESULTS = Path(__file__).parent / "results"
 PROBLEM, METHOD, SEED = "heat", "cgmpinn", 1224
-VARIANTS = {  # name -> (preset, track every n second-stage iterations)
-    "gauss_newton": ("accurate", 25),
-    "lbfgs_f64": ("accurate_lbfgs", 100),
-    "float32": ("faithful", 100),
+VARIANTS = {  # name -> (preset, overrides, track every n second-stage iterations)
+    "gauss_newton": ("accurate", {}, 25),
+    "lbfgs_f64": ("accurate_lbfgs", {}, 100),
+    "float32": ("faithful", {}, 100),
+    "mixed": ("accurate", {"precision": "mixed"}, 25),
 }
 LABELS = {"gauss_newton": "float64, Gauss-Newton (--preset accurate)",
-          "lbfgs_f64": "float64, L-BFGS (--preset accurate_lbfgs)", "float32": "float32, L-BFGS (faithful)"}
+          "lbfgs_f64": "float64, L-BFGS (--preset accurate_lbfgs)", "float32": "float32, L-BFGS (faithful)",
+          "mixed": "mixed (float32 Adam), Gauss-Newton (--preset accurate --precision mixed)"}
+#: The second pair (``--mixed``): the mixed run beside a fresh float64 L-BFGS run, whose record
+#: is kept under its own key so that each pair's ratio comes from one run.
+PAIR_KEYS = {("mixed", "lbfgs_f64"): "lbfgs_f64-beside-mixed"}
 
 WORKER = """
 import json, sys, time
 import numpy as np
 import cgmpinn_jax as cj
 t0 = time.perf_counter()
-res = cj.train({problem!r}, {method!r}, cj.TrainConfig.preset({preset!r}), key={seed}, quiet=True,
+res = cj.train({problem!r}, {method!r}, cj.TrainConfig.preset({preset!r}, **{overrides!r}), key={seed}, quiet=True,
                prefetch_compile=True, track_error_every={every})
 wall = time.perf_counter() - t0
 h = res.history
@@ -63,8 +70,9 @@ json.dump(out, open(sys.argv[1], "w"))
 
 
 def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
-    preset, every = VARIANTS[variant]
-    code = WORKER.format(problem=PROBLEM, method=METHOD, preset=preset, seed=SEED, variant=variant, every=every)
+    preset, overrides, every = VARIANTS[variant]
+    code = WORKER.format(problem=PROBLEM, method=METHOD, preset=preset, overrides=overrides, seed=SEED, variant=variant,
+                         every=every)
     env = dict(os.environ, XLA_FLAGS=runcache.ONE_THREAD_XLA_FLAGS)
     return subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", code, str(out)], env=env)
 
@@ -92,14 +100,18 @@ def run(variants: list[str], together: bool, first_core: int = 0) -> None:
             raise SystemExit(f"{v} run failed (exit {p.returncode})")
     load1 = os.getloadavg()
     fulls = {v: json.loads((tmp / f"{v}.out.json").read_text()) for v in variants}
-    if "gauss_newton" in fulls and "lbfgs_f64" in fulls:  # when Gauss-Newton reached its partner's final error
-        fulls["gauss_newton"]["seconds_to_partner_final"] = first_time(fulls["gauss_newton"]["error_trace"],
-                                                                       fulls["lbfgs_f64"]["rel_e2"])
+    for gn in ("gauss_newton", "mixed"):  # when a Gauss-Newton run reached its partner's final error
+        if gn in fulls and "lbfgs_f64" in fulls:
+            fulls[gn]["seconds_to_partner_final"] = first_time(fulls[gn]["error_trace"], fulls["lbfgs_f64"]["rel_e2"])
+    names = {v: v for v in variants}
+    for pair, key in PAIR_KEYS.items():
+        if set(pair) <= set(variants):
+            names[pair[1]] = key
     for v in variants:
         full = fulls[v]
         full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=runcache.ONE_THREAD_XLA_FLAGS,
                     pinned="one core per run (taskset), " + ("started together" if together else "alone"))
-        study.save(f"{v}-seed{SEED}", full, compact=compact)
+        study.save(f"{names[v]}-seed{SEED}", full, compact=compact)
 
 
 def first_time(trace: dict, thr: float):
@@ -114,49 +126,68 @@ def build() -> None:
         if full is not None and "adam_end_seconds" not in rec:
             study.save(key, full, compact=compact)
     recs = study.load()
-    gn, lb = recs.get(f"gauss_newton-seed{SEED}"), recs.get(f"lbfgs_f64-seed{SEED}")
     lines = [
         "# Time to accuracy: Gauss-Newton beside float64 L-BFGS (heat CGMPINN, seed 1224)",
         "",
         "Command: `python -m benchmarks.gn_wall`; record `benchmarks/results/gn_wall.json`. The two float64 runs "
         "started together, each pinned to its own core with one XLA thread; the float32 run pinned the same way "
         "(recorded here: on the L-BFGS run's core once that run had ended, then `peer_jinns.py` on that core, while "
-        "the Gauss-Newton run went on; `--only float32 --core 1`). Seconds from the start of `cj.train` (compile included), read off the test-grid error tracked every "
+        "the Gauss-Newton run went on; `--only float32 --core 1`). The second pair, `python -m benchmarks.gn_wall "
+        "--mixed`: the accurate preset with `precision=\"mixed\"` (Adam in float32, Gauss-Newton in float64) beside "
+        "a fresh float64 L-BFGS run, started together the same way on another day. Seconds from the start of "
+        "`cj.train` (compile included), read off the test-grid error tracked every "
         "25 (Gauss-Newton) or 100 (L-BFGS) second-stage iterations.",
         "",
         "| run | final rel. e2 | wall s (compile) | second stage | to 1e-4 s | to 1e-5 s | to 1e-6 s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for v in VARIANTS:
+    rows = [(v, LABELS[v]) for v in VARIANTS] + [(k, LABELS[lb] + ", beside the mixed run") for (_, lb), k in PAIR_KEYS.items()]
+    for v, label in rows:
         r = recs.get(f"{v}-seed{SEED}")
         if r is None:
             continue
         f = lambda x: "never" if x is None else f"{x:.0f}"  # noqa: E731
-        lines.append(f"| {LABELS[v]} | {r['rel_e2']:.3e} | {r['wall_seconds']:.0f} ({r['compile_seconds']:.1f}) | "
+        lines.append(f"| {label} | {r['rel_e2']:.3e} | {r['wall_seconds']:.0f} ({r['compile_seconds']:.1f}) | "
                      f"{r['second_iterations']} its, {r['second_status']} | {f(r['seconds_to_1e-04'])} | "
                      f"{f(r['seconds_to_1e-05'])} | {f(r['seconds_to_1e-06'])} |")
-    if gn and lb:
-        t_match = gn.get("seconds_to_partner_final")
-        lines += ["", "Goals:", ""]
-        if t_match is not None:
-            ratio = t_match / lb["wall_seconds"]
-            lines.append(f"- Gauss-Newton reached the L-BFGS run's final error ({lb['rel_e2']:.3e}) after {t_match:.0f} s, "
-                         f"{ratio:.2f}x the L-BFGS run's wall time ({lb['wall_seconds']:.0f} s): goal <= 0.5x "
-                         + ("met." if ratio <= 0.5 else "missed."))
-            if gn.get("adam_end_seconds") and lb.get("adam_end_seconds"):
-                lines.append(f"- Both spent their first {gn['adam_end_seconds']:.0f} s / {lb['adam_end_seconds']:.0f} s in "
-                             f"the same float64 Adam stage; the second stages alone: {t_match - gn['adam_end_seconds']:.0f} s "
-                             f"against {lb['wall_seconds'] - lb['adam_end_seconds']:.0f} s "
-                             f"({(t_match - gn['adam_end_seconds']) / (lb['wall_seconds'] - lb['adam_end_seconds']):.2f}x).")
-        t5 = gn["seconds_to_1e-05"]
-        lines.append("- Gauss-Newton to <= 1e-5: " + ("never" if t5 is None else f"{t5:.0f} s") + ", goal <= 600 s: "
-                     + ("met." if t5 is not None and t5 <= 600 else "missed."))
-        lines += ["", f"Load average at start {gn['load_start']}, at end {gn['load_end']}; machine: "
+    pairs = [("gauss_newton", "lbfgs_f64", "Gauss-Newton")] + [
+        (gn, key, "Gauss-Newton (mixed)") for (gn, _), key in PAIR_KEYS.items()]
+    goals = [goal_lines(recs.get(f"{g}-seed{SEED}"), recs.get(f"{b}-seed{SEED}"), name) for g, b, name in pairs]
+    if any(goals):
+        lines += ["", "Goals:", ""] + [line for g in goals for line in g]
+        gn = recs.get(f"gauss_newton-seed{SEED}") or recs.get(f"mixed-seed{SEED}")
+        lines += ["", f"Load average at start {gn['load_start']}, at end {gn['load_end']} (the first pair); machine: "
                   f"{gn['machine'].get('processor')}, {gn['machine'].get('cpu_count')} CPUs, jax {gn['machine'].get('jax')}."]
     text = "\n".join(lines) + "\n"
     (RESULTS / f"{STUDY}.md").write_text(text)
     print(text)
     figure(study)
+
+
+def goal_lines(gn: dict | None, lb: dict | None, name: str) -> list[str]:
+    """The issue's two goals for one pair started together (empty when either run is missing)."""
+    if not (gn and lb):
+        return []
+    out = []
+    t_match = gn.get("seconds_to_partner_final")
+    if t_match is not None:
+        ratio = t_match / lb["wall_seconds"]
+        out.append(f"- {name} reached its L-BFGS partner's final error ({lb['rel_e2']:.3e}) after {t_match:.0f} s, "
+                   f"{ratio:.2f}x the L-BFGS run's wall time ({lb['wall_seconds']:.0f} s): goal <= 0.5x "
+                   + ("met." if ratio <= 0.5 else "missed."))
+        if gn.get("adam_end_seconds") and lb.get("adam_end_seconds"):
+            same = gn["config"].get("precision") == lb["config"].get("precision")
+            out.append(f"- Their Adam stages ({'the same float64 stage' if same else 'float32 against float64'}) "
+                       f"took {gn['adam_end_seconds']:.0f} s / {lb['adam_end_seconds']:.0f} s; the second stages "
+                       f"alone: {t_match - gn['adam_end_seconds']:.0f} s against "
+                       f"{lb['wall_seconds'] - lb['adam_end_seconds']:.0f} s "
+                       f"({(t_match - gn['adam_end_seconds']) / (lb['wall_seconds'] - lb['adam_end_seconds']):.2f}x).")
+    else:
+        out.append(f"- {name} never reached its L-BFGS partner's final error ({lb['rel_e2']:.3e}): goal <= 0.5x missed.")
+    t5 = gn["seconds_to_1e-05"]
+    out.append(f"- {name} to <= 1e-5: " + ("never" if t5 is None else f"{t5:.0f} s") + ", goal <= 600 s: "
+               + ("met." if t5 is not None and t5 <= 600 else "missed."))
+    return out
 
 
 def figure(study) -> None:
@@ -194,9 +225,12 @@ if __name__ == "__main__":
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--only", nargs="+", choices=tuple(VARIANTS), help="run these (default: the pair, then float32)")
     ap.add_argument("--core", type=int, default=0, help="the first core to pin to (--only)")
+    ap.add_argument("--mixed", action="store_true", help="the second pair: mixed Gauss-Newton beside float64 L-BFGS")
     a = ap.parse_args()
     if not a.build_only:
-        if a.only:
+        if a.mixed:
+            run(["mixed", "lbfgs_f64"], together=True, first_core=a.core)
+        elif a.only:
             run(a.only, together=len(a.only) > 1, first_core=a.core)
         else:
             run(["gauss_newton", "lbfgs_f64"], together=True)
