@@ -99,7 +99,16 @@ def test_inverse_run_resumes_with_its_observations(tmp_path):
     np.testing.assert_array_equal(plain.history.error_rel_e2, resumed.history.error_rel_e2)
 
 
-def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path):
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test, whatever the launching shell left (a job
+    started with ``&`` from a script inherits SIGINT ignored); the handler is put back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_raises):
     cfg = cj.TrainConfig(**TINY)
     plain = cj.train("poisson1d", "pinn", cfg, key=5, quiet=True)
     sent = []
@@ -121,6 +130,25 @@ def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path):
     assert meta["position"] == {"stage": "adam", "chunk": 1, "handed": True, "done": 20}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     assert_same_run(plain, cj.resume(folder, quiet=True))
+
+
+def test_a_process_that_ignores_ctrl_c_is_left_deaf_to_it():
+    """SIG_IGN (a background job of a script) stays as it is: no handler, the flag never set."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with ck.sigint_flag() as stop:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGINT)
+            assert not stop()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with ck.sigint_flag() as stop:  # the default handler: replaced inside, restored after
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+            signal.raise_signal(signal.SIGINT)
+            assert stop()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_sigkilled_process_resumes_bit_identical(tmp_path):
@@ -235,7 +263,8 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
             "--compile-cache", "off"]
     cmd = [sys.executable, "-m", "cgmpinn_jax.cli", "run", "poisson1d", *opts, "--out", str(out), "--checkpoint-every", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},  # Ctrl-C not ignored, however launched:
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while ck.latest(out) is None and proc.poll() is None and time.time() - t0 < 240:
         time.sleep(0.05)

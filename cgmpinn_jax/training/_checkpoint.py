@@ -372,10 +372,12 @@ def restore_recorder(rec, arrays: dict) -> list | None:
 def sigint_flag(active: bool = True) -> Iterator[Callable[[], bool]]:
     """Within the block, the first Ctrl-C (SIGINT) only sets a flag (read by the returned
     callable) so the run can stop at the next chunk boundary after checkpointing; a second
-    Ctrl-C interrupts at once. Outside the main thread, or with ``active`` False, nothing is
-    installed and the flag stays False."""
+    Ctrl-C interrupts at once. Outside the main thread, with ``active`` False, or in a process
+    that ignores SIGINT (``SIG_IGN``: a job started with ``&`` from a script, which a shell
+    keeps deaf to the terminal's Ctrl-C), nothing is installed and the flag stays False."""
     hit = {"n": 0}
-    if not active or threading.current_thread() is not threading.main_thread():
+    if (not active or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
         yield lambda: False
         return
 

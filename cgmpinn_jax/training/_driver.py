@@ -113,7 +113,8 @@ def train(
         checkpoint_dir: write checkpoints of the run into ``checkpoint_dir/checkpoints/``
             at chunk boundaries (:mod:`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
             a checkpoint at the next chunk boundary, then :class:`TrainingInterrupted`
-            (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt.
+            (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt
+            (a process that ignores SIGINT is left as it is).
         checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
             chunk boundary).
         resume: a folder written with ``checkpoint_dir``: continue that run from its last
