@@ -261,10 +261,14 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     out = tmp_path / "run"
     opts = ["--adam-steps", "4000", "--lbfgs-steps", "0", "--k-upd", "200", "--seed", "3", "--no-plots",
             "--compile-cache", "off"]
-    cmd = [sys.executable, "-m", "cgmpinn_jax.cli", "run", "poisson1d", *opts, "--out", str(out), "--checkpoint-every", "0"]
+    # `python -m cgmpinn_jax.cli ...` with Python's Ctrl-C handler, however the suite was launched (a
+    # job started with & from a script inherits SIGINT ignored, and the library then leaves it so)
+    as_from_a_terminal = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                          "runpy.run_module('cgmpinn_jax.cli', run_name='__main__', alter_sys=True)")
+    cmd = [sys.executable, "-c", as_from_a_terminal, "run", "poisson1d", *opts, "--out", str(out),
+           "--checkpoint-every", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)},  # Ctrl-C not ignored, however launched:
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     t0 = time.time()
     while ck.latest(out) is None and proc.poll() is None and time.time() - t0 < 240:
         time.sleep(0.05)
