@@ -160,11 +160,10 @@ def render(recs: dict) -> str:
         "included; medians over the runs that reached it); wall = the whole `cj.train` call. The last column is the "
         "float64 L-BFGS setting (`accurate_lbfgs`, `benchmarks/results/precision.json`, not rerun).",
         "",
-        "Machine(s): " + "; ".join(machines) + ". The seed-0 runs of 1D Poisson (both methods) and heat CGMPINN "
-        "shared the 2-core machine for a few minutes each with test runs, so their seconds are upper bounds; "
-        "the seed-0 runs of 2D Poisson and damped wave ran two at a time (one per core, one XLA thread each) "
-        "beside test suites, CI and other runs for most of their time, so their seconds are upper bounds by a "
-        "wide margin (compare their iterations). Iterations are not affected.",
+        "Machine(s): " + "; ".join(machines) + ". Most runs ran two at a time (one per core, one XLA thread "
+        "each), and many shared the machine with test suites and CI runs for part of their time, so their seconds "
+        "are upper bounds: by a few minutes for 1D Poisson and heat, by a wide margin for 2D Poisson, damped "
+        "wave and advection-diffusion (compare their iterations). Iterations are not affected.",
         "",
         "| problem | method | GN its | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | to 1e-6 | wall s | compile s | "
         "stop | XLA threads | float64 L-BFGS |",
