@@ -49,9 +49,11 @@ VARIANTS = {  # name -> (preset, overrides, track every n second-stage iteration
 LABELS = {"gauss_newton": "float64, Gauss-Newton (--preset accurate)",
           "lbfgs_f64": "float64, L-BFGS (--preset accurate_lbfgs)", "float32": "float32, L-BFGS (faithful)",
           "mixed": "float32 Adam, float64 Gauss-Newton (--precision mixed; second pair)"}
-#: The second pair (``--mixed``): the mixed run beside a fresh float64 L-BFGS run, whose record
-#: is kept under its own key so that each pair's ratio comes from one run.
-PAIR_KEYS = {("mixed", "lbfgs_f64"): "lbfgs_f64-beside-mixed"}
+#: Gauss-Newton variant -> (its L-BFGS partner started with it, the partner's record key, name in
+#: the goals). The second pair (``--mixed``) ran beside a fresh float64 L-BFGS run, kept under its
+#: own key so that each pair's ratio comes from one run.
+PAIRS = {"gauss_newton": ("lbfgs_f64", "lbfgs_f64", "Gauss-Newton"),
+         "mixed": ("lbfgs_f64", "lbfgs_f64-beside-mixed", "Gauss-Newton (mixed)")}
 
 WORKER = """
 import json, sys, time
@@ -102,13 +104,11 @@ def run(variants: list[str], together: bool, first_core: int = 0) -> None:
             raise SystemExit(f"{v} run failed (exit {p.returncode})")
     load1 = os.getloadavg()
     fulls = {v: json.loads((tmp / f"{v}.out.json").read_text()) for v in variants}
-    for gn in ("gauss_newton", "mixed"):  # when a Gauss-Newton run reached its partner's final error
-        if gn in fulls and "lbfgs_f64" in fulls:
-            fulls[gn]["seconds_to_partner_final"] = first_time(fulls[gn]["error_trace"], fulls["lbfgs_f64"]["rel_e2"])
-    names = {v: v for v in variants}
-    for pair, key in PAIR_KEYS.items():
-        if set(pair) <= set(variants):
-            names[pair[1]] = key
+    names = {v: v for v in variants}  # record keys
+    for gn, (lb, key, _) in PAIRS.items():  # when a Gauss-Newton run reached its partner's final error
+        if gn in fulls and lb in fulls:
+            fulls[gn]["seconds_to_partner_final"] = first_time(fulls[gn]["error_trace"], fulls[lb]["rel_e2"])
+            names[lb] = key
     for v in variants:
         full = fulls[v]
         full.update(started_at=started, load_start=load0, load_end=load1, xla_flags=runcache.ONE_THREAD_XLA_FLAGS,
@@ -143,7 +143,8 @@ def build() -> None:
         "| run | final rel. e2 | wall s (compile) | second stage | to 1e-4 s | to 1e-5 s | to 1e-6 s |",
         "|---|---|---|---|---|---|---|",
     ]
-    rows = [(v, LABELS[v]) for v in VARIANTS] + [(k, LABELS[lb] + ", beside the mixed run") for (_, lb), k in PAIR_KEYS.items()]
+    rows = [(v, LABELS[v]) for v in VARIANTS] + [
+        (key, f"{LABELS[lb]}, beside the {gn} run") for gn, (lb, key, _) in PAIRS.items() if key != lb]
     for v, label in rows:
         r = recs.get(f"{v}-seed{SEED}")
         if r is None:
@@ -152,9 +153,8 @@ def build() -> None:
         lines.append(f"| {label} | {r['rel_e2']:.3e} | {r['wall_seconds']:.0f} ({r['compile_seconds']:.1f}) | "
                      f"{r['second_iterations']} its, {r['second_status']} | {f(r['seconds_to_1e-04'])} | "
                      f"{f(r['seconds_to_1e-05'])} | {f(r['seconds_to_1e-06'])} |")
-    pairs = [("gauss_newton", "lbfgs_f64", "Gauss-Newton")] + [
-        (gn, key, "Gauss-Newton (mixed)") for (gn, _), key in PAIR_KEYS.items()]
-    goals = [goal_lines(recs.get(f"{g}-seed{SEED}"), recs.get(f"{b}-seed{SEED}"), name) for g, b, name in pairs]
+    goals = [goal_lines(recs.get(f"{gn}-seed{SEED}"), recs.get(f"{key}-seed{SEED}"), name)
+             for gn, (_, key, name) in PAIRS.items()]
     if any(goals):
         lines += ["", "Goals:", ""] + [line for g in goals for line in g]
         gn = recs.get(f"gauss_newton-seed{SEED}") or recs.get(f"mixed-seed{SEED}")
