@@ -47,9 +47,13 @@ Jacobian is one per iteration. ``evals`` in the history counts the trials.
 at the machine's measured matmul rate): the product ``J J^T`` dominates an iteration, ahead
 of the Jacobian, the Cholesky factorizations and the trials' solves and forward passes, so
 cutting its flops was the lever: it is formed from the 10 lower tiles of 16 (kept). An
-iteration runs close to the floor. Sketching, matrix-free CG and reusing the factorization
-were not needed for the goals measured on the CPU (1D Poisson and heat) and were not
-tried. optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it
+iteration runs close to the floor. Cheaper iterations, tried from the same Adam start on heat
+(PINN, seed 0; ``benchmarks/gn_cheaper.py``, ``benchmarks/results/gn_cheaper.md``): a step
+from **sampled rows** (half or a quarter of every group's rows per iteration, judged on the
+full objective) costs 0.28x or 0.10x an iteration but did not move the error in 1253 or 3000
+iterations (1.716e-02 to 1.714e-02 and 1.712e-02), where the full step reached 1e-5 in 350
+iterations: a step fitted to some rows undoes the others, and only a heavily damped one
+lowers the whole objective. Not kept. Matrix-free CG was not tried. optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it
 linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
 default linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
 (advection-diffusion).
