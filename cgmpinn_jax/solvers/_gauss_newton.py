@@ -52,9 +52,17 @@ iteration runs close to the floor. Cheaper iterations, tried from the same Adam 
 from **sampled rows** (half or a quarter of every group's rows per iteration, judged on the
 full objective) costs 0.28x or 0.10x an iteration but did not move the error in 1253 or 3000
 iterations (1.716e-02 to 1.714e-02 and 1.712e-02), where the full step reached 1e-5 in 350
-iterations: a step fitted to some rows undoes the others, and only a heavily damped one
-lowers the whole objective. Not kept. Matrix-free CG was not tried. optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it
-linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
+iterations, though its steps were accepted (1.13-1.18 trials per iteration): they barely
+move, as if a step fitted to some rows undid the others and only a heavily damped one
+lowered the whole objective (the damping was not recorded there). Not kept. **Reusing the
+factorization** (up to 3 chord steps per iteration with its ``J`` and Cholesky factor, each
+kept only if the objective falls): a chord step was kept 0.03 times per iteration, so the
+attempt only added its forward passes (4.03 s against 3.48 s an iteration, the same run)
+and the error was 1.318e-05 after 294 iterations where the full step had reached 1e-5 after
+342 in the same seconds. Not kept. Matrix-free CG was not tried: it saves forming the
+product only if a few CG steps per iteration suffice, and a PINN's ``J J^T`` has a condition
+number beyond 1e16. optimistix's ``LevenbergMarquardt`` on the same residuals could not be
+used: it linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
 default linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
 (advection-diffusion).
 """
