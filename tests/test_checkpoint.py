@@ -20,7 +20,10 @@ import cgmpinn_jax as cj
 from cgmpinn_jax.training import _checkpoint as ck
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(adam_steps=60, lbfgs_steps=40, k_upd=20)
+# a small network: what is checked (bit-identical resume) does not depend on its size, and
+# the paper's 4 x 50 would spend most of this file's time in float64 Gauss-Newton solves
+SMALL = dict(width=16, depth=2)
+TINY = dict(adam_steps=60, lbfgs_steps=40, k_upd=20, **SMALL)
 
 
 def assert_same_run(a, b):
@@ -88,7 +91,7 @@ def test_resume_is_bit_identical_from_adam_the_hand_off_and_the_second_stage(cas
 
 def test_inverse_run_resumes_with_its_observations(tmp_path):
     problem = cj.inverse.inverse_problem("heat", n_obs=40, noise=0.01, key=1)
-    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=20, k_upd=20)
+    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=20, k_upd=20, **SMALL)
     plain = cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, track_error_every=10)
     folder = tmp_path / "inv"
     cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0, track_error_every=10)
@@ -260,6 +263,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
 
     out = tmp_path / "run"
     opts = ["--adam-steps", "4000", "--lbfgs-steps", "0", "--k-upd", "200", "--seed", "3", "--no-plots",
+            "--width", "16", "--depth", "2",
             "--compile-cache", "off"]
     # `python -m cgmpinn_jax.cli ...` with Python's Ctrl-C handler, however the suite was launched (a
     # job started with & from a script inherits SIGINT ignored, and the library then leaves it so)
@@ -280,7 +284,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     assert 0 < done_at < 4000
     assert cli.main(["run", "--resume", str(out), "--adam-steps", "10"]) == 2  # settings come from the checkpoint
     assert cli.main(["run", "--resume", str(out), "--quiet", "--no-plots", "--compile-cache", "off"]) == 0
-    plain = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=4000, lbfgs_steps=0, k_upd=200), key=3, quiet=True)
+    plain = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=4000, lbfgs_steps=0, k_upd=200, **SMALL), key=3, quiet=True)
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["rel_e2"] == plain.metrics.rel_e2
     assert json.loads((out / "history.json").read_text())["loss"] == plain.history.loss.tolist()
@@ -289,7 +293,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
 
 def test_sweep_resumes_its_vmapped_state_bit_identical(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=20, k_upd=20)
+    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=20, k_upd=20, **SMALL)
     kw = dict(seeds=[0], grid={"beta": [0.5, 2.0]}, quiet=True, keep_histories=True)
     plain = cj.sweep("poisson1d", "cgmpinn", cfg, **kw)
     folder = tmp_path / "sweep"

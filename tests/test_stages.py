@@ -13,7 +13,7 @@ from cgmpinn_jax.training import _checkpoint as ck
 
 from test_checkpoint import assert_same_run, only
 
-F64 = dict(precision="float64", k_upd=5)
+F64 = dict(precision="float64", k_upd=5, width=16, depth=2)  # small: Gauss-Newton solves stay cheap
 
 
 def _history_equal(a, b, rows=None):
