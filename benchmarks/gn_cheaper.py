@@ -1,8 +1,8 @@
-"""Cheaper Gauss-Newton iterations: do sampled rows or a reused factorization pay? (issue 30, item 2)
+"""Cheaper Gauss-Newton iterations: do sampled rows, a reused factorization or CG pay? (issue 30, item 2)
 
 The Gauss-Newton member forms ``J J^T`` from every row at every iteration; on Fisher-KPP
 (9200 x 19761) that product is about 3.3 teraflop, beyond this CPU for a 1500-iteration run.
-Two of the anchors' cheaper forms, each against the member's full step from the same start:
+Three of the anchors' cheaper forms, each against the member's full step from the same start:
 
 * ``rows:f`` -- **sampled rows**: each iteration draws a fraction ``f`` of every group's rows
   (PDE points and each constraint piece, without replacement; the scales ``sqrt(lam / n)``
@@ -17,6 +17,12 @@ Two of the anchors' cheaper forms, each against the member's full step from the 
   pass and two products with ``J_0`` each, no new Jacobian, product or factorization. A
   chord step is kept only when the objective falls; the first that does not ends the
   iteration's chord steps.
+* ``cg:k`` -- **matrix-free conjugate gradients**: the kernel-form system
+  ``(J J^T + mu I) a = r`` solved by at most ``k`` Jacobi-preconditioned CG iterations
+  (``jax.scipy.sparse.linalg.cg``), each two products with the stored ``J`` (``4 M P`` flops
+  against the product's ``2 M^2 P``), no product and no factorization; each trial value of
+  ``mu`` runs its own CG. The gain ratio uses the model's decrease ``f - |r + J d|^2`` computed
+  with ``J`` (the solve is inexact, so ``mu a`` is not the model residual).
 
 ``full`` is the member's step exactly (same rule, same code path as ``rows:1``). All variants
 start from the same float64 Adam stage (PINN, the accurate preset's Adam, one ``cj.train``
@@ -26,6 +32,7 @@ machine state. An iteration is one Jacobian. The error on the problem's test gri
 
     python -m benchmarks.gn_cheaper --name rows --variants full rows:0.5 rows:0.25
     python -m benchmarks.gn_cheaper --name reuse --variants full reuse:2 reuse:4
+    python -m benchmarks.gn_cheaper --name cg --variants full cg:20 cg:100
 
 Writes ``benchmarks/results/gn_cheaper.{json,md}`` (one study per ``--name``, the others kept);
 ``--report-only`` rewrites the report from the record.
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -48,7 +56,7 @@ THRESHOLDS = (1e-4, 1e-5, 1e-6)
 
 
 def parse_variant(text: str) -> tuple[str, float]:
-    """``"full"`` -> ("rows", 1.0); ``"rows:0.5"``; ``"reuse:4"``."""
+    """``"full"`` -> ("rows", 1.0); ``"rows:0.5"``; ``"reuse:4"``; ``"cg:100"``."""
     if text == "full":
         return "rows", 1.0
     kind, _, val = text.partition(":")
@@ -58,10 +66,10 @@ def parse_variant(text: str) -> tuple[str, float]:
         v = float("nan")
     if kind == "rows" and 0 < v <= 1:
         return kind, v
-    if kind == "reuse" and v >= 1 and v == int(v):
+    if kind in ("reuse", "cg") and v >= 1 and v == int(v):
         return kind, float(int(v))
-    raise argparse.ArgumentTypeError(f"a variant is 'full', 'rows:F' with 0 < F <= 1 or 'reuse:K' with an "
-                                     f"integer K >= 1; got {text!r}")
+    raise argparse.ArgumentTypeError(f"a variant is 'full', 'rows:F' with 0 < F <= 1, or 'reuse:K' or 'cg:K' "
+                                     f"with an integer K >= 1; got {text!r}")
 
 
 def _subsample(problem, batch, w, frac, key):
@@ -95,14 +103,16 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
     lsq = eng.lsq
     frac = val if kind == "rows" else 1.0
     chords = int(val) - 1 if kind == "reuse" else 0
+    cg_iters = int(val) if kind == "cg" else 0
 
     def iteration(params, value, mu, nu, key):
         x, unravel = ravel_pytree(params)
         sb, ws = (batch, w) if frac >= 1 else _subsample(problem, batch, w, frac, key)
         r, J = lsq.jacobian(params, sb, ws, lam)
-        A = _gram(J, "kernel")
         n, P = J.shape
-        scale = jnp.sum(J * J) / P
+        A = None if cg_iters else _gram(J, "kernel")
+        diag = jnp.sum(J * J, axis=1)  # the diagonal of J J^T
+        scale = jnp.sum(diag) / P
         lo, hi = mu_min * scale, mu_max * scale
         mu = jnp.clip(jnp.where(jnp.isnan(mu), mu_init * scale, mu), lo, hi)
         v_s = jnp.dot(r, r, precision=HIGHEST)  # the sampled objective (= value when frac = 1)
@@ -110,10 +120,20 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
 
         def body(c):
             t, done, mu, nu, xb, vb, Lb = c
-            L = jnp.linalg.cholesky(A + mu * eye)
-            a = jax.scipy.linalg.cho_solve((L, True), r)
-            d = -jnp.dot(a, J, precision=HIGHEST)
-            pred = v_s - mu * mu * jnp.dot(a, a, precision=HIGHEST)
+            if cg_iters:
+                def matvec(u):
+                    return jnp.dot(J, jnp.dot(u, J, precision=HIGHEST), precision=HIGHEST) + mu * u
+
+                a = jax.scipy.sparse.linalg.cg(matvec, r, tol=1e-14, maxiter=cg_iters, M=lambda u: u / (diag + mu))[0]
+                d = -jnp.dot(a, J, precision=HIGHEST)
+                m = r + jnp.dot(J, d, precision=HIGHEST)
+                pred = v_s - jnp.dot(m, m, precision=HIGHEST)
+                L = Lb
+            else:
+                L = jnp.linalg.cholesky(A + mu * eye)
+                a = jax.scipy.linalg.cho_solve((L, True), r)
+                d = -jnp.dot(a, J, precision=HIGHEST)
+                pred = v_s - mu * mu * jnp.dot(a, a, precision=HIGHEST)
             new = eng.objective(unravel(x + d), w, lam, batch)[0]
             rho = (value - new) / pred
             ok = jnp.all(jnp.isfinite(d)) & jnp.isfinite(new) & (pred > 0) & (new < value)
@@ -124,7 +144,8 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
             return (t + 1, ok | at_max, mu_n, nu_n, jnp.where(ok, x + d, xb), jnp.where(ok, new, vb),
                     jnp.where(ok, L, Lb))
 
-        c = (jnp.int32(0), jnp.asarray(False), mu, nu, x, value, jnp.full_like(A, jnp.nan))
+        c = (jnp.int32(0), jnp.asarray(False), mu, nu, x, value,
+             jnp.zeros((), x.dtype) if cg_iters else jnp.full_like(A, jnp.nan))
         t, _, mu, nu, xb, vb, L = jax.lax.while_loop(lambda c: (c[0] < max_trials) & ~c[1], body, c)
         kept = jnp.int32(0)
         if chords:  # chord steps with this iteration's J and accepted factor (none if no trial was accepted)
@@ -228,6 +249,8 @@ def study(problem_name: str, seed: int, variants, *, adam_steps=None, max_iters,
 def _label(v: dict) -> str:
     if v.get("kind", "rows") == "reuse":
         return f"reuse:{int(v['value'])} (up to {int(v['value']) - 1} chord steps)"
+    if v.get("kind") == "cg":
+        return f"cg:{int(v['value'])} (at most {int(v['value'])} CG iterations per trial)"
     f = v.get("value", v.get("fraction"))
     return "full" if f >= 1 else f"rows:{f:g} ({v['rows']} of {v['rows_full']} rows)"
 
@@ -270,7 +293,7 @@ def main(argv=None) -> None:
     ap.add_argument("--problem", default="heat")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", type=parse_variant, nargs="+", default=None,
-                    help="full, rows:F (0 < F <= 1), reuse:K (K >= 1); default: full rows:0.5 rows:0.25")
+                    help="full, rows:F (0 < F <= 1), reuse:K or cg:K (K >= 1); default: full rows:0.5 rows:0.25")
     ap.add_argument("--adam-steps", type=int, default=None, help="default: the preset's")
     ap.add_argument("--max-iters", type=int, default=3000)
     ap.add_argument("--budget-s", type=float, default=900.0, help="seconds of steps per variant")
@@ -294,7 +317,7 @@ def main(argv=None) -> None:
     machine = runcache.machine_info()
     entry = {"study": runcache.to_json({**s, "variants": [{k: x for k, x in r.items() if k != "trace"}
                                                          for r in s["variants"]]}),
-             "command": ("python -m benchmarks.gn_cheaper " + " ".join(raw)).strip(), "machine": machine,
+             "command": shlex.join(["python", "-m", "benchmarks.gn_cheaper", *raw]), "machine": machine,
              "threads": runcache.threads_label(),
              "machine_text": f"Machine: {machine.get('platform', '')}, {machine.get('cpu_count')} CPUs, "
                              f"threads: {runcache.threads_label()}. {args.machine_note}".strip()}

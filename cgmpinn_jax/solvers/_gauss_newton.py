@@ -59,11 +59,20 @@ factorization** (up to 3 chord steps per iteration with its ``J`` and Cholesky f
 kept only if the objective falls): a chord step was kept 0.03 times per iteration, so the
 attempt only added its forward passes (4.03 s against 3.48 s an iteration, the same run)
 and the error was 1.318e-05 after 294 iterations where the full step had reached 1e-5 after
-342 in the same seconds. Not kept. Matrix-free CG was not tried: it saves forming the
-product only if a few CG steps per iteration suffice, and a PINN's ``J J^T`` has a condition
-number beyond 1e16. optimistix's ``LevenbergMarquardt`` on the same residuals could not be
-used: it linearizes with forward mode (the Taylor fast path has none; measured with it off) and its
-default linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
+342 in the same seconds. Not kept. **Matrix-free CG** (the kernel system solved by at most
+30 or 150 Jacobi-preconditioned CG iterations per trial, two products with the stored ``J``
+each, no product and no factorization; another run from the same start, a core of its own):
+2.43 s or 8.22 s an iteration against 2.06 s for the full step, with 2.2 trials an iteration
+against 1.01, and after 600 s of steps the error was 1.53e-02 or 9.00e-03 where the full
+step had reached 1.52e-05. A product with ``J`` reads all of ``J`` for few flops, likely
+bound by memory traffic where ``J J^T`` is bound by flops (on heat a CG iteration took at
+most 25 ms, 8.22 s over 2.21 trials of 150, about 1/80 of a full step, where the flops say
+1/750), and with a condition number beyond 1e16 a few CG iterations solve only heavily
+damped systems (the damping ended near 9.3 and 0.84 against 9.4e-06 for the full step),
+whose steps are short. Not kept.
+optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it linearizes
+with forward mode (the Taylor fast path has none; measured with it off) and its default
+linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
 (advection-diffusion).
 """
 
