@@ -32,7 +32,7 @@ machine state. An iteration is one Jacobian. The error on the problem's test gri
 
     python -m benchmarks.gn_cheaper --name rows --variants full rows:0.5 rows:0.25
     python -m benchmarks.gn_cheaper --name reuse --variants full reuse:2 reuse:4
-    python -m benchmarks.gn_cheaper --name cg --variants full cg:20 cg:100
+    python -m benchmarks.gn_cheaper --name cg --variants full cg:30 cg:150 --budget-s 600
 
 Writes ``benchmarks/results/gn_cheaper.{json,md}`` (one study per ``--name``, the others kept);
 ``--report-only`` rewrites the report from the record.
