@@ -91,6 +91,59 @@ def _subsample(problem, batch, w, frac, key):
     return sub, jnp.asarray(w)[idx]
 
 
+def _cholesky_step(J, A, r, v_s, mu):
+    """The member's kernel-form step: ``(d, the model's predicted decrease, the Cholesky factor)``."""
+    import jax
+    import jax.numpy as jnp
+
+    HIGHEST = jax.lax.Precision.HIGHEST
+    L = jnp.linalg.cholesky(A + mu * jnp.eye(A.shape[0], dtype=A.dtype))
+    a = jax.scipy.linalg.cho_solve((L, True), r)
+    d = -jnp.dot(a, J, precision=HIGHEST)
+    return d, v_s - mu * mu * jnp.dot(a, a, precision=HIGHEST), L
+
+
+def _cg_step(J, diag, r, v_s, mu, iters):
+    """The kernel system by at most ``iters`` Jacobi-preconditioned CG iterations: ``(d, the
+    model's predicted decrease)``; the solve is inexact, so the model residual ``r + J d`` is
+    computed with ``J``."""
+    import jax
+    import jax.numpy as jnp
+
+    HIGHEST = jax.lax.Precision.HIGHEST
+
+    def matvec(u):
+        return jnp.dot(J, jnp.dot(u, J, precision=HIGHEST), precision=HIGHEST) + mu * u
+
+    a = jax.scipy.sparse.linalg.cg(matvec, r, tol=1e-14, maxiter=iters, M=lambda u: u / (diag + mu))[0]
+    d = -jnp.dot(a, J, precision=HIGHEST)
+    m = r + jnp.dot(J, d, precision=HIGHEST)
+    return d, v_s - jnp.dot(m, m, precision=HIGHEST)
+
+
+def _chord_steps(residuals, unravel, J, L, x, v, value, chords):
+    """Up to ``chords`` steps with this iteration's ``J`` and accepted factor ``L`` (none if no
+    trial was accepted), each kept only if the objective falls: ``(kept, x, v)``."""
+    import jax
+    import jax.numpy as jnp
+
+    HIGHEST = jax.lax.Precision.HIGHEST
+
+    def chord(c):
+        k, go, xc, vc, rc = c
+        d = -jnp.dot(jax.scipy.linalg.cho_solve((L, True), rc), J, precision=HIGHEST)
+        rn = residuals(unravel(xc + d))
+        vn = jnp.dot(rn, rn, precision=HIGHEST)
+        ok = jnp.isfinite(vn) & (vn < vc)
+        return (k + ok.astype(jnp.int32), ok, jnp.where(ok, xc + d, xc), jnp.where(ok, vn, vc),
+                jnp.where(ok, rn, rc))
+
+    go0 = jnp.all(jnp.isfinite(L)) & (v < value)
+    c0 = (jnp.int32(0), go0, x, v, residuals(unravel(x)))
+    kept, _, x, v, _ = jax.lax.while_loop(lambda c: (c[0] < chords) & c[1], chord, c0)
+    return kept, x, v
+
+
 def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, mu_max, max_trials):
     """jitted ``(params, value, mu, nu, key) -> (params, value, mu, nu, trials, chord steps kept)``."""
     import jax
@@ -99,7 +152,6 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
 
     from cgmpinn_jax.solvers._gauss_newton import _gram
 
-    HIGHEST = jax.lax.Precision.HIGHEST
     lsq = eng.lsq
     frac = val if kind == "rows" else 1.0
     chords = int(val) - 1 if kind == "reuse" else 0
@@ -109,31 +161,19 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
         x, unravel = ravel_pytree(params)
         sb, ws = (batch, w) if frac >= 1 else _subsample(problem, batch, w, frac, key)
         r, J = lsq.jacobian(params, sb, ws, lam)
-        n, P = J.shape
         A = None if cg_iters else _gram(J, "kernel")
         diag = jnp.sum(J * J, axis=1)  # the diagonal of J J^T
-        scale = jnp.sum(diag) / P
+        scale = jnp.sum(diag) / J.shape[1]
         lo, hi = mu_min * scale, mu_max * scale
         mu = jnp.clip(jnp.where(jnp.isnan(mu), mu_init * scale, mu), lo, hi)
-        v_s = jnp.dot(r, r, precision=HIGHEST)  # the sampled objective (= value when frac = 1)
-        eye = jnp.eye(n, dtype=x.dtype)
+        v_s = jnp.dot(r, r, precision=jax.lax.Precision.HIGHEST)  # the sampled objective (= value when frac = 1)
 
         def body(c):
             t, done, mu, nu, xb, vb, Lb = c
             if cg_iters:
-                def matvec(u):
-                    return jnp.dot(J, jnp.dot(u, J, precision=HIGHEST), precision=HIGHEST) + mu * u
-
-                a = jax.scipy.sparse.linalg.cg(matvec, r, tol=1e-14, maxiter=cg_iters, M=lambda u: u / (diag + mu))[0]
-                d = -jnp.dot(a, J, precision=HIGHEST)
-                m = r + jnp.dot(J, d, precision=HIGHEST)
-                pred = v_s - jnp.dot(m, m, precision=HIGHEST)
-                L = Lb
+                (d, pred), L = _cg_step(J, diag, r, v_s, mu, cg_iters), Lb
             else:
-                L = jnp.linalg.cholesky(A + mu * eye)
-                a = jax.scipy.linalg.cho_solve((L, True), r)
-                d = -jnp.dot(a, J, precision=HIGHEST)
-                pred = v_s - mu * mu * jnp.dot(a, a, precision=HIGHEST)
+                d, pred, L = _cholesky_step(J, A, r, v_s, mu)
             new = eng.objective(unravel(x + d), w, lam, batch)[0]
             rho = (value - new) / pred
             ok = jnp.all(jnp.isfinite(d)) & jnp.isfinite(new) & (pred > 0) & (new < value)
@@ -145,22 +185,12 @@ def make_iteration(eng, problem, batch, w, lam, kind, val, *, mu_init, mu_min, m
                     jnp.where(ok, L, Lb))
 
         c = (jnp.int32(0), jnp.asarray(False), mu, nu, x, value,
-             jnp.zeros((), x.dtype) if cg_iters else jnp.full_like(A, jnp.nan))
+             jnp.zeros((), x.dtype) if cg_iters else jnp.full_like(A, jnp.nan))  # no factor in CG
         t, _, mu, nu, xb, vb, L = jax.lax.while_loop(lambda c: (c[0] < max_trials) & ~c[1], body, c)
         kept = jnp.int32(0)
-        if chords:  # chord steps with this iteration's J and accepted factor (none if no trial was accepted)
-            def chord(c):
-                k, go, xc, vc, rc = c
-                d = -jnp.dot(jax.scipy.linalg.cho_solve((L, True), rc), J, precision=HIGHEST)
-                rn = lsq.residuals(unravel(xc + d), batch, w, lam)
-                vn = jnp.dot(rn, rn, precision=HIGHEST)
-                ok = jnp.isfinite(vn) & (vn < vc)
-                return (k + ok.astype(jnp.int32), ok, jnp.where(ok, xc + d, xc), jnp.where(ok, vn, vc),
-                        jnp.where(ok, rn, rc))
-
-            go0 = jnp.all(jnp.isfinite(L)) & (vb < value)
-            c0 = (kept, go0, xb, vb, lsq.residuals(unravel(xb), batch, w, lam))
-            kept, _, xb, vb, _ = jax.lax.while_loop(lambda c: (c[0] < chords) & c[1], chord, c0)
+        if chords:
+            kept, xb, vb = _chord_steps(lambda p: lsq.residuals(p, batch, w, lam), unravel, J, L, xb, vb, value,
+                                        chords)
         return unravel(xb), vb, mu, nu, t, kept
 
     return jax.jit(iteration)
