@@ -11,17 +11,18 @@ import pytest
 def pytest_configure(config):
     """One persistent XLA compilation cache per test process, removed at its end: tests that
     compile the same program again (a resumed run, the same tiny configuration in another
-    file) load it instead, which saves about a tenth of the suite's time on 2 cores. Loaded
-    executables are the compiled ones, so no result changes. ``CGMPINN_TEST_XLA_CACHE=off``
-    turns it off; a cache directory set by the environment is left alone."""
-    if os.environ.get("CGMPINN_TEST_XLA_CACHE", "").lower() in ("off", "0", "no"):
+    file) load it instead of compiling it. Loaded executables are the compiled ones, so no
+    result changes. ``CGMPINN_TEST_XLA_CACHE=off`` turns it off (any word ``--compile-cache``
+    takes for off); a cache directory set by the environment is left alone."""
+    from cgmpinn_jax.training import _disk_cache
+
+    switch = os.environ.get("CGMPINN_TEST_XLA_CACHE")
+    if switch is not None and switch.strip().lower() in _disk_cache._OFF:
         return
     if jax.config.jax_compilation_cache_dir is not None:
         return
-    folder = tempfile.mkdtemp(prefix="cgmpinn-test-xla-")
-    config._cgmpinn_xla_cache = folder
-    jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    config._cgmpinn_xla_cache = _disk_cache.enable(tempfile.mkdtemp(prefix="cgmpinn-test-xla-"),
+                                                   min_compile_seconds=0.0)
 
 
 def pytest_unconfigure(config):
