@@ -59,9 +59,13 @@ def machine() -> str:
                                  "jax {jax}, backend {backend} ({device_kind})")
 
 
-def budget(problem: str, adam: int | None, lbfgs: int | None) -> tuple[int, int]:
-    d = cj.get_problem(problem).defaults
-    return (d.adam_steps if adam is None else adam), (d.lbfgs_steps if lbfgs is None else lbfgs)
+def budget(problem: str, adam: int | None, lbfgs: int | None, preset: str = "faithful") -> tuple[int, int]:
+    """(Adam steps, second-stage iterations): those given, else the preset's (``accurate``: 1500
+    Gauss-Newton iterations), else the problem's."""
+    d, c = cj.get_problem(problem).defaults, cj.TrainConfig.preset(preset)
+    adam = adam if adam is not None else (c.adam_steps if c.adam_steps is not None else d.adam_steps)
+    lbfgs = lbfgs if lbfgs is not None else (c.lbfgs_steps if c.lbfgs_steps is not None else d.lbfgs_steps)
+    return adam, lbfgs
 
 
 def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
@@ -260,7 +264,7 @@ def planned(args) -> list[tuple]:
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(SEEDS)
     out = []
     for problem in problems:
-        adam, lbfgs = budget(problem, args.adam_steps, args.lbfgs_steps)
+        adam, lbfgs = budget(problem, args.adam_steps, args.lbfgs_steps, args.preset)
         for method in methods:
             for noise in ([None] if args.forward else noises):
                 for seed in seeds:

@@ -61,3 +61,11 @@ def test_oracle_bound_scales_with_the_noise():
     for name in ("a", "nu"):
         assert b["coefficients"][name]["crb_rel_std"] == pytest.approx(5 * a["coefficients"][name]["crb_rel_std"],
                                                                        rel=0.05)
+
+
+def test_budget_takes_the_presets_second_stage():
+    """``--preset accurate`` without ``--lbfgs-steps`` runs the preset's 1500 Gauss-Newton
+    iterations, not the problem's L-BFGS budget; given steps win over both."""
+    assert ib.budget("fisher_kpp", None, None) == (8000, 12000)
+    assert ib.budget("fisher_kpp", None, None, "accurate") == (8000, 1500)
+    assert ib.budget("fisher_kpp", 3000, 3000, "accurate") == (3000, 3000)
