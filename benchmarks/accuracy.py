@@ -183,7 +183,8 @@ def render(recs: dict) -> str:
                                                                    kv[0][3])):
         runs = sorted(runs, key=lambda r: r["seed"])
         e = np.array([r["metrics"]["rel_e2"] for r in runs])
-        goal_txt = _goal_text(p, L, [r["metrics"]["rel_e2"] for r in by[(p, m, L)]], pooled=len(runs) < len(by[(p, m, L)]))
+        cell = by[(p, m, L)]  # every seed of the cell, on any machine
+        goal_txt = _goal_text(p, L, [r["metrics"]["rel_e2"] for r in cell], pooled=len(runs) < len(cell))
         st: dict = {}
         for r in runs:
             st[r["statuses"]["second"]] = st.get(r["statuses"]["second"], 0) + 1
