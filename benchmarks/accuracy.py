@@ -181,35 +181,47 @@ def render(recs: dict) -> str:
     ]
     for (p, m, L, b), runs in sorted(rows.items(), key=lambda kv: (PROBLEMS.index(kv[0][0]), kv[0][2], kv[0][1],
                                                                    kv[0][3])):
-        runs = sorted(runs, key=lambda r: r["seed"])
-        e = np.array([r["metrics"]["rel_e2"] for r in runs])
-        cell = by[(p, m, L)]  # every seed of the cell, on any machine
-        goal_txt = _goal_text(p, L, [r["metrics"]["rel_e2"] for r in cell], pooled=len(runs) < len(cell))
-        st: dict = {}
-        for r in runs:
-            st[r["statuses"]["second"]] = st.get(r["statuses"]["second"], 0) + 1
-        o = old.get((p, m))
-        o_txt = "-" if not o else f"{np.median(o):.2e} (n={len(o)})"
-        lines.append(
-            f"| {p} | {m} | {L} | {b} | {','.join(str(r['seed']) for r in runs)} | {np.median(e):.2e} [{e.min():.1e} - "
-            f"{e.max():.1e}] | {goal_txt} | " + " | ".join(_fmt_reach(runs, t) for t in THRESHOLDS)
+        lines.append(_cell_row(p, m, L, b, sorted(runs, key=lambda r: r["seed"]), by[(p, m, L)], old.get((p, m))))
+    return "\n".join(lines + _other_seeds(extra) + _paired(by)) + "\n"
+
+
+def _cell_row(p, m, L, b, runs, cell, old) -> str:
+    """One row of the grid's table: ``runs`` of ``cell`` (every seed of it, on any machine) that
+    ran on machine kind ``b``; ``old``: the float64 L-BFGS errors of the cell, if any."""
+    e = np.array([r["metrics"]["rel_e2"] for r in runs])
+    goal_txt = _goal_text(p, L, [r["metrics"]["rel_e2"] for r in cell], pooled=len(runs) < len(cell))
+    stops = _count(r["statuses"]["second"] for r in runs)
+    threads = _count(r.get("threads", "?") for r in runs)
+    o_txt = "-" if not old else f"{np.median(old):.2e} (n={len(old)})"
+    return (f"| {p} | {m} | {L} | {b} | {','.join(str(r['seed']) for r in runs)} | {np.median(e):.2e} "
+            f"[{e.min():.1e} - {e.max():.1e}] | {goal_txt} | " + " | ".join(_fmt_reach(runs, t) for t in THRESHOLDS)
             + f" | {np.median([r['wall_seconds'] for r in runs]):.0f} | "
             f"{np.median([r['compile_seconds'] for r in runs]):.1f} | "
-            + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + " | "
-            + ", ".join(f"{'one' if 'one' in t else 'default'} {n}" for t, n in sorted(_count(r.get('threads', '?') for r in runs).items()))
+            + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())) + " | "
+            + ", ".join(f"{'one' if 'one' in t else 'default'} {n}" for t, n in sorted(threads.items()))
             + f" | {o_txt} |")
-    if extra:
-        lines += ["", "## Other seeds (not in the grid's cells)", "",
-                  "The command line's default seed is 1224: `cgmpinn-jax run --preset accurate` trains the 1D Poisson "
-                  "CGMPINN row below.", "",
-                  "| problem | method | seed | GN its | machine | rel. e2 | to 1e-4 | to 1e-5 | to 1e-6 | wall s | threads | "
-                  "stop |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in sorted(extra, key=lambda r: (PROBLEMS.index(r["problem"]), r["method"], r["seed"])):
-            lines.append(f"| {r['problem']} | {r['method']} | {r['seed']} | {r['lbfgs_steps']} | {backend(r)} | "
-                         f"{r['metrics']['rel_e2']:.3e} | " + " | ".join(_fmt_reach([r], t) for t in THRESHOLDS)
-                         + f" | {r['wall_seconds']:.0f} | {r.get('threads', '-')} | {r['statuses']['second']} |")
-    lines += ["", "## CGMPINN against PINN, paired by seed", ""]
+
+
+def _other_seeds(extra: list) -> list[str]:
+    """The table of runs at seeds outside the grid (none: no table)."""
+    if not extra:
+        return []
+    lines = ["", "## Other seeds (not in the grid's cells)", "",
+             "The command line's default seed is 1224: `cgmpinn-jax run --preset accurate` trains the 1D Poisson "
+             "CGMPINN row below.", "",
+             "| problem | method | seed | GN its | machine | rel. e2 | to 1e-4 | to 1e-5 | to 1e-6 | wall s | threads | "
+             "stop |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(extra, key=lambda r: (PROBLEMS.index(r["problem"]), r["method"], r["seed"])):
+        lines.append(f"| {r['problem']} | {r['method']} | {r['seed']} | {r['lbfgs_steps']} | {backend(r)} | "
+                     f"{r['metrics']['rel_e2']:.3e} | " + " | ".join(_fmt_reach([r], t) for t in THRESHOLDS)
+                     + f" | {r['wall_seconds']:.0f} | {r.get('threads', '-')} | {r['statuses']['second']} |")
+    return lines
+
+
+def _paired(by: dict) -> list[str]:
+    """CGMPINN against PINN, seed by seed, per problem and second-stage budget."""
+    lines = ["", "## CGMPINN against PINN, paired by seed", ""]
     for (p, m, L), runs in sorted(by.items(), key=lambda kv: (PROBLEMS.index(kv[0][0]), kv[0][2])):
         if m != "cgmpinn":
             continue
@@ -220,7 +232,7 @@ def render(recs: dict) -> str:
             ratio = np.median([c / q for c, q in pairs])
             lines.append(f"- {p} ({L} iterations): CGMPINN lower on {wins} of {len(pairs)} seeds; median ratio "
                          f"CGMPINN / PINN {ratio:.2f}.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def backend(r: dict) -> str:
