@@ -95,20 +95,21 @@ class LossSpec:
             raise ValueError(f"LossSpec.grad_weight must be >= 0, got {self.grad_weight}")
 
 
-# ---- network factories: (key, in_dim, width, depth, init, input_map) -> eqx.Module --------
+# ---- network factories: (key, in_dim, width, depth, init, input_map[, out_dim=]) -> eqx.Module --
+# (``out_dim`` is passed only for a system, a problem with several fields)
 
 
-def mlp_network(key, in_dim, width, depth, init, input_map):
-    return nets.mlp(key, in_dim, width, depth, init=init, input_map=input_map)
+def mlp_network(key, in_dim, width, depth, init, input_map, out_dim=1):
+    return nets.mlp(key, in_dim, width, depth, init=init, input_map=input_map, out_dim=out_dim)
 
 
-def lnn_network(key, in_dim, width, depth, init, input_map):
-    return nets.lnn_pinn(key, in_dim, width, depth, init=init, input_map=input_map)
+def lnn_network(key, in_dim, width, depth, init, input_map, out_dim=1):
+    return nets.lnn_pinn(key, in_dim, width, depth, init=init, input_map=input_map, out_dim=out_dim)
 
 
-def star_network(key, in_dim, width, depth, init, input_map):
+def star_network(key, in_dim, width, depth, init, input_map, out_dim=1):
     """STAR-PINN: 3 blocks of 2 hidden layers whatever ``depth`` (as the reference)."""
-    return nets.star_pinn(key, in_dim, width, init=init, input_map=input_map)
+    return nets.star_pinn(key, in_dim, width, init=init, input_map=input_map, out_dim=out_dim)
 
 
 # ---- weighting factories: (config, hyper) -> weighting.Weighting ----------------------------
@@ -196,9 +197,12 @@ class Method:
 
 
 def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
-    """The method's network for ``problem`` (with the method's init and input map there)."""
+    """The method's network for ``problem`` (with the method's init and input map there), with
+    one output per field of the problem (``problem.fields``)."""
     s = method.settings(problem)
-    return method.network(key, problem.dim, width, depth, s.init, s.input_map)
+    n_out = len(getattr(problem, "fields", ("u",)))
+    extra = {} if n_out == 1 else {"out_dim": n_out}
+    return method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
 
 
 METHODS: dict[str, Method] = {

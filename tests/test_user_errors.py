@@ -250,7 +250,7 @@ CASES = [
     ("pde_declared_as_term", lambda: train_tiny(bad("PdeTerm", terms=("pde", "ic", "bc"))),
      ValueError, r"PdeTerm\.terms.*reserved"),
     ("missing_class_attribute", lambda: train_tiny(_missing_coords()), ValueError, r"NoCoords.*'coords'"),
-    ("missing_method", lambda: _missing_method, TypeError, r"NoTestGrid.*test_grid"),
+    ("missing_method", lambda: train_tiny(_missing_method()), ValueError, r"NoTestGrid.*test_grid"),
     ("dataclass_not_decorated", lambda: train_tiny(_not_decorated()), ValueError, r"Undecorated.*nu.*@dataclasses\.dataclass\(frozen=True\)"),
     ("dataclass_not_frozen", lambda: _not_frozen, TypeError, r"frozen"),
     ("unhashable_field", lambda: train_tiny(WithArrayField(coeffs=jnp.ones(3))), ValueError, r"WithArrayField\.coeffs.*hashable"),

@@ -1,7 +1,7 @@
 """Networks (equinox Modules): the tanh MLP, LNN-PINN and STAR-PINN of the reference code.
 
-Every network maps one point ``z`` of shape ``(d,)`` to a scalar; use ``jax.vmap`` for a
-batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
+Every network maps one point ``z`` of shape ``(d,)`` to a scalar (to a vector ``(F,)`` when
+built with ``out_dim = F > 1``: the fields of a system); use ``jax.vmap`` for a batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
 
 * :class:`MLP` (docs/reference-code.md §2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x
   [``Linear(H, H)``, tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80
@@ -102,6 +102,11 @@ def _tanh_jet(jet: Jet) -> Jet:
     return t, s * a1, s * (a2 - 2.0 * t * a1 * a1)
 
 
+def _outputs(y: jax.Array) -> jax.Array:
+    """The network's value at one point: a scalar for one output, ``(F,)`` for several."""
+    return y[0] if y.shape[0] == 1 else y
+
+
 def _check_input(z: jax.Array, in_dim: int) -> None:
     if z.shape != (in_dim,):
         raise ValueError(f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches")
@@ -124,7 +129,7 @@ class MLP(eqx.Module):
         h = _apply_map(self.input_map, z)
         for layer in self.layers[:-1]:
             h = jnp.tanh(layer(h))
-        return self.layers[-1](h)[0]
+        return _outputs(self.layers[-1](h))
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
         """(u, D_v u, D_v^2 u) at one point by propagating value, first and second
@@ -177,7 +182,7 @@ class LNNPINN(eqx.Module):
         for lin, a, b in zip(self.blocks, self.alphas, self.betas):
             h_new = jnp.tanh(lin(h))
             h = jnp.tanh(jax.nn.softplus(a) * h + jax.nn.softplus(b) * h_new)
-        return self.out(h)[0]
+        return _outputs(self.out(h))
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
         """(u, D_v u, D_v^2 u) at one point (see :meth:`MLP.jet2`)."""
@@ -221,7 +226,7 @@ class STARPINN(eqx.Module):
             h = z
             for layer in block[:-1]:
                 h = jnp.tanh(layer(h))
-            o = block[-1](h)[0]
+            o = _outputs(block[-1](h))
             out = o if out is None else o + jax.nn.sigmoid(self.gates[i - 1]) * out
         return out
 
@@ -258,27 +263,28 @@ class STARPINN(eqx.Module):
         return _tl.scalar_output(out, full)
 
 
-def _check_sizes(in_dim: int, width: int, depth: int) -> None:
-    for name, v in (("in_dim", in_dim), ("width", width), ("depth", depth)):
+def _check_sizes(in_dim: int, width: int, depth: int, out_dim: int = 1) -> None:
+    for name, v in (("in_dim", in_dim), ("width", width), ("depth", depth), ("out_dim", out_dim)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
 
 
 def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
-        input_map: InputMap = None, dtype=None) -> MLP:
-    """The reference MLP with ``depth`` hidden tanh layers of ``width`` units."""
-    _check_sizes(in_dim, width, depth)
-    sizes = [in_dim] + [width] * depth + [1]
+        input_map: InputMap = None, dtype=None, out_dim: int = 1) -> MLP:
+    """The reference MLP with ``depth`` hidden tanh layers of ``width`` units and ``out_dim``
+    outputs (a scalar network for 1, a ``(out_dim,)`` vector otherwise: a system's fields)."""
+    _check_sizes(in_dim, width, depth, out_dim)
+    sizes = [in_dim] + [width] * depth + [out_dim]
     keys = jax.random.split(key, len(sizes) - 1)
     layers = tuple(linear(k, a, b, init, dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:]))
     return MLP(layers, in_dim, input_map)
 
 
 def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
-             input_map: InputMap = None, dtype=None) -> LNNPINN:
+             input_map: InputMap = None, dtype=None, out_dim: int = 1) -> LNNPINN:
     """LNN-PINN with ``depth - 1`` liquid residual blocks (same linear layers as the MLP plus
     6H gate parameters for depth 4)."""
-    _check_sizes(in_dim, width, depth)
+    _check_sizes(in_dim, width, depth, out_dim)
     dtype = dtype or jnp.zeros(()).dtype
     keys = jax.random.split(key, depth + 1)
     blocks = tuple(linear(k, width, width, init, dtype) for k in keys[1:depth])
@@ -287,18 +293,18 @@ def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, in
         blocks=blocks,
         alphas=tuple(jnp.full((width,), 0.9, dtype) for _ in blocks),
         betas=tuple(jnp.full((width,), 0.1, dtype) for _ in blocks),
-        out=linear(keys[depth], width, 1, init, dtype),
+        out=linear(keys[depth], width, out_dim, init, dtype),
         in_dim=in_dim,
         input_map=input_map,
     )
 
 
 def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n_blocks: int = 3,
-              init: str = "torch", input_map: InputMap = None, dtype=None) -> STARPINN:
+              init: str = "torch", input_map: InputMap = None, dtype=None, out_dim: int = 1) -> STARPINN:
     """STAR-PINN: ``n_blocks`` MLP blocks of ``depth`` hidden layers (reference: 3 blocks of 2)."""
-    _check_sizes(in_dim, width, depth)
+    _check_sizes(in_dim, width, depth, out_dim)
     dtype = dtype or jnp.zeros(()).dtype
-    sizes = [in_dim] + [width] * depth + [1]
+    sizes = [in_dim] + [width] * depth + [out_dim]
     blocks = []
     for kb in jax.random.split(key, n_blocks):
         keys = jax.random.split(kb, len(sizes) - 1)

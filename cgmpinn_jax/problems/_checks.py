@@ -23,7 +23,7 @@ _ATTR_HELP = {
     "upper": "the box's upper corner, one float per coordinate, e.g. upper = (1.0, 1.0)",
     "terms": "the constraint terms besides the PDE, e.g. terms = ('ic', 'bc') or ()",
 }
-_PIECE_KINDS = "Dirichlet(), DerivativeMatch(axis) or Periodic(axes)"
+_PIECE_KINDS = "Dirichlet(), DerivativeMatch(axis), Periodic(axes), Condition(fn), Neumann(normal) or Robin(normal)"
 
 
 def _cls_name(problem: Any) -> str:

@@ -1,5 +1,6 @@
 """The pieces a problem is made of: point helpers, the test grid, the constraint pieces
-(:class:`Dirichlet`, :class:`DerivativeMatch`, :class:`Periodic`) and :class:`ProblemDefaults`.
+(:class:`Dirichlet`, :class:`DerivativeMatch`, :class:`Periodic`, :class:`Condition`), the
+:class:`Fields` view of a system's network and :class:`ProblemDefaults`.
 Public through :mod:`cgmpinn_jax.problems` (and :mod:`cgmpinn_jax.problems.base`)."""
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from ..derivatives import partial
 
 ScalarField = Callable[[jax.Array], jax.Array]
 
-__all__ = ["ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "uniform", "grid",
-           "check_points", "ScalarField"]
+__all__ = ["ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "Condition", "Fields",
+           "exact_field", "uniform", "grid", "check_points", "ScalarField"]
 
 
 # --------------------------------------------------------------------------------------
@@ -63,9 +64,67 @@ def grid(lower: tuple[float, ...], upper: tuple[float, ...], sizes: tuple[int, .
 # constraint pieces
 
 
+class Fields:
+    """A system's network as its operator and pieces see it: ``u["v"]`` (or ``u.v``) is the
+    scalar field ``v`` (a function of one point, for :func:`~cgmpinn_jax.derivatives.partial`),
+    and ``u(z)`` all fields at once, shape ``(F,)``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> u = Fields(lambda z: jnp.stack([z[0], 2 * z[0]]), ("u", "v"))
+        >>> float(u["v"](jnp.array([1.5]))), float(u.u(jnp.array([1.5])))
+        (3.0, 1.5)
+    """
+
+    __slots__ = ("_fn", "names")
+
+    def __init__(self, fn: Callable[[jax.Array], jax.Array], names: tuple[str, ...]):
+        self._fn, self.names = fn, tuple(names)
+
+    def __call__(self, z: jax.Array) -> jax.Array:
+        return self._fn(z)
+
+    def index(self, name: str) -> int:
+        if name not in self.names:
+            raise ValueError(f"unknown field {name!r}; the fields are {self.names!r}")
+        return self.names.index(name)
+
+    def __getitem__(self, name: str) -> ScalarField:
+        i, fn = self.index(name), self._fn
+        return lambda z: fn(z)[i]
+
+    def __getattr__(self, name: str) -> ScalarField:
+        if name.startswith("_") or name not in self.names:
+            raise AttributeError(name)
+        return self[name]
+
+
+def _values_of(g: Any, points: jax.Array) -> jax.Array:
+    """``g`` at every point: a function of one point (vmapped) or a number (broadcast)."""
+    if callable(g):
+        return jnp.asarray(jax.vmap(g)(points), points.dtype)
+    return jnp.full(points.shape[:1], g, points.dtype)
+
+
+def exact_field(problem: Any, field: str | None) -> ScalarField:
+    """The exact solution's scalar field ``field`` (the whole exact solution for a scalar
+    problem); a ValueError when the problem states no exact solution."""
+    if not getattr(problem, "has_exact", True):
+        raise ValueError(f"{type(problem).__name__} states no exact(z), so a piece without a target g cannot derive "
+                         f"one: give the piece its target, e.g. Dirichlet(g=0.0) or Dirichlet(g=lambda z: ...)")
+    fields = tuple(getattr(problem, "fields", ("u",)))
+    if len(fields) == 1:
+        return problem.exact
+    return Fields(problem.exact, fields)[field]
+
+
 class Piece(abc.ABC):
-    """One piece of a constraint term: residuals at its points, compared with a target
-    derived from the exact solution when the batch is made."""
+    """One piece of a constraint term: residuals at its points, compared with a target that
+    is either given (``g``: a function of one point or a number) or derived from the exact
+    solution when the batch is made.
+
+    On a system (a problem with several ``fields``) a piece names the field it constrains
+    (``field="u"``), or, for :class:`Condition`, combines the fields itself."""
 
     paired: ClassVar[bool] = False
 
@@ -80,33 +139,58 @@ class Piece(abc.ABC):
     def residual(self, u: ScalarField, points: jax.Array, target: jax.Array) -> jax.Array:
         return self.value(u, points) - target
 
+    def scalar(self, u: Any) -> ScalarField:
+        """The scalar field this piece reads: ``u`` itself, or the field ``self.field`` of a system."""
+        field = getattr(self, "field", None)
+        if isinstance(u, Fields):
+            if field is None:
+                raise ValueError(f"{self!r} constrains a system with fields {u.names!r}: name one, e.g. field={u.names[0]!r}")
+            return u[field]
+        return u
+
 
 @dataclasses.dataclass(frozen=True)
 class Dirichlet(Piece):
-    """``u(z) - u*(z)``."""
+    """``u(z) - g(z)``; without ``g``, ``g = u*`` (the exact solution).
+
+    Args:
+        g: the target: a function of one point (a scalar) or a number; None derives it from
+            ``exact``.
+        field: the field constrained, on a system (``fields`` with more than one name).
+    """
+
+    g: Any = dataclasses.field(default=None, kw_only=True)
+    field: str | None = dataclasses.field(default=None, kw_only=True)
 
     def target(self, problem, points):
-        return jax.vmap(problem.exact)(points)
+        if self.g is not None:
+            return _values_of(self.g, points)
+        return jax.vmap(exact_field(problem, self.field))(points)
 
     def value(self, u, points):
-        return jax.vmap(u)(points)
+        return jax.vmap(self.scalar(u))(points)
 
 
 @dataclasses.dataclass(frozen=True)
 class DerivativeMatch(Piece):
-    """``du/dz_axis(z) - du*/dz_axis(z)``: match the derivative along one coordinate.
+    """``du/dz_axis(z) - g(z)``; without ``g``, ``g = du*/dz_axis``: match the derivative along one coordinate.
 
     ``axis`` indexes the problem's ``coords``: with ``coords = ("x", "t")``,
     ``DerivativeMatch(1)`` matches ``u_t`` (the damped wave's initial velocity) and
-    ``DerivativeMatch(0)`` matches ``u_x`` (a Neumann condition). Points ``(n, d)``."""
+    ``DerivativeMatch(0)`` matches ``u_x`` (a Neumann condition on an axis-aligned edge).
+    Points ``(n, d)``. ``g`` and ``field`` as for :class:`Dirichlet`."""
 
     axis: int
+    g: Any = dataclasses.field(default=None, kw_only=True)
+    field: str | None = dataclasses.field(default=None, kw_only=True)
 
     def target(self, problem, points):
-        return jax.vmap(partial(problem.exact, self.axis))(points)
+        if self.g is not None:
+            return _values_of(self.g, points)
+        return jax.vmap(partial(exact_field(problem, self.field), self.axis))(points)
 
     def value(self, u, points):
-        return jax.vmap(partial(u, self.axis))(points)
+        return jax.vmap(partial(self.scalar(u), self.axis))(points)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,14 +201,37 @@ class Periodic(Piece):
     ``jnp.stack([left, right], axis=1)``, e.g. from :func:`~cgmpinn_jax.problems.edge_pair`."""
 
     axes: tuple[int, ...] = ()
+    field: str | None = dataclasses.field(default=None, kw_only=True)
     paired: ClassVar[bool] = True
 
     def target(self, problem, points):
         return jnp.zeros(points.shape[0], dtype=points.dtype)
 
     def value(self, u, points):
-        g = jax.vmap(partial(u, *self.axes))
+        g = jax.vmap(partial(self.scalar(u), *self.axes))
         return g(points[:, 0]) - g(points[:, 1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Condition(Piece):
+    """A general condition ``fn(u, z) = g(z)``: ``fn`` reads the network as the operator does
+    (a scalar field, or the :class:`Fields` of a system) at one point and returns a scalar,
+    e.g. ``Condition(lambda u, z: u["p"](z))`` pins the pressure where its points lie, and
+    ``Condition(lambda u, z: u["u"](z) + u["v"](z), g=1.0)`` constrains a combination.
+
+    Args:
+        fn: ``(u, z) -> scalar``.
+        g: the target (a function of one point or a number; default 0).
+    """
+
+    fn: Callable
+    g: Any = dataclasses.field(default=0.0, kw_only=True)
+
+    def target(self, problem, points):
+        return _values_of(self.g, points)
+
+    def value(self, u, points):
+        return jax.vmap(lambda z: self.fn(u, z))(points)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The Problem interface: a PDE, its exact solution, its constraint terms and its points.
+"""The Problem interface: a PDE, its exact solution or its data, its constraint terms and its points.
 
 A benchmark states its exact solution ``u*(z)`` and its differential operator ``N[u](z)``
 once. Everything else follows by automatic differentiation:
@@ -6,6 +6,14 @@ once. Everything else follows by automatic differentiation:
 * the source term ``f(z) = N[u*](z)`` (zero for homogeneous PDEs),
 * the PDE residual of a network ``r(z) = N[u](z) - f(z)``,
 * the targets of the constraint pieces (Dirichlet values, initial velocities, ...).
+
+A problem as the field poses it states what it knows instead (docs/problems-from-data.md):
+its ``source(z)`` and each piece's target ``g`` directly, a :meth:`Problem.reference` solution
+as data (errors are measured against it, and the run says so), several named ``fields``
+(a system: the operator sees :class:`Fields` and returns one value per name in
+``equations``), and a ``geometry`` built from primitives by set operations
+(:mod:`cgmpinn_jax.problems.geometry`) with :class:`~cgmpinn_jax.problems.Neumann` and
+:class:`~cgmpinn_jax.problems.Robin` pieces on its curved boundaries.
 
 Constraint terms are named (``"ic"``, ``"bc"``) and each is a tuple of *pieces*; the
 reference code sums the per-piece mean squared errors into one term (docs/reference-code.md §3),
@@ -59,13 +67,14 @@ import jax.numpy as jnp
 
 from ..nn import _taylor
 from ._checks import _check_pieces, _check_sampled  # the same checks as validate_problem
-from ._pieces import (DerivativeMatch, Dirichlet, Periodic, Piece, ProblemDefaults, ScalarField, TestGrid,
-                      check_points, grid, uniform)
+from ._pieces import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, ProblemDefaults, ScalarField,
+                      TestGrid, check_points, grid, uniform)
+from ._truth import Truth, reference_of, truth_of
 
 Batch = dict[str, Any]
 
-__all__ = ["Problem", "ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "uniform",
-           "grid", "check_points"]
+__all__ = ["Problem", "ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "Condition",
+           "Fields", "Truth", "uniform", "grid", "check_points"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,11 +143,12 @@ class Problem(abc.ABC):
 
     name: ClassVar[str]
     coords: ClassVar[tuple[str, ...]]
-    lower: ClassVar[tuple[float, ...]]
-    upper: ClassVar[tuple[float, ...]]
     terms: ClassVar[tuple[str, ...]]  # constraint terms, in ReLoBRaLo order after "pde"
     homogeneous: ClassVar[bool] = False  # True: no source term (f = 0)
     defaults: ClassVar[ProblemDefaults] = ProblemDefaults()
+    fields: ClassVar[tuple[str, ...]] = ("u",)  # the network's outputs (a system: several)
+    equations: ClassVar[tuple[str, ...]] = ("pde",)  # the operator's residual equations
+    geometry: ClassVar[Any] = None  # a cgmpinn_jax.problems.geometry.Geometry, or None for the box
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -146,15 +156,34 @@ class Problem(abc.ABC):
         if "test_points" in cls.__dict__ and "test_grid" not in cls.__dict__:
             cls.test_grid = cls.__dict__["test_points"]
 
+    # ---- the box: stated, or the geometry's bounding box ---------------------------------
+    @property
+    def lower(self) -> tuple[float, ...]:
+        """The box's lower corner (a class attribute, or the geometry's bounding box)."""
+        if self.geometry is None:
+            raise AttributeError("lower")
+        return tuple(float(v) for v in self.geometry.lower)
+
+    @property
+    def upper(self) -> tuple[float, ...]:
+        """The box's upper corner (a class attribute, or the geometry's bounding box)."""
+        if self.geometry is None:
+            raise AttributeError("upper")
+        return tuple(float(v) for v in self.geometry.upper)
+
     # ---- to implement ------------------------------------------------------------
-    @abc.abstractmethod
     def exact(self, z: jax.Array) -> jax.Array:
-        """The exact solution at one point ``z`` of shape ``(d,)``: a scalar (shape ``()``)."""
+        """The exact solution at one point ``z`` of shape ``(d,)``: a scalar (shape ``()``),
+        or ``(F,)`` on a system. Optional: a problem without one gives its :meth:`source` and
+        its pieces' targets ``g`` directly, and may carry a :meth:`reference`."""
+        raise NotImplementedError(f"{type(self).__name__} states no exact solution")
 
     @abc.abstractmethod
     def operator(self, u: ScalarField, z: jax.Array) -> jax.Array:
         """The differential operator N[u] at one point ``z`` (d,) (the PDE is N[u] = f): a
-        scalar. ``u`` is a scalar field of one point (the network, or ``exact``)."""
+        scalar, or one value per name in :attr:`equations` (a tuple or an ``(E,)`` array).
+        ``u`` is a scalar field of one point (the network, or ``exact``); on a system, the
+        :class:`Fields` view (``u["v"]`` is the field v)."""
 
     @abc.abstractmethod
     def pieces(self) -> dict[str, tuple[Piece, ...]]:
@@ -166,13 +195,25 @@ class Problem(abc.ABC):
         """``{"pde": (N, d), term: (points per piece, ...)}`` drawn with ``key``; points are
         ``(n, d)``, or ``(n, 2, d)`` for a :class:`Periodic` piece."""
 
-    @abc.abstractmethod
     def test_grid(self) -> TestGrid:
-        """The evaluation grid of the metrics (a :class:`TestGrid`, e.g. from :func:`grid`)."""
+        """The evaluation grid of the metrics (a :class:`TestGrid`, e.g. from :func:`grid`).
+        Default: the reference's own points (:meth:`reference`); a problem with an exact
+        solution and no reference defines it."""
+        ref = self.reference_data()
+        if ref is None:
+            raise NotImplementedError(f"{type(self).__name__} must define test_grid() (it has no reference data "
+                                      "whose points could serve)")
+        return TestGrid(points=ref.points, shape=(ref.points.shape[0],), axes=())
 
     def test_points(self) -> TestGrid:
         """Alias of :meth:`test_grid` (its former name)."""
         return self.test_grid()
+
+    def reference(self) -> Any:
+        """A reference solution as data (a :class:`~cgmpinn_jax.problems.reference.Reference`:
+        points, values, field names), or None. Errors are measured against :meth:`exact` when
+        the problem states it, else against this; a problem with neither has no error metrics."""
+        return None
 
     # ---- derived -----------------------------------------------------------------
     @property
@@ -184,26 +225,59 @@ class Problem(abc.ABC):
         """All loss terms in ReLoBRaLo order: ``("pde", *terms)``."""
         return ("pde",) + tuple(self.terms)
 
+    @property
+    def has_exact(self) -> bool:
+        """Whether the problem states an exact solution (overrides :meth:`exact`)."""
+        return type(self).exact is not Problem.exact
+
+    @property
+    def is_system(self) -> bool:
+        """Several fields or several residual equations."""
+        return len(self.fields) > 1 or len(self.equations) > 1
+
+    def reference_data(self) -> Any:
+        """:meth:`reference`, read once per problem (cached)."""
+        return reference_of(self)
+
+    def truth(self, dtype=None) -> Truth | None:
+        """What errors are measured against (:class:`Truth`: points, values, which), or None."""
+        return truth_of(self, dtype)
+
+    def as_fields(self, u: Any) -> Any:
+        """``u`` as the operator and pieces see it: itself, or the :class:`Fields` of a system."""
+        return u if len(self.fields) == 1 else Fields(u, self.fields)
+
+    def _equations(self, out: Any) -> jax.Array:
+        return out if len(self.equations) == 1 else jnp.stack(out)
+
     def source(self, z: jax.Array) -> jax.Array:
-        """``f(z) = N[u*](z)`` by automatic differentiation (0 for homogeneous PDEs)."""
+        """``f(z) = N[u*](z)`` by automatic differentiation (0 for homogeneous PDEs); a problem
+        without an exact solution overrides this (or sets ``homogeneous = True``)."""
         if self.homogeneous:
-            return jnp.zeros((), dtype=z.dtype)
-        return self.operator(self.exact, z)
+            return jnp.zeros(() if len(self.equations) == 1 else (len(self.equations),), dtype=z.dtype)
+        if not self.has_exact:
+            raise ValueError(f"{type(self).__name__}.source(z): the problem states no exact(z) to derive f = N[u*] "
+                             "from; define source(z), or set homogeneous = True when f = 0")
+        return self._equations(self.operator(self.as_fields(self.exact), z))
 
     def residual(self, u: ScalarField, z: jax.Array) -> jax.Array:
-        """PDE residual ``r(z) = N[u](z) - f(z)`` at one point."""
-        return self.operator(u, z) - self.source(z)
+        """PDE residual ``r(z) = N[u](z) - f(z)`` at one point (``(E,)`` on a system)."""
+        return self._equations(self.operator(self.as_fields(u), z)) - self.source(z)
 
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
-        """Residuals at ``points`` (N, d) -> (N,). With ``source`` given (the batch's
-        precomputed f) the source is not re-derived. The operator goes through the
-        derivative fast path (:mod:`cgmpinn_jax.nn._taylor`: one Taylor-mode pass of the
-        network for all points and lanes) when it covers ``u`` and the operator, else
-        ``vmap`` of the operator with nested ``jvp``; ``taylor.fast_path(False)`` forces the latter."""
+        """Residuals at ``points`` (N, d) -> (N,), or (N, E) for several equations. With
+        ``source`` given (the batch's precomputed f) the source is not re-derived. A scalar
+        problem's operator goes through the derivative fast path (:mod:`cgmpinn_jax.nn._taylor`:
+        one Taylor-mode pass of the network for all points and lanes) when it covers ``u``
+        and the operator, else ``vmap`` of the operator with nested ``jvp``;
+        ``taylor.fast_path(False)`` forces the latter."""
         points = check_points(points, self.dim, name="pde points")
         if source is None:
             source = jax.vmap(self.source)(points)
-        return _taylor.operator_values(self.operator, u, points) - source
+        if not self.is_system:
+            return _taylor.operator_values(self.operator, u, points) - source
+        fields = self.as_fields(u)
+        return jax.vmap(lambda z: self._equations(self.operator(fields, z)))(points) - source
 
     def sample(self, key: jax.Array) -> Batch:
         """Draw the training points with ``key`` and attach sources and targets."""
@@ -223,13 +297,12 @@ class Problem(abc.ABC):
 
     def constraint_residuals(self, u: ScalarField, batch: Batch) -> dict[str, tuple[jax.Array, ...]]:
         """Residual vectors of every piece of every constraint term."""
-        pieces = self.pieces()
+        pieces, u = self.pieces(), self.as_fields(u)
         return {
             term: tuple(piece.residual(u, p, t) for piece, (p, t) in zip(pieces[term], batch[term]))
             for term in self.terms
         }
 
     def exact_on(self, points: Any) -> jax.Array:
-        """u* at a batch of points (M, d) -> (M,)."""
+        """u* at a batch of points (M, d) -> (M,), or (M, F) on a system."""
         return jax.vmap(self.exact)(check_points(points, self.dim))
-

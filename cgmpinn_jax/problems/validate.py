@@ -8,6 +8,8 @@ import jax.numpy as jnp
 
 from ._checks import (_check_dataclass, _check_declarations, _check_pieces, _check_sampled, _fail, _probe_field,
                       _shape, _user_call)
+from ._checks_data import (check_concrete_draw, check_geometry, check_piece_fields, check_reference,
+                           check_solution_and_source, check_system_declarations)
 from ._pieces import TestGrid
 from .base import Problem
 
@@ -23,15 +25,21 @@ def validate_problem(problem: "Problem") -> "Problem":
     Checked (each failure raises a ``ValueError`` naming the class, the method or attribute,
     and what was expected): the class attributes (``name``, ``coords``, ``lower < upper``
     with one bound per coordinate, ``terms``); the class is a frozen dataclass with hashable
-    fields; ``exact(z)`` and ``operator(u, z)`` return a scalar for one point ``z`` of shape
-    ``(d,)``; ``pieces()`` has exactly the declared terms, each a tuple of valid pieces
+    fields; ``exact(z)`` (when stated, else ``source(z)`` unless homogeneous) and
+    ``operator(u, z)`` return a scalar for one point ``z`` of shape ``(d,)``, or one value per
+    field / equation on a system; ``fields`` and ``equations`` are tuples of distinct names;
+    ``pieces()`` has exactly the declared terms, each a tuple of valid pieces
     (derivative axes within ``coords``); ``sample_points(key)`` returns ``"pde"`` and each
     declared term, with one point array per piece, of shape ``(n, d)`` (``(n, 2, d)`` for
     :class:`Periodic`); each piece's target and value have shape ``(n,)``; ``test_grid()``
-    returns a :class:`TestGrid` of points ``(M, d)``.
+    returns a :class:`TestGrid` of points ``(M, d)``; on a system each piece names one of the
+    fields; the reference data (when there is one) has the problem's coordinates and fields
+    and no point outside the domain; a geometry's samplers return the count asked for, inside
+    the domain or on the named boundary part, with unit normals.
 
-    The methods are only traced (``jax.eval_shape``), never compiled or run on the training
-    points, so this is cheap; the result is cached per problem.
+    The methods are only traced (``jax.eval_shape``), except for one concrete draw of the
+    points when the problem has a geometry or pieces with normals (points outside the domain,
+    zero-length normals); so this is cheap, and the result is cached per problem.
 
     Args:
         problem: a :class:`Problem` instance.
@@ -58,26 +66,23 @@ def validate_problem(problem: "Problem") -> "Problem":
     z = jax.ShapeDtypeStruct((d,), dtype)
     one_point = f"for one point z of shape ({d},)"
 
-    out = _user_call(problem, "exact(z)", jax.eval_shape, problem.exact, z)
-    if _shape(out) != ():
-        _fail(problem, "exact(z)", f"must return a scalar (shape ()) {one_point}, got "
-                                   f"{'shape ' + str(_shape(out)) if _shape(out) is not None else repr(out)}"
-                                   + ("; index the result, e.g. expr[0]" if _shape(out) == (1,) else ""))
-    for label, u in (("exact", problem.exact), ("a network", _probe_field)):
-        out = _user_call(problem, "operator(u, z)", jax.eval_shape, lambda q, u=u: problem.operator(u, q), z)
-        if _shape(out) != ():
-            _fail(problem, "operator(u, z)", f"must return a scalar (shape ()) {one_point} (u = {label}), got "
-                                             f"{'shape ' + str(_shape(out)) if _shape(out) is not None else repr(out)}")
+    check_system_declarations(problem)
+    n_fields = len(problem.fields)
+    probe = _probe_field if n_fields == 1 else (lambda q: jnp.sin(jnp.sum(q) + jnp.arange(n_fields, dtype=q.dtype)))
+    check_solution_and_source(problem, z, probe)
 
     pieces = _user_call(problem, "pieces()", problem.pieces)
     _check_pieces(problem, pieces)
+    check_piece_fields(problem, pieces)
+    check_geometry(problem)
     pts = _user_call(problem, "sample_points(key)", jax.eval_shape, problem.sample_points, jax.random.key(0))
     _check_sampled(problem, pts, pieces)
     for t in problem.terms:
         for i, (piece, x) in enumerate(zip(pieces[t], pts[t])):
             n = _shape(x)[0]
             spec = jax.ShapeDtypeStruct(_shape(x), dtype)
-            for what, fn in (("target", lambda p: piece.target(problem, p)), ("value", lambda p: piece.value(_probe_field, p))):
+            value = lambda p: piece.value(problem.as_fields(probe), p)  # noqa: E731
+            for what, fn in (("target", lambda p: piece.target(problem, p)), ("value", value)):
                 where = f"pieces()[{t!r}][{i}].{what}"
                 out = _user_call(problem, where, jax.eval_shape, fn, spec)
                 if _shape(out) != (n,):
@@ -90,6 +95,8 @@ def validate_problem(problem: "Problem") -> "Problem":
     shape = _shape(tg.points)
     if shape is None or len(shape) != 2 or shape[1] != d or shape[0] < 1:
         _fail(problem, "test_grid()", f"points must have shape (M, {d}), got {shape}")
+    check_reference(problem)
+    check_concrete_draw(problem, pieces)
     if len(_VALIDATED) > 256:
         _VALIDATED.clear()
     _VALIDATED[cache_key] = True

@@ -181,7 +181,9 @@ def train(
              f"-> {checkpointer.root}")
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
     metrics, e_loss = result.metrics, result.e_loss
-    emit(f"[{problem.name}/{method.name}] done: rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e} "
+    errors = (f"rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e}" if metrics.against == "exact"
+              and not metrics.per_field else metrics.describe())
+    emit(f"[{problem.name}/{method.name}] done: {errors} "
          f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
     if result.unknowns is not None:
         emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(

@@ -62,14 +62,31 @@ def _aggregate(res: tuple[jax.Array, ...], how: str) -> jax.Array:
     return jnp.mean(jnp.concatenate(res) ** 2)
 
 
+def _residual_and_gradient(problem: Problem, u, q):
+    """gPINN's pieces at one point: the residual and its gradient in z (``(E,)`` and ``(E, d)``
+    on a system)."""
+    if not problem.is_system:
+        return jax.value_and_grad(lambda z: problem.residual(u, z))(q)
+    return problem.residual(u, q), jax.jacfwd(lambda z: problem.residual(u, z))(q)
+
+
+def pde_squares(r: jax.Array) -> jax.Array:
+    """``(N,)`` squared residual per point: ``r^2``, or ``sum_e r_e^2`` over a system's equations."""
+    return r**2 if r.ndim == 1 else jnp.sum(r**2, axis=-1)
+
+
 def make_term_fn(problem: Problem, method: Method, static) -> Callable:
-    """``term_fn(params, batch, w) -> TermValues`` for ``method`` on ``problem``."""
+    """``term_fn(params, batch, w) -> TermValues`` for ``method`` on ``problem``.
+
+    On a system the PDE term is the mean over points of ``w_i sum_e r_ie^2`` (every equation's
+    mean square, summed; one weight per point, from the mixture fitted to the norm of the
+    residual vector, see :func:`make_residual_fn`)."""
     loss = method.loss
 
     def pde_residuals(problem, u, batch):
         pts, src = batch["pde"]
         if loss.grad_weight > 0:  # gPINN: the residual as a function of z (source included), and its gradient
-            r, g = jax.vmap(jax.value_and_grad(lambda q: problem.residual(u, q)))(pts)
+            r, g = jax.vmap(lambda q: _residual_and_gradient(problem, u, q))(pts)
             return r, loss.grad_weight * jnp.sum(jnp.mean(g**2, axis=0))
         r = problem.pde_residuals(u, pts, src)
         return r, jnp.zeros((), r.dtype)
@@ -78,7 +95,8 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
         tr = eqx.combine(params, static)
         prob = _bound(problem, tr)
         r, extra = pde_residuals(prob, tr.model, batch)
-        pde_raw, pde_w = jnp.mean(r**2), jnp.mean(w * r**2)
+        sq = pde_squares(r)
+        pde_raw, pde_w = jnp.mean(sq), jnp.mean(w * sq)
         cres = prob.constraint_residuals(tr.model, batch)
         cons = [_aggregate(cres[t], loss.aggregation) for t in prob.terms]
         raw = jnp.stack([pde_raw] + cons)
@@ -93,12 +111,15 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
 
 
 def make_residual_fn(problem: Problem, static) -> Callable:
-    """``residual_fn(params, batch) -> (N,)`` PDE residuals at the collocation points."""
+    """``residual_fn(params, batch) -> (N,)`` PDE residuals at the collocation points, the
+    weighting's input. On a system, the norm of each point's residual vector
+    ``|r_i| = sqrt(sum_e r_ie^2)`` (docs/problems-from-data.md: the choice and its measurement)."""
 
     def residual_fn(params, batch):
         tr = eqx.combine(params, static)
         pts, src = batch["pde"]
-        return _bound(problem, tr).pde_residuals(tr.model, pts, src)
+        r = _bound(problem, tr).pde_residuals(tr.model, pts, src)
+        return r if r.ndim == 1 else jnp.sqrt(pde_squares(r))
 
     return residual_fn
 
@@ -140,7 +161,7 @@ class LeastSquares:
     Rows (``N`` collocation points, ``lam`` the balancing weights, ``w`` the per-point PDE
     weights of CGMPINN / GMMPINN / CLPINN, uniform otherwise):
 
-    * PDE: ``sqrt(lam_pde * w_i / N) r_i``;
+    * PDE: ``sqrt(lam_pde * w_i / N) r_i`` (on a system one row per point and equation, ``r_ie``);
     * gPINN: also ``sqrt(grad_weight / N) dr_i/dz_j`` for every coordinate ``j`` (the extra
       term is not balanced, so no lambda);
     * constraint term ``c`` with ``aggregation="sum"`` (a sum of per-piece MSEs):
@@ -175,8 +196,8 @@ class LeastSquares:
             gw = loss.grad_weight
 
             def pde_row(tr, prob, z, f, s):
-                r, g = jax.value_and_grad(lambda q: prob.residual(tr.model, q))(z)
-                return jnp.concatenate([s * r[None], jnp.sqrt(gw / n) * g])
+                r, g = _residual_and_gradient(prob, tr.model, z)
+                return jnp.concatenate([s * jnp.reshape(r, -1), jnp.sqrt(gw / n) * jnp.reshape(g, -1)])
         else:
             def pde_row(tr, prob, z, f, s):
                 return s * prob.pde_residuals(tr.model, z[None], f[None])
@@ -224,5 +245,6 @@ class LeastSquares:
 
     def n_rows(self, batch) -> int:
         """The number of rows ``M`` (from shapes only)."""
-        n = batch["pde"][0].shape[0] * (1 + (self.problem.dim if self.method.loss.grad_weight > 0 else 0))
+        n_eq = len(self.problem.equations)
+        n = batch["pde"][0].shape[0] * n_eq * (1 + (self.problem.dim if self.method.loss.grad_weight > 0 else 0))
         return n + sum(p.shape[0] for term in self.problem.terms for p, _ in batch[term])

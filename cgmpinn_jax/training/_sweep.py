@@ -273,7 +273,8 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
         carry = out.state
         out_devices = len(jax.tree_util.tree_leaves(carry.params)[0].sharding.device_set)
 
-        grid_pts = jnp.asarray(problem.test_grid().points, dtype)
+        truth = problem.truth(dtype)
+        grid_pts = jnp.asarray(problem.test_grid().points if truth is None else truth.points, dtype)
 
         def predict(params):
             model = eqx.combine(params, static).model
@@ -281,10 +282,13 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
 
         preds = to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
         e_loss = to_host(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, out.batch))[:n]
-    exact = np.asarray(problem.exact_on(grid_pts))
-    per = [metrics_lib.error_metrics(p, exact) for p in preds]
+    if truth is None:
+        per = [metrics_lib.no_metrics() for _ in preds]
+    else:
+        per = [metrics_lib.compare(p, np.asarray(truth.values), fields=truth.fields, against=truth.against)
+               for p in preds]
     shape = tuple(len(v) for v in axes.values())
-    metrics = {f: np.asarray([getattr(m, f) for m in per]).reshape(shape) for f in metrics_lib.Metrics._fields}
+    metrics = {f: np.asarray([getattr(m, f) for m in per]).reshape(shape) for f in metrics_lib.ERRORS}
     metrics["e_loss"] = e_loss.reshape(shape)
     res = SweepResult(
         problem=problem.name,
