@@ -138,13 +138,34 @@ def _problem_record(problem: Problem) -> dict:
         exact = all(_same(decoded[k], v) for k, v in params.items())
     except Exception:  # noqa: BLE001 - anything unusual simply means "not exactly stored"
         exact = False
-    return {
+    record = {
         "problem": problem.name,
         "problem_class": class_path(type(problem)),
         "problem_coords": list(problem.coords),
         "problem_params": encoded,
         "problem_params_exact": exact,
     }
+    ref = problem.reference_data()
+    if ref is not None:  # a data-defined problem: the reference by source and content hash
+        record["reference"] = {"source": ref.source, "sha256": ref.sha256}
+    return record
+
+
+def _check_reference(info: dict, problem: Problem, folder: Path) -> None:
+    """The rebuilt problem's reference data is the one the model was saved with (same content
+    hash); a missing or changed file is a ValueError naming both."""
+    saved = info.get("reference")
+    if saved is None:
+        return
+    try:
+        ref = problem.reference_data()
+    except (OSError, ValueError) as e:
+        raise ValueError(f"load_model: the model in {folder} was trained against the reference {saved['source']!r}, "
+                         f"which cannot be read now: {type(e).__name__}: {e}") from e
+    if ref is None or ref.sha256 != saved["sha256"]:
+        now = "no reference" if ref is None else f"{ref.source!r} with sha256 {ref.sha256[:12]}..."
+        raise ValueError(f"load_model: the reference data of {problem.name!r} changed since the model in {folder} was "
+                         f"saved: it was {saved['source']!r} with sha256 {saved['sha256'][:12]}..., now {now}")
 
 
 def save_result(result, folder: str | Path) -> Path:
@@ -249,7 +270,10 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
 def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
     """The problem a saved run was trained on, rebuilt as :func:`load_model` does."""
     folder = Path(folder)
-    return _rebuild_problem(_read_info(folder), problem, folder)
+    info = _read_info(folder)
+    rebuilt = _rebuild_problem(info, problem, folder)
+    _check_reference(info, rebuilt, folder)
+    return rebuilt
 
 
 class LoadedModel:
@@ -308,7 +332,8 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
     Raises:
         FileNotFoundError: ``folder`` is not a saved run.
         ValueError: the problem cannot be rebuilt (the message says why and how to pass it),
-            or ``problem`` does not match the saved one.
+            ``problem`` does not match the saved one, or a data-defined problem's reference
+            data is missing or differs from the saved content hash.
 
     Example:
         >>> model, info = load_model("runs/demo")  # doctest: +SKIP
@@ -319,6 +344,7 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
     folder = Path(folder)
     info = _read_info(folder)
     problem = _rebuild_problem(info, problem, folder)
+    _check_reference(info, problem, folder)
     method = get_method(info["method"])
     if str(info["dtype"]) not in ("float32", "float64"):
         raise ValueError(f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64")

@@ -2,8 +2,9 @@
 
 ``plot_result(result, folder)`` writes
 
-* ``solution.png``: prediction and exact solution (curves in 1-D, fields in 2-D),
-* ``error.png``: pointwise absolute error,
+* ``solution.png``: prediction and exact or reference solution (curves in 1-D, fields in 2-D,
+  one row per field of a system),
+* ``error.png``: pointwise absolute error (none without an exact solution or a reference),
 * ``loss.png``: the loss curve with the Adam / L-BFGS boundary marked,
 * ``weights.png``: the per-point PDE weights at a few refreshes,
 * ``unknowns.png`` (inverse problems only): each unknown coefficient's trajectory and its
@@ -32,18 +33,28 @@ def require_matplotlib():
 
 def plot_result(result, folder: str | Path) -> list[Path]:
     """Write the PNGs into ``folder`` (solution, error, loss; the per-point weights for a
-    method that weights its points; the unknowns of an inverse run); returns their paths."""
+    method that weights its points; the unknowns of an inverse run); returns their paths.
+
+    The solution is compared with what the metrics used (:meth:`~cgmpinn_jax.problems.Problem.truth`:
+    the exact solution on the test grid, or the reference data at its own points, scattered);
+    a problem with neither gets its prediction only and no error figure. A system gets one
+    row per field. Problems in more than two coordinates get no solution figures."""
     plt = require_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    grid = result.problem.test_grid()
-    pred = result.predict(grid.points)
-    exact = np.asarray(result.problem.exact_on(grid.points))
-    paths = [
-        _plot_solution(plt, result, grid, pred, exact, folder / "solution.png"),
-        _plot_error(plt, result, grid, np.abs(pred - exact), folder / "error.png"),
-        _plot_loss(plt, result, folder / "loss.png"),
-    ]
+    problem = result.problem
+    truth = problem.truth()
+    grid = problem.test_grid() if truth is None or truth.against == "exact" else None
+    pts = np.asarray(grid.points if grid is not None else truth.points)
+    paths = []
+    if problem.dim <= 2:
+        pred = _columns(result.predict(pts))
+        ref = None if truth is None else _columns(np.asarray(truth.values))
+        label = "no exact solution or reference" if truth is None else truth.against.split(" (")[0]
+        paths.append(_plot_solution(plt, result, grid, pts, pred, ref, label, folder / "solution.png"))
+        if ref is not None:
+            paths.append(_plot_error(plt, result, grid, pts, np.abs(pred - ref), folder / "error.png"))
+    paths.append(_plot_loss(plt, result, folder / "loss.png"))
     if result.method.weights_points:  # PINN and the other unweighted methods have no weights to draw
         paths.append(_plot_weights(plt, result, folder / "weights.png"))
     if getattr(result, "unknowns", None) is not None:
@@ -51,45 +62,67 @@ def plot_result(result, folder: str | Path) -> list[Path]:
     return paths
 
 
-def _plot_solution(plt, result, grid, pred, exact, path):
-    """``solution.png``: prediction and exact solution (curves in 1-D, two fields in 2-D)."""
-    problem, coords = result.problem, result.problem.coords
+def _columns(values) -> np.ndarray:
+    """``(M, F)`` from ``(M,)`` or ``(M, F)``."""
+    v = np.asarray(values, np.float64)
+    return v[:, None] if v.ndim == 1 else v
+
+
+def _panel(fig, ax, grid, pts, values, coords, title, cmap=None):
+    """A 2-D field: a mesh on a tensor grid, else a scatter of the points."""
+    if grid is not None and grid.axes and int(np.prod(grid.shape)) == pts.shape[0]:
+        im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto", cmap=cmap)
+    else:
+        im = ax.scatter(pts[:, 0], pts[:, 1], c=values, s=4, cmap=cmap)
+        ax.set_aspect("equal")
+    ax.set_xlabel(coords[0])
+    ax.set_ylabel(coords[1])
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax)
+
+
+def _plot_solution(plt, result, grid, pts, pred, ref, label, path):
+    """``solution.png``: prediction and exact / reference solution (curves in 1-D, fields in
+    2-D, one row per field)."""
+    problem, coords, fields = result.problem, result.problem.coords, result.problem.fields
     if problem.dim == 1:
-        x = grid.points[:, 0]
+        order = np.argsort(pts[:, 0])
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot(x, exact, "k-", label="exact")
-        ax.plot(x, pred, "r--", label=result.method.name)
+        for j, f in enumerate(fields):
+            if ref is not None:
+                ax.plot(pts[order, 0], ref[order, j], "k-", label=f"{f} {label}")
+            ax.plot(pts[order, 0], pred[order, j], "--", label=f"{f} {result.method.name}")
         ax.set_xlabel(coords[0])
-        ax.set_ylabel("u")
         ax.legend()
-        ax.set_title(f"{problem.name}: prediction vs exact")
+        ax.set_title(f"{problem.name}: prediction vs {label}")
         return _save(fig, path, plt)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, values, title in zip(axes, (pred, exact), (f"{result.method.name} prediction", "exact")):
-        im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto")
-        ax.set_xlabel(coords[0])
-        ax.set_ylabel(coords[1])
-        ax.set_title(title)
-        fig.colorbar(im, ax=ax)
+    cols = 1 if ref is None else 2
+    fig, axes = plt.subplots(len(fields), cols, figsize=(5.5 * cols, 4 * len(fields)), squeeze=False)
+    for j, f in enumerate(fields):
+        _panel(fig, axes[j, 0], grid, pts, pred[:, j], coords, f"{f}: {result.method.name} prediction")
+        if ref is not None:
+            _panel(fig, axes[j, 1], grid, pts, ref[:, j], coords, f"{f}: {label}")
     return _save(fig, path, plt)
 
 
-def _plot_error(plt, result, grid, err, path):
-    """``error.png``: pointwise absolute error (log curve in 1-D, field in 2-D)."""
-    problem, coords = result.problem, result.problem.coords
+def _plot_error(plt, result, grid, pts, err, path):
+    """``error.png``: pointwise absolute error (log curve in 1-D, field in 2-D, one panel per field)."""
+    problem, coords, m = result.problem, result.problem.coords, result.metrics
+    per = dict(m.per_field) if m.per_field else {problem.fields[0]: m}
     if problem.dim == 1:
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.semilogy(grid.points[:, 0], np.maximum(err, 1e-16))
+        order = np.argsort(pts[:, 0])
+        for j, f in enumerate(problem.fields):
+            ax.semilogy(pts[order, 0], np.maximum(err[order, j], 1e-16), label=f"{f} (rel e2 = {per[f].rel_e2:.2e})")
         ax.set_xlabel(coords[0])
         ax.set_ylabel("|u - u*|")
-        ax.set_title(f"pointwise error (rel e2 = {result.metrics.rel_e2:.2e})")
+        ax.legend()
+        ax.set_title(f"pointwise error (rel e2 = {m.rel_e2:.2e})")
         return _save(fig, path, plt)
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    im = ax.pcolormesh(grid.axes[0], grid.axes[1], err.reshape(grid.shape).T, shading="auto", cmap="magma")
-    ax.set_xlabel(coords[0])
-    ax.set_ylabel(coords[1])
-    ax.set_title(f"|u - u*| (rel e2 = {result.metrics.rel_e2:.2e})")
-    fig.colorbar(im, ax=ax)
+    n = len(problem.fields)
+    fig, axes = plt.subplots(1, n, figsize=(6 * n, 4.5), squeeze=False)
+    for j, f in enumerate(problem.fields):
+        _panel(fig, axes[0, j], grid, pts, err[:, j], coords, f"|{f} - {f}*| (rel e2 = {per[f].rel_e2:.2e})", cmap="magma")
     return _save(fig, path, plt)
 
 

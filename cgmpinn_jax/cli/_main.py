@@ -106,6 +106,11 @@ def _table(result, paper: dict | None) -> str:
     lines = [f"{'metric':<14}{'cgmpinn-jax':>14}" + (f"{'paper':>14}" if paper else "")]
     for name, v in ours.items():
         lines.append(f"{name:<14}{_fmt(v):>14}" + (f"{_fmt(paper.get(keys[name])):>14}" if paper else ""))
+    for field, m in result.metrics.per_field:  # a system: each field's own relative error
+        lines.append(f"{'rel e2 ' + field:<14}{_fmt(m.rel_e2):>14}")
+    if result.metrics.against != "exact":
+        lines.append(result.metrics.describe() if result.metrics.against == "none"
+                     else f"(errors against the {result.metrics.against}; pooled over the fields on a system)")
     lines.append(
         f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine"
         + ("; paper = one PyTorch CPU run, hardware not stated)" if paper else ")")
@@ -122,12 +127,17 @@ def _table(result, paper: dict | None) -> str:
 
 def _cmd_list(_args) -> int:
     from ..methods import METHODS
-    from ..problems import PROBLEMS
+    from ..problems import PROBLEMS, WORKED
 
     print("problems (or your own Problem subclass: cgmpinn-jax run package.module:ClassName):")
     for name, cls in PROBLEMS.items():
         d = cls.defaults
         print(f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.lbfgs_steps}, width {d.width}")
+    print("worked examples (no closed form: errors against reference data; docs/problems-from-data.md):")
+    for name, cls in WORKED.items():
+        p = cls()
+        print(f"  {name:<22} coords={','.join(cls.coords):<5} fields={','.join(cls.fields)} "
+              f"against {p.reference_data().source}")
     print("methods (relobralo = the method's default --relobralo mode, on the heat problem):")
     internal = {v[0]: k for k, v in RELOBRALO_MODES.items()}
     probe = PROBLEMS["heat"]()

@@ -1,5 +1,6 @@
 """The Problem interface, point helpers, the six benchmark problems of the paper and a
-registry by name.
+registry by name; for problems as the field poses them, geometry (primitives and set
+operations), reference data readers, and the pieces of systems and curved boundaries.
 
 A problem is named by a registry name (``"heat"``, one of :data:`PROBLEMS`), or by the
 import path of a user's :class:`Problem` subclass, ``"package.module:ClassName"``; both
@@ -13,7 +14,11 @@ import importlib
 import sys
 
 from .advection_diffusion import AdvectionDiffusion
-from .base import DerivativeMatch, Dirichlet, Periodic, Piece, Problem, ProblemDefaults, TestGrid, check_points, grid, uniform
+from ._normal_pieces import Neumann, Robin
+from .base import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, Problem, ProblemDefaults, TestGrid,
+                   Truth, check_points, grid, uniform)
+from .geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
+from .reference import Reference, load_reference, pinnacle_reference, read_comsol, read_table
 from .validate import validate_problem
 from .damped_wave import DampedWave
 from .fisher_kpp import FisherKPP
@@ -21,6 +26,7 @@ from .heat import Heat
 from .points import box_edges, edge_pair, initial_line
 from .poisson1d import Poisson1D
 from .poisson2d import Poisson2D
+from .worked import WORKED, BurgersFromData, LidDrivenCavity, SquareWithHoles
 
 PROBLEMS: dict[str, type[Problem]] = {
     cls.name: cls for cls in (Poisson1D, Poisson2D, Heat, DampedWave, AdvectionDiffusion, FisherKPP)
@@ -63,7 +69,7 @@ def import_problem_class(path: str) -> type[Problem]:
 def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
     """A problem instance, with optional parameter overrides (``get_problem("heat", n_pde=500)``).
 
-    ``name`` is one of :data:`PROBLEMS`, an import path ``"package.module:ClassName"`` of
+    ``name`` is one of :data:`PROBLEMS` or of the worked examples :data:`WORKED`, an import path ``"package.module:ClassName"`` of
     a user's subclass (the module must be importable), or a :class:`Problem` subclass;
     each is instantiated with ``params``. A Problem instance is returned as is.
     """
@@ -78,9 +84,12 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
         cls = import_problem_class(name)
     elif isinstance(name, str) and name in PROBLEMS:
         cls = PROBLEMS[name]
+    elif isinstance(name, str) and name in WORKED:
+        cls = WORKED[name]
     else:
         raise ValueError(
-            f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}, or 'package.module:ClassName' "
+            f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}, the worked examples "
+            f"{', '.join(WORKED)}, or 'package.module:ClassName' "
             "of your own Problem subclass (or pass an instance)"
         )
     try:
@@ -91,6 +100,10 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
 
 __all__ = [
     "PROBLEMS",
+    "WORKED",
+    "BurgersFromData",
+    "LidDrivenCavity",
+    "SquareWithHoles",
     "get_problem",
     "class_path",
     "import_problem_class",
@@ -102,6 +115,24 @@ __all__ = [
     "Dirichlet",
     "DerivativeMatch",
     "Periodic",
+    "Condition",
+    "Neumann",
+    "Robin",
+    "Fields",
+    "Truth",
+    "Geometry",
+    "Box",
+    "Ball",
+    "Disk",
+    "Polygon",
+    "Union",
+    "Difference",
+    "Intersection",
+    "Reference",
+    "load_reference",
+    "read_comsol",
+    "read_table",
+    "pinnacle_reference",
     "check_points",
     "grid",
     "uniform",

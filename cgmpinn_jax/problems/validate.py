@@ -60,6 +60,8 @@ def validate_problem(problem: "Problem") -> "Problem":
     cache_key = (type(problem), problem, bool(jax.config.jax_enable_x64))
     if cache_key in _VALIDATED:
         return problem
+    if hasattr(problem, "coords") and getattr(problem, "geometry", None) is not None:
+        check_system_declarations(problem)  # before the bounds, which a geometry supplies
     _check_declarations(problem)
     d = problem.dim
     dtype = jnp.zeros(()).dtype

@@ -211,7 +211,7 @@ class LeastSquares:
                 scale = jnp.broadcast_to(jnp.sqrt(lam[c] / m), (p.shape[0],))
 
                 def row(tr, prob, z, y, s, piece=piece):
-                    return s * piece.residual(tr.model, z[None], y[None])
+                    return s * piece.residual(prob.as_fields(tr.model), z[None], y[None])
 
                 groups.append((row, p, t, scale))
         return groups

@@ -1,0 +1,156 @@
+"""Three problems as the field poses them, each written through the public API only
+(docs/problems-from-data.md): no closed-form solution, a reference solution as data.
+
+* :class:`BurgersFromData`: ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]``,
+  ``u(x, 0) = -sin(pi x)``, ``u(+-1, t) = 0``, ``nu = 0.01/pi``; the reference is the
+  Fourier pseudo-spectral solution shipped in ``cgmpinn_jax/data/burgers``
+  (``benchmarks/burgers_reference.py``, estimated error 3e-13).
+* :class:`LidDrivenCavity`: steady Navier-Stokes at Re = 100 in the unit square, fields
+  ``(u, v, p)``, three equations, lid ``u = 4x(1 - x)``; the pressure is pinned at the
+  origin (it is defined up to a constant; the reference's gauge is ``p(0, 0) = 0``); the
+  reference is PINNacle's COMSOL solution ``lid_driven_a4.dat``.
+* :class:`SquareWithHoles`: Laplace's equation in ``[-0.5, 0.5]^2`` minus four disks of radius
+  0.1 at ``(+-0.3, +-0.3)``, ``u = 1`` on the square and ``u = 0`` on the circles; the
+  reference is PINNacle's COMSOL solution ``poisson1_cg_data.dat``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..derivatives import partial
+from ._normal_pieces import Neumann  # noqa: F401  (re-exported for the docs' examples)
+from ._pieces import Condition, Dirichlet, ProblemDefaults, uniform
+from .base import Problem
+from .geometry import Box, Disk
+from .reference import Reference, pinnacle_reference
+
+__all__ = ["BurgersFromData", "LidDrivenCavity", "SquareWithHoles", "burgers_reference", "WORKED"]
+
+
+def burgers_reference(nu: float) -> Reference:
+    """The shipped pseudo-spectral reference of Burgers with ``u0 = -sin(pi x)`` (nu = 0.01/pi or 0.01)."""
+    files = {0.01 / np.pi: "burgers_nu0.01pi.npz", 0.01: "burgers_nu0.01.npz"}
+    name = next((f for v, f in files.items() if abs(nu - v) <= 1e-12 * v), None)
+    if name is None:
+        raise ValueError(f"no shipped Burgers reference for nu={nu!r}; shipped: nu = 0.01/pi and 0.01 "
+                         "(python -m benchmarks.burgers_reference computes others)")
+    with importlib.resources.files("cgmpinn_jax").joinpath("data", "burgers", name).open("rb") as fh:
+        data = dict(np.load(fh))
+    x, t = np.meshgrid(data["x"], data["t"], indexing="ij")
+    return Reference.from_arrays(np.stack([x.ravel(), t.ravel()], -1), data["u"].reshape(-1, 1), coords=("x", "t"),
+                                 fields=("u",), source=f"burgers/{name} (pseudo-spectral)")
+
+
+@dataclasses.dataclass(frozen=True)
+class BurgersFromData(Problem):
+    """Burgers from its initial and boundary data, no closed form (reference: pseudo-spectral)."""
+
+    nu: float = 0.01 / np.pi
+    n_pde: int = 2000
+    n_ic: int = 200
+    n_bc: int = 100
+
+    name = "burgers_data"
+    coords = ("x", "t")
+    lower = (-1.0, 0.0)
+    upper = (1.0, 1.0)
+    terms = ("ic", "bc")
+    homogeneous = True
+
+    def operator(self, u, z):
+        return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
+
+    def pieces(self):
+        return {"ic": (Dirichlet(g=lambda z: -jnp.sin(jnp.pi * z[0])),), "bc": (Dirichlet(g=0.0), Dirichlet(g=0.0))}
+
+    def sample_points(self, key):
+        k_pde, k_ic, k_bc = jax.random.split(key, 3)
+        x0 = uniform(k_ic, self.n_ic, (-1.0, 0.0), (1.0, 0.0))
+        t = uniform(k_bc, self.n_bc, (0.0,), (1.0,))
+        edge = lambda x: jnp.concatenate([jnp.full_like(t, x), t], axis=1)  # noqa: E731
+        return {"pde": uniform(k_pde, self.n_pde, self.lower, self.upper), "ic": (x0,), "bc": (edge(-1.0), edge(1.0))}
+
+    def reference(self):
+        return burgers_reference(self.nu)
+
+
+@dataclasses.dataclass(frozen=True)
+class LidDrivenCavity(Problem):
+    """Steady Navier-Stokes in the unit square, Re = 100, lid u = 4x(1-x) (PINNacle's NS2d-C)."""
+
+    re: float = 100.0
+    n_pde: int = 2000
+    n_wall: int = 400
+    n_lid: int = 200
+
+    name = "cavity"
+    coords = ("x", "y")
+    fields = ("u", "v", "p")
+    equations = ("momentum_x", "momentum_y", "continuity")
+    terms = ("bc",)
+    homogeneous = True
+    geometry = Box((0.0, 0.0), (1.0, 1.0), name="wall")
+    defaults = ProblemDefaults(width=64, depth=4)
+
+    def operator(self, f, z):
+        u, v, p = f.u(z), f.v(z), f.p(z)
+        ux, uy, vx, vy = partial(f.u, 0)(z), partial(f.u, 1)(z), partial(f.v, 0)(z), partial(f.v, 1)(z)
+        lap = lambda g: partial(g, 0, 0)(z) + partial(g, 1, 1)(z)  # noqa: E731
+        return (u * ux + v * uy + partial(f.p, 0)(z) - lap(f.u) / self.re,
+                u * vx + v * vy + partial(f.p, 1)(z) - lap(f.v) / self.re, ux + vy)
+
+    def pieces(self):
+        lid = lambda z: 4.0 * z[0] * (1.0 - z[0])  # noqa: E731
+        return {"bc": (Dirichlet(g=lid, field="u"), Dirichlet(g=0.0, field="v"), Dirichlet(g=0.0, field="u"),
+                       Dirichlet(g=0.0, field="v"), Condition(lambda f, z: f.p(z)))}
+
+    def sample_points(self, key):
+        k1, k2, k3 = jax.random.split(key, 3)
+        lid = self.geometry.sample_boundary(k2, self.n_lid, "wall.x1+")[0]
+        walls = jnp.concatenate([self.geometry.sample_boundary(k, self.n_wall // 3, f"wall.{face}")[0]
+                                 for k, face in zip(jax.random.split(k3, 3), ("x0-", "x0+", "x1-"))])
+        return {"pde": self.geometry.sample_interior(k1, self.n_pde),
+                "bc": (lid, lid, walls, walls, jnp.zeros((1, 2), lid.dtype))}
+
+    def reference(self):
+        return pinnacle_reference("lid_driven_a4", coords=self.coords, fields=self.fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class SquareWithHoles(Problem):
+    """Laplace in a square with four circular holes, u = 1 outside, 0 on the circles (PINNacle's Poisson2d-C)."""
+
+    n_pde: int = 2000
+    n_outer: int = 400
+    n_holes: int = 400
+
+    name = "holes"
+    coords = ("x", "y")
+    terms = ("bc",)
+    homogeneous = True
+    geometry = (Box((-0.5, -0.5), (0.5, 0.5), name="square") - Disk((0.3, 0.3), 0.1, name="h1")
+                - Disk((-0.3, 0.3), 0.1, name="h2") - Disk((-0.3, -0.3), 0.1, name="h3") - Disk((0.3, -0.3), 0.1, name="h4"))
+
+    def operator(self, u, z):
+        return partial(u, 0, 0)(z) + partial(u, 1, 1)(z)
+
+    def pieces(self):
+        return {"bc": (Dirichlet(g=1.0), Dirichlet(g=0.0))}
+
+    def sample_points(self, key):
+        k1, k2, k3 = jax.random.split(key, 3)
+        holes = [self.geometry.sample_boundary(k, self.n_holes // 4, f"h{i + 1}")[0] for i, k in enumerate(jax.random.split(k3, 4))]
+        return {"pde": self.geometry.sample_interior(k1, self.n_pde),
+                "bc": (self.geometry.sample_boundary(k2, self.n_outer, "square")[0], jnp.concatenate(holes))}
+
+    def reference(self):
+        return pinnacle_reference("poisson1_cg_data", coords=self.coords, fields=("u",))
+
+
+WORKED: dict[str, type[Problem]] = {cls.name: cls for cls in (BurgersFromData, LidDrivenCavity, SquareWithHoles)}
