@@ -126,6 +126,10 @@ class TrainConfig:
         eps: the epsilon of the min-max normalisations (1e-6).
         c_sat: tau reaches 1 at c_sat * k_max (0.8).
         variance_factor: multiply by the precision factor v_m (True).
+        system_weighting: on a system (several PDE equations), ``"norm"`` (one mixture on the
+            norm of each point's residual vector, one weight per point; the default) or
+            ``"per_equation"`` (one mixture and one weight per point and equation);
+            docs/problems-from-data.md has the measurement behind the default.
 
     ReLoBRaLo (loss balancing):
         relobralo: ``None`` = the method's default, ``"both"`` stages, ``"adam"`` stage only,
@@ -175,6 +179,7 @@ class TrainConfig:
     eps: float = 1e-6
     c_sat: float = 0.8
     variance_factor: bool = True
+    system_weighting: str = "norm"
     relobralo: Any = None
     relobralo_alpha: float = 0.999
     relobralo_rho: float = 0.99
@@ -272,6 +277,7 @@ class TrainConfig:
             "relobralo_lbfgs_apply": ("iteration", "refresh"),
             "relobralo_variant": ("reference", "original"),
             "gn_form": ("auto", "kernel", "gramian"),
+            "system_weighting": ("norm", "per_equation"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -291,12 +297,15 @@ class TrainConfig:
                                      f"second_stage={self.second_stage!r} (use second_stage='gauss_newton')")
 
     def to_dict(self) -> dict:
-        """The fields as a dict; ``stages`` and ``stage_steps`` only when set (so that a
-        two-stage config's record, and the checkpoints keyed by it, read as before)."""
+        """The fields as a dict; ``stages`` and ``stage_steps`` only when set, and
+        ``system_weighting`` only when not ``"norm"`` (so that a two-stage config's record, and
+        the checkpoints keyed by it, read as before)."""
         d = dataclasses.asdict(self)
         for name in ("stages", "stage_steps"):
             if d[name] is None:
                 del d[name]
+        if d["system_weighting"] == "norm":
+            del d["system_weighting"]
         return d
 
     @property

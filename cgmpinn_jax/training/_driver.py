@@ -196,7 +196,7 @@ def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, bat
     """``template(stage, handed)``: the structure, shapes and dtypes of ``(state, batch,
     hyper, w)`` at a checkpoint's position (for reading it back); ``batched``: a sweep's,
     with a leading member axis."""
-    w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    w = eng.initial_w(state.lambdas.shape[:-1], batch["pde"][0].shape[-2], state.lambdas.dtype)
     initial = (state, batch, hyper, w)
     names = setup.stage_names
 

@@ -126,9 +126,13 @@ class Engine:
         self.setup, self.static = setup, static
         cfg = setup.config
         self.objective = Objective(make_term_fn(setup.problem, setup.method, static))
-        self.residual_fn = make_residual_fn(setup.problem, static)
+        eqs = len(setup.problem.equations)
+        self.weight_columns = eqs if eqs > 1 and cfg.system_weighting == "per_equation" else 0
+        self.residual_fn = make_residual_fn(setup.problem, static, per_equation=self.weight_columns > 0)
         self.balancing = make_balancing(setup)
-        self.weighting_init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
+        init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
+        self.weighting_init = init if not self.weight_columns else (
+            lambda n: jax.vmap(lambda _: init(n))(jnp.arange(self.weight_columns)))
         self.lsq = None  # the objective's least-squares view (a Gauss-Newton stage only)
         if "gauss_newton" in cfg.members:
             self.lsq = LeastSquares(setup.problem, setup.method, static)
@@ -138,6 +142,11 @@ class Engine:
         later = [name for name in setup.stage_names if name != "adam"]
         self.second_name = later[0] if later else None  # the first stage after Adam
         self.adam_init = make_stage("adam", cfg, self.objective, n_steps=0, n_params=n_params).init
+
+    def initial_w(self, lead: tuple, n: int, dtype) -> jax.Array:
+        """Uniform PDE weights before the first refresh: ``lead + (N,)``, or ``lead + (N, E)``
+        with one weight per point and equation (``system_weighting="per_equation"``)."""
+        return jnp.ones(lead + (n,) + ((self.weight_columns,) if self.weight_columns else ()), dtype)
 
     @property
     def second(self):
@@ -161,7 +170,7 @@ class Engine:
     def _chunk_history(self, w, tau, wstate) -> ChunkHistory:
         h = _history(self.setup.k_upd, self.setup.n_terms, w.dtype)
         spread = jnp.max(w) / jnp.maximum(jnp.min(w), 1e-30)
-        status = jnp.asarray(getattr(wstate, "last_status", 0), jnp.int32)
+        status = jnp.max(jnp.asarray(getattr(wstate, "last_status", 0), jnp.int32))  # the worst equation's
         return h._replace(tau=jnp.asarray(tau, w.dtype), spread=spread, weighting_status=status)
 
     @staticmethod
@@ -179,7 +188,10 @@ class Engine:
         parameters and the weighting's state only, so that every stage shares one program."""
         tau = weighting_lib.tau(tau_k, self.setup.k_max, hyper.c_sat)
         r = self.residual_fn(params, batch)
-        w, wstate = self.setup.method.weighting(self.setup.config, hyper).update(r, tau, wstate)
+        update = self.setup.method.weighting(self.setup.config, hyper).update
+        if self.weight_columns:  # one mixture per equation: residual column e -> weight column e
+            update = jax.vmap(update, in_axes=(1, None, 0), out_axes=(1, 0))
+        w, wstate = update(r, tau, wstate)
         return wstate, w, self._chunk_history(w, tau, wstate)
 
     def _begin(self, state: State, batch, hyper: Hyper, tau_k):

@@ -313,7 +313,7 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     run = _Loop(setup, eng, emit, batched=batched, cache=cache, track=track, track_every=track_every,
                 progress=progress, checkpoint=checkpoint, interrupted=interrupted,
                 snapshot_refreshes=snapshot_refreshes)
-    w = jnp.ones(state.lambdas.shape[:-1] + (batch["pde"][0].shape[-2],), state.lambdas.dtype)
+    w = eng.initial_w(state.lambdas.shape[:-1], batch["pde"][0].shape[-2], state.lambdas.dtype)
     if resume is None:
         run.rec.add_coeffs(setup.problem, 0, state.params)
     else:

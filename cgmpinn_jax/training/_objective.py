@@ -96,7 +96,8 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
         prob = _bound(problem, tr)
         r, extra = pde_residuals(prob, tr.model, batch)
         sq = pde_squares(r)
-        pde_raw, pde_w = jnp.mean(sq), jnp.mean(w * sq)
+        pde_raw = jnp.mean(sq)
+        pde_w = jnp.mean(w * sq) if w.ndim == sq.ndim else jnp.mean(jnp.sum(w * r**2, axis=-1))  # per equation
         cres = prob.constraint_residuals(tr.model, batch)
         cons = [_aggregate(cres[t], loss.aggregation) for t in prob.terms]
         raw = jnp.stack([pde_raw] + cons)
@@ -110,16 +111,17 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
     return term_fn
 
 
-def make_residual_fn(problem: Problem, static) -> Callable:
+def make_residual_fn(problem: Problem, static, *, per_equation: bool = False) -> Callable:
     """``residual_fn(params, batch) -> (N,)`` PDE residuals at the collocation points, the
     weighting's input. On a system, the norm of each point's residual vector
-    ``|r_i| = sqrt(sum_e r_ie^2)`` (docs/problems-from-data.md: the choice and its measurement)."""
+    ``|r_i| = sqrt(sum_e r_ie^2)``, or with ``per_equation`` the ``(N, E)`` residuals, one
+    mixture per equation (docs/problems-from-data.md: the two choices and their measurement)."""
 
     def residual_fn(params, batch):
         tr = eqx.combine(params, static)
         pts, src = batch["pde"]
         r = _bound(problem, tr).pde_residuals(tr.model, pts, src)
-        return r if r.ndim == 1 else jnp.sqrt(pde_squares(r))
+        return r if r.ndim == 1 or per_equation else jnp.sqrt(pde_squares(r))
 
     return residual_fn
 
