@@ -1,0 +1,152 @@
+"""Problems as the field poses them: the worked examples (``cgmpinn_jax.problems.worked``) trained
+against their reference data, and the choice of the curriculum weighting on a system.
+
+Cells (``--list``):
+
+* ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three
+  equations), CGMPINN, float32, Adam then L-BFGS, with ``system_weighting="norm"`` (one mixture
+  on each point's residual norm) and ``"per_equation"`` (one mixture per equation); the same
+  seeds, so the pair decides the default.
+* ``cavity_pinn``: the same budget for PINN (no weighting), the baseline of that pair.
+* ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a point count and network
+  that fit the 2-core CPU (``n_pde`` 1000, width 40).
+* ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset.
+* ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
+
+Every run is cached (``benchmarks/runcache.py``: the compact record in
+``benchmarks/results/field_problems.json``, with the commit and thread setting that made it;
+the full file with the error trace in the ignored cache), so the study resumes.
+
+    python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
+    python -m benchmarks.field_problems --list
+    python -m benchmarks.field_problems --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import runcache
+
+STUDY = "field_problems"
+RESULTS = Path(__file__).parent / "results"
+CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
+CELLS: dict[str, dict] = {
+    "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(adam_steps=3000, lbfgs_steps=3000)),
+    "cavity_per_equation": dict(problem="cavity", method="cgmpinn",
+                                config=dict(adam_steps=3000, lbfgs_steps=3000, system_weighting="per_equation")),
+    "cavity_pinn": dict(problem="cavity", method="pinn", config=dict(adam_steps=3000, lbfgs_steps=3000)),
+    "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
+                            config=dict(width=40, adam_steps=5000, lbfgs_steps=400)),
+    "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
+    "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
+    "holes_pinn": dict(problem="holes", method="pinn", config=dict(adam_steps=5000, lbfgs_steps=5000)),
+    "holes_cgmpinn": dict(problem="holes", method="cgmpinn", config=dict(adam_steps=5000, lbfgs_steps=5000)),
+}
+THRESHOLDS = (1e-2, 1e-4, 1e-5)
+
+
+def commit() -> str:
+    """The commit of the working tree (with ``+dirty`` when it has changes to tracked files)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).parent).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "cgmpinn_jax"], cwd=Path(__file__).parent).returncode
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def config_of(cell: dict):
+    import cgmpinn_jax as cj
+
+    return cj.TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
+
+
+def train_cell(name: str, seed: int, track_every: int) -> dict:
+    import cgmpinn_jax as cj
+
+    cell = CELLS[name]
+    problem = cj.get_problem(cell["problem"], **cell.get("params", {}))
+    config = config_of(cell)
+    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every)
+    h, s = res.history, res.summary()
+    reach = {}
+    for thr in THRESHOLDS:
+        idx = np.nonzero(np.asarray(h.error_rel_e2) <= thr)[0]
+        reach[f"{thr:g}"] = None if idx.size == 0 else {"k": int(h.error_k[idx[0]]), "seconds": float(h.error_seconds[idx[0]])}
+    return {"cell": name, "problem": problem.name, "params": cell.get("params", {}), "method": cell["method"],
+            "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
+            "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
+            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"],
+            "threads": runcache.threads_label(), "commit": commit(),
+            "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
+
+
+def fmt(x) -> str:
+    return "-" if x is None else f"{x:.2e}"
+
+
+def report(runs: dict) -> str:
+    by_cell: dict[str, list] = {}
+    for r in runs.values():
+        by_cell.setdefault(r["cell"], []).append(r)
+    lines = ["# Problems as the field poses them: the worked examples against their references", "",
+             "Generated by `python -m benchmarks.field_problems --report-only` from `field_problems.json`. "
+             "Relative L2 over every field and point together (PINNacle's L2RE), median [min - max] over the seeds; "
+             "`against` is the reference each error is measured against.", "",
+             "| cell | problem | method | setting | seeds | rel. L2 (pooled) | per field (median) | seconds (median) "
+             "| first <= 1e-2 / 1e-4 (iteration k) | stop | commit |", "|" + "---|" * 11]
+    for name, rs in sorted(by_cell.items(), key=lambda kv: list(CELLS).index(kv[0]) if kv[0] in CELLS else 99):
+        rs = sorted(rs, key=lambda r: r["seed"])
+        rel = np.array([r["metrics"]["rel_e2"] for r in rs], float)
+        fields = rs[0]["metrics"].get("fields", {})
+        per = ", ".join(f"{f} {np.median([r['metrics']['fields'][f]['rel_e2'] for r in rs]):.2e}" for f in fields) or "-"
+        secs = np.median([r["compile_seconds"] + r["run_seconds"] for r in rs])
+        reach = " / ".join(fmt(None) if rs[0]["first_reach"].get(t) is None else str(rs[0]["first_reach"][t]["k"])
+                           for t in ("0.01", "0.0001"))
+        setting = rs[0]["preset"] + "".join(f", {k}={v}" for k, v in CELLS.get(name, {}).get("config", {}).items())
+        setting += "".join(f", {k}={v}" for k, v in rs[0].get("params", {}).items())
+        stop = rs[0]["stages"][-1].split(",")[-1].strip() if rs[0]["stages"] else "-"
+        lines.append(f"| {name} | {rs[0]['problem']} | {rs[0]['method']} | {setting} | "
+                     f"{','.join(str(r['seed']) for r in rs)} | {np.median(rel):.2e} [{rel.min():.2e} - {rel.max():.2e}] "
+                     f"| {per} | {secs:.0f} | {reach} | {stop} | {rs[0]['commit']} |")
+    against = sorted({r["metrics"].get("against", "exact") for r in runs.values()})
+    machines = sorted({f"{r['machine'].get('processor') or r['machine'].get('platform')}, {r['threads']}"
+                       for r in runs.values() if "machine" in r})
+    lines += ["", "References: " + "; ".join(against) + ".", "", "Machine: " + "; ".join(machines) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0])
+    ap.add_argument("--track-every", type=int, default=100)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    study = runcache.Study(STUDY)
+    if args.list:
+        done = study.load()
+        for name, cell in CELLS.items():
+            seeds = sorted(r["seed"] for r in done.values() if r["cell"] == name)
+            print(f"{name:26s} {cell['problem']:13s} {cell['method']:8s} done seeds {seeds}")
+        return 0
+    if not args.report_only:
+        for name in args.cells:
+            for seed in args.seeds:
+                r = study.run(f"{name}__seed{seed}", lambda: train_cell(name, seed, args.track_every))
+                print(f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} "
+                      f"({r['compile_seconds'] + r['run_seconds']:.0f} s)", flush=True)
+    (RESULTS / f"{STUDY}.md").write_text(report(study.load()))
+    print(f"wrote {RESULTS / (STUDY + '.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
