@@ -342,11 +342,106 @@ print(f"solution: relative e2 = {res2.metrics.rel_e2:.3e}   e_inf = {res2.metric
 """),
 ]
 
+# --------------------------------------------------------------------------------------
+# 05: problems as the field poses them
+
+FROM_DATA = [
+    _md("""
+# Problems from data: no closed form, systems, holes
+
+The three worked examples of `cgmpinn_jax.problems.worked` (docs: "Problems from data"), each
+stated as the field states it: initial and boundary data instead of an exact solution, a
+reference solution as data, three fields and three equations, a domain with holes. Errors are
+measured against the reference, and every report says which. The budget below is short
+(minutes on a 2-core CPU); `benchmarks/results/field_problems.md` has the long runs.
+"""),
+    _params("""
+BUDGET = dict(adam_steps=1000, lbfgs_steps=500)
+"""),
+    _code("""
+import matplotlib.pyplot as plt
+import numpy as np
+
+import cgmpinn_jax as cj
+
+for name in ("burgers_data", "cavity", "holes"):
+    p = cj.get_problem(name)
+    print(f"{name:13s} fields={p.fields} equations={p.equations} terms={p.terms}  against {p.reference_data().source}")
+"""),
+    _md("""
+## Burgers from its initial data
+
+$u_t + u u_x = (0.01/\\pi) u_{xx}$, $u(x, 0) = -\\sin(\\pi x)$, $u(\\pm 1, t) = 0$. The
+reference is a Fourier pseudo-spectral solution shipped with the package (estimated error
+3e-13, `benchmarks/results/burgers_reference.md`).
+"""),
+    _code("""
+burgers = cj.train("burgers_data", "pinn", cj.TrainConfig(**BUDGET), key=0, quiet=True)
+print(burgers.metrics.describe())
+ref = burgers.problem.reference_data()
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for t in (0.0, 0.25, 0.5, 1.0):
+    sel = np.isclose(ref.points[:, 1], t)
+    ax.plot(ref.points[sel, 0], ref.values[sel, 0], "k-", lw=1)
+    ax.plot(ref.points[sel, 0], burgers.predict(ref.points[sel]), "--", label=f"t = {t}")
+ax.set_xlabel("x")
+ax.set_title("Burgers: prediction (dashed) and reference (black)")
+ax.legend()
+plt.show()
+"""),
+    _md("""
+## The lid-driven cavity: three fields, three equations
+
+Steady Navier-Stokes at Re = 100, fields `(u, v, p)`, the lid moving with $u = 4x(1 - x)$;
+the pressure is pinned at the origin by a `Condition` piece. The metrics pool every field
+and point (PINNacle's L2RE) and give each field its own.
+"""),
+    _code("""
+cavity = cj.train("cavity", "cgmpinn", cj.TrainConfig(**BUDGET), key=0, quiet=True)
+print(cavity.metrics.describe())
+xs = np.linspace(0.0, 1.0, 41)
+X, Y = np.meshgrid(xs, xs, indexing="xy")
+uvp = cavity.predict(np.stack([X.ravel(), Y.ravel()], -1))
+U, V, P = (uvp[:, j].reshape(X.shape) for j in range(3))
+fig, ax = plt.subplots(figsize=(5, 4.5))
+im = ax.contourf(X, Y, P, levels=20, cmap="coolwarm")
+ax.streamplot(X, Y, U, V, color="k", density=1.2, linewidth=0.6)
+fig.colorbar(im, ax=ax, label="p")
+ax.set_title("cavity: streamlines over the pressure")
+plt.show()
+"""),
+    _md("""
+## A square with four holes
+
+Laplace's equation on `Box - Disk - Disk - Disk - Disk`: collocation points uniform in the
+domain, boundary points uniform by arc length on each named part, `u = 1` on the square and
+`u = 0` on the circles.
+"""),
+    _code("""
+holes = cj.train("holes", "pinn", cj.TrainConfig(**BUDGET), key=0, quiet=True)
+print(holes.metrics.describe())
+batch = holes.batch
+pts = holes.problem.reference_data().points
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+ax1.scatter(*np.asarray(batch["pde"][0]).T, s=1, c="0.6")
+for (p, _), c in zip(batch["bc"], ("C0", "C3")):
+    ax1.scatter(*np.asarray(p).T, s=2, c=c)
+ax1.set_aspect("equal")
+ax1.set_title("training points")
+im = ax2.scatter(*pts.T, c=holes.predict(pts), s=6)
+ax2.set_aspect("equal")
+fig.colorbar(im, ax=ax2)
+ax2.set_title("prediction at the reference's points")
+plt.show()
+"""),
+]
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_sweeps.ipynb": SWEEPS,
     "03_custom_pde.ipynb": CUSTOM,
     "04_inverse.ipynb": INVERSE,
+    "05_problems_from_data.ipynb": FROM_DATA,
 }
 
 

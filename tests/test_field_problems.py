@@ -284,3 +284,16 @@ def test_missing_reference_file_is_named():
                                                                                    fields=("u",)))
     with pytest.raises((ValueError, FileNotFoundError), match="ref.dat"):
         validate_problem(bad)
+
+
+def test_docs_page_shows_the_worked_examples_verbatim():
+    import inspect
+    from pathlib import Path
+
+    from cgmpinn_jax.problems import worked
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "problems-from-data.md").read_text()
+    for cls in worked.WORKED.values():
+        src = inspect.getsource(cls)
+        assert src.rstrip() in page, f"docs/problems-from-data.md: {cls.__name__} differs from worked.py"
+        assert len(src.splitlines()) <= 60

@@ -30,6 +30,7 @@ TINY = {
     "02_sweeps.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)\nSEEDS = [0]\nBETAS = [0.5, 2.0]",
     "03_custom_pde.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)",
     "04_inverse.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)\nNOISE = 0.01\nN_OBS = 200",
+    "05_problems_from_data.ipynb": "BUDGET = dict(adam_steps=20, lbfgs_steps=0, k_upd=10)",
 }
 
 
@@ -117,6 +118,6 @@ def test_notebook_executes(name, python3_kernel):
     )
     assert "Traceback" not in text
     if name != "02_sweeps.ipynb":
-        assert "e_inf" in text
+        assert "e_inf" in text or "rel_e2=" in text
     else:
         assert "relative e2" in text
