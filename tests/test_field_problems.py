@@ -297,3 +297,18 @@ def test_docs_page_shows_the_worked_examples_verbatim():
         src = inspect.getsource(cls)
         assert src.rstrip() in page, f"docs/problems-from-data.md: {cls.__name__} differs from worked.py"
         assert len(src.splitlines()) <= 60
+
+
+@pytest.mark.parametrize("method", ["lbpinn", "gpinn", "lnn_pinn", "star_pinn", "gmmpinn", "clpinn"])
+def test_every_method_runs_on_a_system(method):
+    cfg = cj.TrainConfig(adam_steps=60, lbfgs_steps=5, width=8, depth=2, k_upd=20)
+    r = cj.train(FirstOrder(), method, cfg, key=0, quiet=True)
+    assert [n for n, _ in r.metrics.per_field] == ["u", "q"] and np.isfinite(r.metrics.rel_e2)
+
+
+def test_a_sweep_over_a_system_and_a_geometry_stays_vmapped():
+    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=0, width=8, depth=1, k_upd=20)
+    for problem in (FirstOrder(), Annulus()):
+        res = cj.sweep(problem, "cgmpinn", cfg, seeds=[0, 1], quiet=True)
+        rel = np.asarray(res.metrics["rel_e2"])
+        assert rel.shape == (2,) and np.all(np.isfinite(rel)) and rel[0] != rel[1]
