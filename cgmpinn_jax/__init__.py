@@ -1,8 +1,9 @@
 """cgmpinn-jax: curriculum-guided Gaussian-mixture PINNs (CGMPINN) in pure JAX.
 
->>> import cgmpinn_jax as cj
->>> sorted(cj.PROBLEMS)[:2]
-['advection_diffusion', 'damped_wave']
+Examples:
+    >>> import cgmpinn_jax as cj
+    >>> sorted(cj.PROBLEMS)[:2]
+    ['advection_diffusion', 'damped_wave']
 
 This module is the public face: ``cj.train``, ``cj.sweep``, ``cj.TrainConfig`` and the names
 below. The implementation lives in subpackages, layered from the bottom up (no module
@@ -19,7 +20,7 @@ imports a layer above its own; ``import-linter`` checks it):
 
 ``config`` (``TrainConfig``), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
 their own. The flat layout's old module paths (``cgmpinn_jax.driver``, ``cgmpinn_jax.nets``,
-...) still work, with a ``DeprecationWarning`` (:mod:`cgmpinn_jax._deprecated`).
+...) still work, with a ``DeprecationWarning`` (`cgmpinn_jax._deprecated`).
 """
 
 from . import _deprecated

@@ -1,4 +1,4 @@
-"""Training options: :class:`TrainConfig`, its named presets, and the traceable :class:`Hyper`.
+"""Training options: [`TrainConfig`][cgmpinn_jax.TrainConfig], its named presets, and the traceable `Hyper`.
 
 Every field has the reference code's default (docs/reference-code.md §2,
 §4-§7, §8.7); ``None`` means
@@ -32,7 +32,7 @@ _GN_ONLY = {"gn_form": "auto", "gn_mu_init": 1e-3, "gn_mu_min": 1e-15, "gn_mu_ma
 
 
 class StopRule(NamedTuple):
-    """The second stage's tolerances, resolved for one precision (see :func:`stop_rule`)."""
+    """The second stage's tolerances, resolved for one precision (see `stop_rule`)."""
 
     gtol: float  # stop (GRAD_TOL) when max|g| <= gtol * max(1, |objective|)
     ftol: float  # relative improvement of the best unweighted loss that resets the stall count
@@ -68,7 +68,9 @@ def _is_real(v) -> bool:
 class TrainConfig:
     """Training options (the reference code's defaults; ``None`` = the problem's or method's).
 
-    Budget and network:
+    Every field below is a keyword argument; the sections group them by what they set.
+
+    Attributes: Budget and network
         adam_steps: Adam steps (paper: 5000; Fisher-KPP 8000). ``None``: the problem's.
         lbfgs_steps: second-stage iterations (paper: 10000 L-BFGS; Fisher-KPP 12000). ``None``:
             the problem's.
@@ -85,42 +87,53 @@ class TrainConfig:
             entries: ``adam_steps`` for Adam and ``lbfgs_steps`` for every later stage).
         k_upd: steps between two refreshes of the per-point weights (paper k_upd; reference
             200, Fisher-KPP CGMPINN 100). ``None``: the method's on this problem.
-        width, depth: hidden width and number of hidden layers (reference 50 x 4).
+        width: hidden width (reference 50).
+        depth: number of hidden layers (reference 4).
 
-    Adam stage:
+    Attributes: Adam stage
         adam_lr: Adam's learning rate (1e-3).
 
-    Precision:
+    Attributes: Precision
         precision: ``"float32"`` (default: the faithful setting), ``"float64"`` (the whole run),
             or ``"mixed"`` (Adam in float32; parameters, points, targets and optimizer states
             cast to float64 at the hand-off, the second stage in float64). jax's global
             configuration is untouched: the run scopes ``jax_enable_x64`` and restores it.
 
-    Second stage (one iteration per outer step, the objective frozen within it):
+    Attributes: Second stage (one iteration per outer step, the objective frozen within it)
         second_stage: ``"optax"`` (optax L-BFGS with its zoom line search; the default),
             ``"jaxopt"`` (jaxopt.LBFGS), or a dense inverse-Hessian quasi-Newton method for
             small networks: ``"bfgs"``, ``"ssbfgs"`` (self-scaled BFGS), ``"ssbroyden"``
-            (self-scaled Broyden); see :mod:`cgmpinn_jax.solvers._second_stage`.
+            (self-scaled Broyden); see `cgmpinn_jax.solvers._second_stage`.
         lbfgs_lr: the line search's first trial step (1.0; the reference's torch lr is 0.8).
         lbfgs_history: L-BFGS memory (100, as the reference). L-BFGS members only.
         lbfgs_max_linesearch: at most this many line-search evaluations per iteration (10).
-        lbfgs_linesearch, lbfgs_linesearch_init, lbfgs_reset_on_failure: jaxopt only
-            (``"zoom"``/``"hager-zhang"``/``"backtracking"``; ``"increase"``/``"max"``/
-            ``"current"``; restart the curvature memory after a failed line search).
-            Setting them with another ``second_stage`` is an error, not silently ignored.
+        lbfgs_linesearch: jaxopt only: ``"zoom"`` (the default), ``"hager-zhang"`` or
+            ``"backtracking"``. Setting it with another ``second_stage`` is an error, not
+            silently ignored.
+        lbfgs_linesearch_init: jaxopt only: ``"increase"`` (the default), ``"max"`` or
+            ``"current"``. Setting it with another ``second_stage`` is an error.
+        lbfgs_reset_on_failure: jaxopt only: restart the curvature memory after a failed line
+            search (False). Setting it with another ``second_stage`` is an error.
         dense_max_params: the dense members refuse networks with more parameters (20000).
-        gn_form, gn_mu_init, gn_mu_min, gn_mu_max, gn_max_trials, gn_memory_limit_gb:
-            ``second_stage="gauss_newton"`` only (:mod:`cgmpinn_jax.solvers._gauss_newton`): the
+        gn_form: ``second_stage="gauss_newton"`` only
+            (`cgmpinn_jax.solvers._gauss_newton`), as are the other ``gn_*`` options: the
             linear system's form (``"auto"``: kernel ``J J^T`` when rows <= parameters, else
-            Gramian ``J^T J``; or ``"kernel"`` / ``"gramian"``); the first damping and its
-            bounds, relative to the mean diagonal of ``J^T J`` (1e-3, 1e-15, 1e8); trials
-            of the damping per iteration (12); the memory an iteration may hold, GiB (16).
-        lbfgs_gtol, lbfgs_ftol, lbfgs_tol_patience: the stop rule (GRAD_TOL, LOSS_TOL);
-            ``None`` = the default for the second stage's precision (:func:`stop_rule`).
+            Gramian ``J^T J``; or ``"kernel"`` / ``"gramian"``).
+        gn_mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
+        gn_mu_min: the damping's lower bound, relative as ``gn_mu_init`` (1e-15).
+        gn_mu_max: the damping's upper bound, relative as ``gn_mu_init`` (1e8).
+        gn_max_trials: trials of the damping per iteration (12).
+        gn_memory_limit_gb: the memory an iteration may hold, GiB (16).
+        lbfgs_gtol: the stop rule's gradient tolerance (GRAD_TOL); ``None`` = the default for
+            the second stage's precision (`stop_rule`).
+        lbfgs_ftol: the stop rule's relative loss improvement (LOSS_TOL); ``None`` = the
+            default for the second stage's precision (`stop_rule`).
+        lbfgs_tol_patience: the stop rule's iterations without such an improvement (LOSS_TOL);
+            ``None`` = the default for the second stage's precision (`stop_rule`).
         divergence_ratio: a stage stops (DIVERGED, best parameters restored) when the
             unweighted loss exceeds this multiple of the best seen in the stage (1e6).
 
-    CGM weighting (paper §2.2-2.4):
+    Attributes: CGM weighting (paper §2.2-2.4)
         n_components: K, the GMM components (4), or ``"bic"`` (K in 1..6 by BIC each refresh).
         beta: the difficulty exponent beta (1).
         eps: the epsilon of the min-max normalisations (1e-6).
@@ -131,16 +144,17 @@ class TrainConfig:
             ``"per_equation"`` (one mixture and one weight per point and equation);
             docs/problems-from-data.md has the measurement behind the default.
 
-    ReLoBRaLo (loss balancing):
+    Attributes: ReLoBRaLo (loss balancing)
         relobralo: ``None`` = the method's default, ``"both"`` stages, ``"adam"`` stage only,
             ``"none"``; ``True``/``False`` mean ``"both"``/``"none"``.
-        relobralo_alpha, relobralo_rho, relobralo_temperature: alpha (0.999), rho (0.99),
-            T (1).
+        relobralo_alpha: alpha (0.999).
+        relobralo_rho: rho (0.99).
+        relobralo_temperature: T (1).
         relobralo_variant: ``"reference"`` (the released code) or ``"original"`` (the paper).
         relobralo_lbfgs_apply: ``"iteration"`` (new lambdas in the objective every second-stage
             iteration, as the reference) or ``"refresh"`` (only at the weight refreshes).
 
-    Example:
+    Examples:
         >>> TrainConfig(adam_steps=100, precision="float64").precision
         'float64'
         >>> TrainConfig.preset("accurate").second_stage
@@ -314,7 +328,7 @@ class TrainConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "TrainConfig":
-        """A named setting from :data:`PRESETS`, with ``overrides`` on top.
+        """A named setting from `PRESETS`, with ``overrides`` on top.
 
         ``"faithful"`` is the default (the reference's float32 run); ``"accurate"`` is the
         best measured setting for accuracy (float64 Gauss-Newton,
@@ -325,7 +339,7 @@ class TrainConfig:
         return cls(**{**PRESETS[name], **overrides})
 
 
-#: Named settings for :meth:`TrainConfig.preset` (fields that differ from the defaults).
+#: Named settings for `TrainConfig.preset` (fields that differ from the defaults).
 #: "accurate": float64, the Gauss-Newton (Levenberg-Marquardt) second stage for 1500
 #: iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
 #: refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
@@ -355,7 +369,7 @@ def stop_rule(config: TrainConfig, member: Optional[str] = None) -> StopRule:
 
 class Hyper(NamedTuple):
     """Array-valued hyperparameters: chunk functions take them as (traceable) inputs so a
-    sweep can vmap over them (see :mod:`cgmpinn_jax.training._sweep`)."""
+    sweep can vmap over them (see `cgmpinn_jax.training._sweep`)."""
 
     beta: jax.Array
     eps: jax.Array

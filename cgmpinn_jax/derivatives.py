@@ -1,13 +1,13 @@
 """Partial derivatives of a scalar field ``u(z)`` with respect to its coordinates.
 
-Every problem writes its differential operator with :func:`partial`, which builds
+Every problem writes its differential operator with `partial`, which builds
 ``z -> d^n u / dz_{a1} ... dz_{an}`` by nesting forward-mode ``jax.jvp`` along unit
 vectors. For the small tanh MLPs of the benchmarks (1-2 inputs) nested forward mode is
 the fastest general form we measured (see ``benchmarks/derivatives.py`` and
 ``benchmarks/results/derivatives.md``): it avoids the reverse pass over the network that
 ``jax.grad``-of-``jax.grad`` needs and vectorises cleanly under ``vmap``.
 
-Example:
+Examples:
     >>> import jax.numpy as jnp
     >>> u = lambda z: jnp.sin(z[0]) * z[1] ** 2
     >>> u_xx = partial(u, 0, 0)
@@ -45,12 +45,12 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
     """``z -> d^n f / dz_{axes[0]} ... dz_{axes[-1]}`` by nested forward mode.
 
     A pure second derivative ``partial(f, i, i)`` of a field that offers
-    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in :mod:`cgmpinn_jax.nn._nets` do)
+    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in `cgmpinn_jax.nn._nets` do)
     uses that Taylor-mode pass instead: the same value with one stream fewer than nested
     jvp (faster for the 4x50 MLP, measured in benchmarks/results/derivatives.md).
 
     Inside a problem's operator evaluated through the derivative fast path
-    (:mod:`cgmpinn_jax.nn._taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
+    (`cgmpinn_jax.nn._taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
     that one Taylor-mode pass over the whole batch already computed.
 
     Args:
@@ -77,14 +77,14 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
 
 
 def partial_jvp(f: ScalarField, *axes: int) -> ScalarField:
-    """:func:`partial` without the Taylor-mode shortcut (always nested jvp)."""
+    """`partial` without the Taylor-mode shortcut (always nested jvp)."""
     for axis in axes:
         f = _first(f, axis)
     return f
 
 
 def partial_reverse(f: ScalarField, *axes: int) -> ScalarField:
-    """Same as :func:`partial` with nested reverse mode (``jax.grad``); kept for comparison
+    """Same as `partial` with nested reverse mode (``jax.grad``); kept for comparison
     and as a cross-check in the tests."""
     for axis in axes:
         f = (lambda g, a: (lambda z: jax.grad(g)(z)[a]))(f, axis)

@@ -12,11 +12,11 @@ moving right at speed 1/2)
     u^*(x, t) = \\tfrac12 \\left(1 - \\tanh\\frac{x - t/2}{4\\nu}\\right).
 
 It is written exactly as a user would write it: a frozen dataclass subclass of
-:class:`~cgmpinn_jax.problems.Problem` that states its exact solution, its operator and its
+[`Problem`][cgmpinn_jax.problems.Problem] that states its exact solution, its operator and its
 points, using only the public helpers. Initial and boundary targets come from the exact
 solution; ``homogeneous = True`` skips deriving the (zero) source. It is deliberately not
-registered in :data:`~cgmpinn_jax.problems.PROBLEMS`; pass an instance to
-:func:`~cgmpinn_jax.train`, or name it ``cgmpinn_jax.examples:ViscousBurgers``
+registered in `PROBLEMS`; pass an instance to
+[`train`][cgmpinn_jax.train], or name it ``cgmpinn_jax.examples:ViscousBurgers``
 (``cgmpinn-jax run cgmpinn_jax.examples:ViscousBurgers``).
 
 This file is the single source of the example: the code block of the docs page "Your own
@@ -25,7 +25,7 @@ region between the ``example`` markers below (``python -m cgmpinn_jax.examples -
 prints the block; ``--write-readme docs/own-pde.md`` rewrites it, ``--check-readme
 docs/own-pde.md`` checks it).
 
-Example:
+Examples:
     >>> import cgmpinn_jax as cj
     >>> from cgmpinn_jax.examples import ViscousBurgers
     >>> problem = ViscousBurgers(n_pde=500)

@@ -14,16 +14,17 @@ importable module); otherwise pass the problem: ``load_model(folder, problem=MyP
 Models saved before class paths were recorded name a registry problem and still load.
 
 A model saved in float64 (``precision="float64"`` or ``"mixed"``, the accurate preset) loads
-and predicts in float64 in any process: :func:`load_model` and :meth:`LoadedModel.predict`
-scope ``jax_enable_x64`` themselves and leave jax's configuration as they found it.
+and predicts in float64 in any process: [`load_model`][cgmpinn_jax.load_model] and
+[`LoadedModel.predict`][cgmpinn_jax.LoadedModel.predict] scope ``jax_enable_x64`` themselves and leave jax's configuration as they found it.
 
-Example::
-
+Examples:
+    ```python
     res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=10, lbfgs_steps=0), quiet=True)
     save_result(res, "runs/demo")
     loaded = load_model("runs/demo")
     u = loaded.predict(points)          # (M, d) -> (M,), in the saved precision
     model, info = load_model("runs/demo")   # also unpacks, as before
+    ```
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _problem_params(problem) -> dict:
 
 def _decode_params(cls: type, params: dict) -> dict:
     """Field values from model.json: lists back to tuples, 'nan'/'inf' back to floats for
-    float fields (what :func:`to_jsonable` changed)."""
+    float fields (what `to_jsonable` changed)."""
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
 
     def untuple(v):
@@ -96,7 +97,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _inverse_record(problem) -> dict | None:
-    """An inverse problem's parts, so that :func:`load_model` rebuilds it: the forward
+    """An inverse problem's parts, so that [`load_model`][cgmpinn_jax.load_model] rebuilds it: the forward
     problem's record, the observations (float64 values survive JSON exactly), the unknowns
     and the observation weight; None for a forward problem."""
     from .inverse._inverse import InverseProblem
@@ -268,7 +269,7 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
 
 
 def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
-    """The problem a saved run was trained on, rebuilt as :func:`load_model` does."""
+    """The problem a saved run was trained on, rebuilt as [`load_model`][cgmpinn_jax.load_model] does."""
     folder = Path(folder)
     info = _read_info(folder)
     rebuilt = _rebuild_problem(info, problem, folder)
@@ -314,7 +315,7 @@ class LoadedModel:
 
 
 def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
-    """Rebuild a saved model: a :class:`LoadedModel` (``.predict(points)``, ``.model``,
+    """Rebuild a saved model: a [`LoadedModel`][cgmpinn_jax.LoadedModel] (``.predict(points)``, ``.model``,
     ``.info``), which also unpacks as ``model, info`` (``info`` is model.json's dict).
 
     A float64 model loads in float64 whatever jax's ``jax_enable_x64`` is (the flag is
@@ -322,7 +323,7 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
     inside ``with jax.enable_x64(True):``.
 
     Args:
-        folder: a folder written by :func:`save_result`.
+        folder: a folder written by [`save_result`][cgmpinn_jax.save_result].
         problem: optional; the problem the model was trained on (an instance, a Problem
             subclass, a registry name or ``"package.module:ClassName"``). By default it is
             rebuilt from the class path and field values recorded in model.json; pass it when
@@ -335,7 +336,7 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
             ``problem`` does not match the saved one, or a data-defined problem's reference
             data is missing or differs from the saved content hash.
 
-    Example:
+    Examples:
         >>> model, info = load_model("runs/demo")  # doctest: +SKIP
         >>> model, info = load_model("runs/burgers", problem=ViscousBurgers())  # doctest: +SKIP
     """

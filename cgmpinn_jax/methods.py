@@ -1,6 +1,6 @@
 """Methods: a record of behaviour -- network factory, weighting factory, balancing, loss.
 
-Every method, CGMPINN and the baselines alike, is a frozen :class:`Method` whose fields are
+Every method, CGMPINN and the baselines alike, is a frozen [`Method`][cgmpinn_jax.Method] whose fields are
 the pieces the engine calls; nothing is interpreted from strings elsewhere. The section
 numbers (§) below are those of ``docs/reference-code.md``.
 
@@ -19,19 +19,21 @@ clpinn      MLP            CL (§11.2)   per problem    ablation: per-point min-
 ==========  =============  ===========  =============  ==========================================
 
 Problem-specific settings (§2, §6, §11) belong to the method, not to the problem
-(:class:`MethodSettings`, from the method's ``settings(problem)``): only CGMPINN and its
+(`MethodSettings`, from the method's ``settings(problem)``): only CGMPINN and its
 ablations use the Fisher-KPP input map (x/5, t-1), Xavier-normal init and (CGMPINN only)
 k_upd = 100 with the refit before the L-BFGS step; the baselines use raw inputs and PyTorch's
 default init on every problem, as in the reference code. The ablation runs use k_upd = 200
 everywhere and ReLoBRaLo as the reference's ablation script did: off for 1D Poisson, Adam
 stage only for Fisher-KPP, both stages elsewhere.
 
-A new method is a new record, e.g. CGMPINN without the precision factor::
+A new method is a new record, e.g. CGMPINN without the precision factor:
 
-    Method("cgm_novar", network=mlp_network,
-           weighting=lambda cfg, hyper: weighting.cgm_weighting(beta=hyper.beta, eps=hyper.eps,
-                                                               variance_factor=False),
-           settings=cgm_settings)
+```python
+Method("cgm_novar", network=mlp_network,
+       weighting=lambda cfg, hyper: weighting.cgm_weighting(beta=hyper.beta, eps=hyper.eps,
+                                                           variance_factor=False),
+       settings=cgm_settings)
+```
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class Method:
         network: ``(key, in_dim, width, depth, init, input_map) -> eqx.Module`` (one point to
             a scalar).
         weighting: ``(TrainConfig, Hyper) -> weighting.Weighting``, the per-point PDE weights.
-        loss: :class:`LossSpec` (aggregation, lbPINN's learnable balance, gPINN's term).
+        loss: `LossSpec` (aggregation, lbPINN's learnable balance, gPINN's term).
         settings: ``problem -> MethodSettings`` (ReLoBRaLo stages, k_upd, init, input map).
         label: the name the paper uses.
     """
@@ -221,10 +223,11 @@ METHODS: dict[str, Method] = {
 
 
 def get_method(name: str | Method) -> Method:
-    """The method called ``name`` (one of :data:`METHODS`); a Method is returned as is.
+    """The method called ``name`` (one of `METHODS`); a Method is returned as is.
 
-    >>> get_method("cgmpinn").settings(__import__("cgmpinn_jax").get_problem("fisher_kpp")).k_upd
-    100
+    Examples:
+        >>> get_method("cgmpinn").settings(__import__("cgmpinn_jax").get_problem("fisher_kpp")).k_upd
+        100
     """
     if isinstance(name, Method):
         return name

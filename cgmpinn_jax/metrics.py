@@ -8,12 +8,12 @@
   "L2 error" as the paper's text writes it.
 
 ``u`` is the problem's exact solution on its test grid, else its reference data at the
-reference's points (``against`` says which); a problem with neither gets :func:`no_metrics`
+reference's points (``against`` says which); a problem with neither gets `no_metrics`
 (NaN values, ``against="none"``), never a comparison with a stand-in. On a system the four
 numbers pool every field and point together (PINNacle's L2RE: ``||U_hat - U||_2 / ||U||_2``
 over the stacked fields) and ``per_field`` holds each field's own.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> m = error_metrics(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     >>> round(m.e2, 6), round(m.e_inf, 6)
@@ -109,7 +109,7 @@ def evaluate(problem, model, *, points: Any = None) -> Metrics:
     """Metrics of ``model`` (a function of one point) on ``problem``'s ``test_grid()`` (or
     ``points`` (M, d), with an exact solution only) against its exact solution, evaluated in
     the model's dtype like the reference; else against its reference data at the reference's
-    points; else :func:`no_metrics`."""
+    points; else `no_metrics`."""
     dtype = jax.numpy.zeros(()).dtype
     if points is not None:
         if not problem.has_exact:

@@ -8,7 +8,7 @@
 * ``loss.png``: the loss curve with the Adam / L-BFGS boundary marked,
 * ``weights.png``: the per-point PDE weights at a few refreshes,
 * ``unknowns.png`` (inverse problems only): each unknown coefficient's trajectory and its
-  true value (:func:`plot_unknowns`).
+  true value (`plot_unknowns`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def plot_result(result, folder: str | Path) -> list[Path]:
     """Write the PNGs into ``folder`` (solution, error, loss; the per-point weights for a
     method that weights its points; the unknowns of an inverse run); returns their paths.
 
-    The solution is compared with what the metrics used (:meth:`~cgmpinn_jax.problems.Problem.truth`:
+    The solution is compared with what the metrics used ([`truth`][cgmpinn_jax.Problem.truth]:
     the exact solution on the test grid, or the reference data at its own points, scattered);
     a problem with neither gets its prediction only and no error figure. A system gets one
     row per field. Problems in more than two coordinates get no solution figures."""

@@ -177,6 +177,19 @@ def test_infer_command(tmp_path, capsys):
     assert (out / "unknowns.png").exists() and (out / "solution.png").exists()
 
 
+def test_infer_is_only_at_the_top_level():
+    """The deprecated alias ``cgmpinn_jax.inverse.infer`` (a lazy upward import) is gone."""
+    assert not hasattr(inverse, "infer") and "infer" not in dir(inverse)
+    with pytest.raises(ImportError):
+        from cgmpinn_jax.inverse import infer  # noqa: F401
+    from cgmpinn_jax.training import infer
+
+    assert cj.infer is infer
+    res = cj.infer("heat", "pinn", cj.TrainConfig(adam_steps=0, lbfgs_steps=0, width=8, depth=1), n_obs=10,
+                   quiet=True)
+    assert res.unknowns.as_dict()["kappa"]["estimate"] == pytest.approx(0.5, rel=1e-6)
+
+
 def test_infer_command_errors(capsys):
     assert cli.main(["infer", "heat", "--unknowns", "D,r", "--quiet"]) == 2
     assert "unknown coefficient 'D' for Heat" in capsys.readouterr().err

@@ -58,8 +58,6 @@ def test_old_module_paths_still_work_with_a_warning():
     assert StageStatus is cj.StageStatus
     with pytest.warns(DeprecationWarning, match="cgmpinn_jax.nets"):
         assert cj.nets.MLP is cj.nn.MLP
-    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.infer"):
-        assert cj.inverse.infer is cj.infer
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cj.nope  # noqa: B018
 

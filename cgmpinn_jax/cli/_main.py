@@ -11,7 +11,7 @@
                       [--obs-weight W] [every option of run]
     cgmpinn-jax list
 
-``infer`` trains the inverse version of a problem (:mod:`cgmpinn_jax.inverse`): its unknown
+``infer`` trains the inverse version of a problem (`cgmpinn_jax.inverse`): its unknown
 coefficients (default: all it declares) are trained with the network from ``--n-obs``
 synthetic observations with relative noise ``--noise``; it prints each coefficient's
 estimate, true value and relative error and writes them into ``metrics.json``
@@ -22,7 +22,7 @@ the usual plots plus ``unknowns.png`` (each coefficient's trajectory).
 (the current directory is importable). ``cgmpinn-jax run --help`` shows every option with
 its default; ``cgmpinn-jax list`` lists the problems, the methods and the ReLoBRaLo modes.
 
-Both commands keep XLA's compiled programs on disk (:mod:`cgmpinn_jax.training._disk_cache`;
+Both commands keep XLA's compiled programs on disk (`cgmpinn_jax.training._disk_cache`;
 ``--compile-cache DIR|off``, default ``~/.cache/cgmpinn-jax/xla``), so a second run of the same
 setup skips most of its compile time; the library itself never does this unasked. They also
 compile the second stage's programs in a background thread while Adam trains

@@ -1,5 +1,5 @@
 """The ``cgmpinn-jax`` command line's parser: ``run``, ``infer`` and ``list`` with every option
-and its default (the commands themselves are in :mod:`cgmpinn_jax.cli._main`)."""
+and its default (the commands themselves are in `cgmpinn_jax.cli._main`)."""
 
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
 
 
 def config_kwargs(args: argparse.Namespace) -> dict:
-    """The :class:`~cgmpinn_jax.TrainConfig` keyword arguments the ``run`` options set
+    """The [`TrainConfig`][cgmpinn_jax.TrainConfig] keyword arguments the ``run`` options set
     (options left at their default are left out, so the config's own defaults apply)."""
     kw = {
         "adam_steps": args.adam_steps,

@@ -13,7 +13,7 @@ This is the "residual distribution model" of the CGM module (paper, Section
     \\qquad \\text{(Eq. gmm\\_posterior)}
 
 The reference code calls ``sklearn.mixture.GaussianMixture(n_components=4,
-random_state=1224)`` on the host (docs/reference-code.md §5 step 1).  :func:`fit_gmm`
+random_state=1224)`` on the host (docs/reference-code.md §5 step 1).  `fit_gmm`
 replaces it by a pure-JAX EM that runs inside ``jit``/``vmap`` and follows the
 same defaults and the same conventions:
 
@@ -45,7 +45,7 @@ Differences from sklearn (deliberate):
   from ``1e-30`` (late training) up to spreads of about ``1e18``; beyond that
   the variances themselves overflow float32 and the status is ``NONFINITE``
   (sklearn fails on such float32 input too).
-* **Status codes instead of exceptions/warnings** (see :class:`GMMStatus`).
+* **Status codes instead of exceptions/warnings** (see `GMMStatus`).
   sklearn raises on NaN/Inf input and only warns when there are fewer distinct
   values than components; here both give a status the caller can act on (the
   CGM weighting keeps its previous weights, docs/reference-code.md §5 step 8).
@@ -71,17 +71,17 @@ streamed in chunks of 8192 samples when N is larger.
 
 Modules (import everything from here; the split is one idea per module):
 
-* :mod:`cgmpinn_jax.gmm._types` -- :class:`GMMStatus`, :class:`GMMFit`;
-* :mod:`cgmpinn_jax.gmm._density` -- :func:`log_prob`, :func:`responsibilities`,
-  :func:`mean_log_likelihood` (Eqs. gmm_pdf, gmm_posterior);
-* :mod:`cgmpinn_jax.gmm._em` -- :func:`fit_gmm` (the EM and its final raw-unit update);
-* :mod:`cgmpinn_jax.gmm._data` -- sanitising, sorting and standardising the data;
-* :mod:`cgmpinn_jax.gmm._init` -- the k-means / quantile initialisation;
-* :mod:`cgmpinn_jax.gmm._stream` -- chunked passes over the samples;
-* :mod:`cgmpinn_jax.gmm._bic` -- :class:`GMMSelection`, :func:`fit_gmm_bic` (automatic K);
-* :mod:`cgmpinn_jax.gmm._checks` -- argument validation (shared with weighting / balancing).
+* `cgmpinn_jax.gmm._types` -- `GMMStatus`, `GMMFit`;
+* `cgmpinn_jax.gmm._density` -- `log_prob`, `responsibilities`,
+  `mean_log_likelihood` (Eqs. gmm_pdf, gmm_posterior);
+* `cgmpinn_jax.gmm._em` -- `fit_gmm` (the EM and its final raw-unit update);
+* `cgmpinn_jax.gmm._data` -- sanitising, sorting and standardising the data;
+* `cgmpinn_jax.gmm._init` -- the k-means / quantile initialisation;
+* `cgmpinn_jax.gmm._stream` -- chunked passes over the samples;
+* `cgmpinn_jax.gmm._bic` -- `GMMSelection`, `fit_gmm_bic` (automatic K);
+* `cgmpinn_jax.gmm._checks` -- argument validation (shared with weighting / balancing).
 
-Example:
+Examples:
     >>> import jax.numpy as jnp
     >>> from cgmpinn_jax.gmm import fit_gmm, GMMStatus
     >>> r = jnp.concatenate([jnp.linspace(-1.0, -0.9, 50), jnp.linspace(2.0, 2.2, 50)])

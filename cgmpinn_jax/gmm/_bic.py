@@ -1,4 +1,4 @@
-"""Automatic number of components by the Bayesian information criterion: :func:`fit_gmm_bic`.
+"""Automatic number of components by the Bayesian information criterion: `fit_gmm_bic`.
 
 .. math::
 
@@ -25,10 +25,10 @@ __all__ = ["GMMSelection", "fit_gmm_bic"]
 
 
 class GMMSelection(NamedTuple):
-    """Result of :func:`fit_gmm_bic` (a pytree).
+    """Result of `fit_gmm_bic` (a pytree).
 
     Attributes:
-        fit: the chosen fit as a :class:`GMMFit` *padded* to ``max_components`` components:
+        fit: the chosen fit as a `GMMFit` *padded* to ``max_components`` components:
             ``weights/means/variances (max_components,)``, ``resp (N, max_components)``.
             Components ``n_components .. max_components - 1`` are inactive padding with
             weight 0, mean 0, variance 1 and responsibility column 0 (so ``resp`` rows still
@@ -66,31 +66,31 @@ def fit_gmm_bic(
         \\mathrm{BIC}(K) = -2 N \\bar\\ell_K + p_K \\log N, \\qquad p_K = 3K - 1
 
     with :math:`\\bar\\ell_K` the mean log-likelihood of the K-component fit
-    (:attr:`GMMFit.loglik`) and :math:`p_K` its free parameters in 1-D (K means, K variances,
+    (`GMMFit.loglik`) and :math:`p_K` its free parameters in 1-D (K means, K variances,
     K - 1 weights) -- sklearn's ``GaussianMixture.bic``.  Choosing K automatically is the
     paper's stated future work (the paper and the reference fix K = 4).  Each fit is exactly
-    :func:`fit_gmm` with the same options; a fit whose status is DEGENERATE or NONFINITE gets
+    `fit_gmm` with the same options; a fit whose status is DEGENERATE or NONFINITE gets
     ``BIC = +inf`` and is never chosen; ties go to the smaller K.  If no fit is usable (NaN /
-    Inf input) the K = 1 fit is returned with its status, as :func:`fit_gmm` would report it.
+    Inf input) the K = 1 fit is returned with its status, as `fit_gmm` would report it.
 
-    Jitted (``max_components`` and the static options of :func:`fit_gmm` are static; the K
+    Jitted (``max_components`` and the static options of `fit_gmm` are static; the K
     fits run one after another inside one compiled function); works under ``jax.vmap``.
-    It costs about ``max_components`` times one :func:`fit_gmm` (mostly ``1 + 2 + ... + K``
+    It costs about ``max_components`` times one `fit_gmm` (mostly ``1 + 2 + ... + K``
     E-step work).
 
     Args:
         r: ``(N,)`` signed residuals.
         max_components: largest K tried (Python int >= 1, default 6).
-        max_iter, tol, reg_covar, init, kmeans_max_iter: as :func:`fit_gmm`.
+        max_iter, tol, reg_covar, init, kmeans_max_iter: as `fit_gmm`.
 
     Returns:
-        :class:`GMMSelection` ``(fit, n_components, bic)``; ``selection.mask`` marks the
+        `GMMSelection` ``(fit, n_components, bic)``; ``selection.mask`` marks the
         active components of the padded ``fit``.
 
     Raises:
-        ValueError: as :func:`fit_gmm`, or ``max_components < 1``.
+        ValueError: as `fit_gmm`, or ``max_components < 1``.
 
-    Example:
+    Examples:
         >>> import jax
         >>> k1, k2 = jax.random.split(jax.random.PRNGKey(0))
         >>> r = jnp.concatenate([jax.random.normal(k1, (300,)) - 8.0, jax.random.normal(k2, (300,)) + 8.0])

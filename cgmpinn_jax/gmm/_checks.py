@@ -1,5 +1,5 @@
-"""Argument validation for the GMM (:mod:`cgmpinn_jax.gmm`), shared with
-:mod:`cgmpinn_jax.weighting` and :mod:`cgmpinn_jax.weighting._balancing`.
+"""Argument validation for the GMM (`cgmpinn_jax.gmm`), shared with
+`cgmpinn_jax.weighting` and `cgmpinn_jax.weighting._balancing`.
 
 The checks raise ``ValueError`` naming the argument, and only look at concrete Python/NumPy
 values, so the checked functions can still be traced.
@@ -47,7 +47,7 @@ def _check_1d(name, r):
 
 
 def _check_em_args(max_iter, kmeans_max_iter, tol, reg_covar, init):
-    """Validate the EM options shared by :func:`fit_gmm` and :func:`fit_gmm_bic`."""
+    """Validate the EM options shared by `fit_gmm` and `fit_gmm_bic`."""
     max_iter = _check_static_int("max_iter", max_iter, 1)
     kmeans_max_iter = _check_static_int("kmeans_max_iter", kmeans_max_iter, 0)
     t = _concrete_float(tol)

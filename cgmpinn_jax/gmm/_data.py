@@ -1,4 +1,4 @@
-"""The data as the EM of :mod:`cgmpinn_jax.gmm` sees them: sanitised, sorted, standardised.
+"""The data as the EM of `cgmpinn_jax.gmm` sees them: sanitised, sorted, standardised.
 
 EM is affine-equivariant, so the residuals are centred on their median and divided by
 ``s = max(std, sqrt(reg_covar))`` before the loop (``reg_covar`` is divided by ``s**2``

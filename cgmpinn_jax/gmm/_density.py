@@ -12,7 +12,7 @@
 The public helpers take ``(N,)`` samples and ``(K,)`` parameters and return ``(N, K)`` /
 ``()`` arrays; ``_resp_kn`` is the EM's fused E-step in the ``(K, N)`` layout.
 
-Example:
+Examples:
     >>> import jax.numpy as jnp
     >>> round(float(mean_log_likelihood(jnp.zeros(2), jnp.ones(1), jnp.zeros(1), jnp.ones(1))), 4)
     -0.9189
@@ -40,7 +40,7 @@ def log_prob(r, weights, means, variances):
     Returns:
         ``(N, K)`` array.
 
-    Example:
+    Examples:
         >>> float(log_prob(jnp.zeros(1), jnp.ones(1), jnp.zeros(1), jnp.ones(1))[0, 0])  # doctest: +ELLIPSIS
         -0.918...
     """
@@ -56,7 +56,7 @@ def log_prob(r, weights, means, variances):
 def responsibilities(r, weights, means, variances):
     """Posterior responsibilities ``gamma_im`` (Eq. gmm_posterior), shape ``(N, K)``.
 
-    Example:
+    Examples:
         >>> g = responsibilities(jnp.array([-5.0, 5.0]), jnp.array([0.5, 0.5]),
         ...                      jnp.array([-5.0, 5.0]), jnp.ones(2))
         >>> [round(float(v), 3) for v in g[0]]
@@ -68,7 +68,7 @@ def responsibilities(r, weights, means, variances):
 def mean_log_likelihood(r, weights, means, variances):
     """Mean over samples of ``log p(r_i)`` (Eq. gmm_pdf); shape ``()``.
 
-    Example:
+    Examples:
         >>> round(float(mean_log_likelihood(jnp.zeros(3), jnp.ones(1), jnp.zeros(1), jnp.ones(1))), 4)
         -0.9189
     """

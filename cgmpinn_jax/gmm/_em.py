@@ -1,10 +1,10 @@
-"""Expectation-maximisation for the 1-D Gaussian mixture: :func:`fit_gmm` (see
-:mod:`cgmpinn_jax.gmm` for the conventions it shares with sklearn and where it differs).
+"""Expectation-maximisation for the 1-D Gaussian mixture: `fit_gmm` (see
+`cgmpinn_jax.gmm` for the conventions it shares with sklearn and where it differs).
 
 The fit runs in stages, each a helper of the jitted ``_fit_gmm_impl``:
 
-1. sanitise and standardise the data (:mod:`cgmpinn_jax.gmm._data`);
-2. initial parameters from k-means / quantile blocks (:mod:`cgmpinn_jax.gmm._init`);
+1. sanitise and standardise the data (`cgmpinn_jax.gmm._data`);
+2. initial parameters from k-means / quantile blocks (`cgmpinn_jax.gmm._init`);
 3. the EM loop (``_em_loop``): one fused E-step + M-step per iteration in the ``(K, N)``
    layout, stopping when the change of the mean log-likelihood of the parameters *before*
    each M-step is below ``tol`` (sklearn's rule) or after ``max_iter`` iterations;
@@ -59,14 +59,14 @@ def fit_gmm(
         kmeans_max_iter: cap on Lloyd iterations for ``init="kmeans"``.
 
     Returns:
-        :class:`GMMFit` with ``weights/means/variances (K,)``, ``resp (N, K)``,
+        `GMMFit` with ``weights/means/variances (K,)``, ``resp (N, K)``,
         ``loglik ()``, ``n_iter ()`` and ``status ()``.
 
     Raises:
         ValueError: ``r`` not 1-D or empty, ``n_components < 1``, ``max_iter < 1``,
             negative ``tol`` / ``reg_covar`` (when concrete), unknown ``init``.
 
-    Example:
+    Examples:
         >>> import jax
         >>> r = jax.random.normal(jax.random.PRNGKey(0), (500,))
         >>> fit = fit_gmm(r, 3)
@@ -125,7 +125,7 @@ def _em_loop(stream, x, params0, reg, tol, max_iter):
     """EM iterations from ``params0 = (logw, mu, var)`` in internal units.
 
     (K, N) keeps the long axis minor, which vectorises better on CPU than (N, K).  Each
-    iteration makes one pass over the data (:func:`_em_sums`), from which the M-step follows.
+    iteration makes one pass over the data (`_em_sums`), from which the M-step follows.
 
     Returns:
         ``(n_iter, (logw, mu, var), converged)``.
@@ -199,7 +199,7 @@ def _final_e_step(stream, x_raw, weights, means, variances):
 
 
 def _with_status(fit: GMMFit, converged, degenerate, all_finite) -> GMMFit:
-    """Set the :class:`GMMStatus` of ``fit`` (its ``status`` field is ignored); a NONFINITE
+    """Set the `GMMStatus` of ``fit`` (its ``status`` field is ignored); a NONFINITE
     fit gets the finite placeholder (uniform weights / responsibilities, means 0, variances 1,
     ``loglik = finfo(dtype).min``)."""
     weights, means, variances, resp, loglik = fit.weights, fit.means, fit.variances, fit.resp, fit.loglik

@@ -1,4 +1,4 @@
-"""Deterministic initialisation of the EM of :mod:`cgmpinn_jax.gmm`.
+"""Deterministic initialisation of the EM of `cgmpinn_jax.gmm`.
 
 ``init="kmeans"`` (default): the initial centres are the quantiles ``(k + 1/2) / K`` of the
 sorted data, refined by Lloyd (k-means) iterations until the assignment stops changing.

@@ -1,4 +1,4 @@
-"""Streaming passes over the samples for the EM of :mod:`cgmpinn_jax.gmm`.
+"""Streaming passes over the samples for the EM of `cgmpinn_jax.gmm`.
 
 Every pass of the EM over the data reduces ``(K, N)`` arrays to ``(K,)`` sums.  For
 ``N > _EM_CHUNK`` the passes are streamed in cache-sized chunks of ``_EM_CHUNK`` samples

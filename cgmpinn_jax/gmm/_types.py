@@ -1,6 +1,6 @@
-"""Result records of the 1-D Gaussian mixture (:mod:`cgmpinn_jax.gmm`): the status code and the fit.
+"""Result records of the 1-D Gaussian mixture (`cgmpinn_jax.gmm`): the status code and the fit.
 
-Import them from :mod:`cgmpinn_jax.gmm`; this module only holds their definitions.
+Import them from `cgmpinn_jax.gmm`; this module only holds their definitions.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ __all__ = ["GMMStatus", "GMMFit"]
 
 
 class GMMStatus(enum.IntEnum):
-    """Outcome of :func:`fit_gmm` (stored as an ``int32`` scalar in :class:`GMMFit`).
+    """Outcome of `fit_gmm` (stored as an ``int32`` scalar in `GMMFit`).
 
     CONVERGED:  EM stopped because the change in mean log-likelihood fell below ``tol``.
     MAX_ITER:   EM ran ``max_iter`` iterations without meeting ``tol`` (the fit is usable;
@@ -34,7 +34,7 @@ class GMMStatus(enum.IntEnum):
 
 
 class GMMFit(NamedTuple):
-    """Result of :func:`fit_gmm` (a pytree; every field is a JAX array).
+    """Result of `fit_gmm` (a pytree; every field is a JAX array).
 
     Attributes:
         weights: ``(K,)`` mixing coefficients ``pi_m`` (sum to 1).
@@ -46,7 +46,7 @@ class GMMFit(NamedTuple):
         loglik: ``()`` mean log-likelihood per sample of the final parameters.
         n_iter: ``()`` int32, number of EM iterations run in the loop (sklearn's ``n_iter_``;
             the final raw-unit update is not counted).
-        status: ``()`` int32, a :class:`GMMStatus` value.
+        status: ``()`` int32, a `GMMStatus` value.
     """
 
     weights: jax.Array

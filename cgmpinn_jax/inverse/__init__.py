@@ -13,21 +13,22 @@ has one; Fisher-KPP and advection-diffusion are homogeneous).
 
 Pieces:
 
-* :class:`~cgmpinn_jax.problems.unknowns.Unknown` ``(name, init, transform)``: a coefficient
+* `Unknown` ``(name, init, transform)``: a coefficient
   (a float field of the problem), its initial guess and its parameterisation (``"log"``,
   ``"softplus"``: positive; ``"identity"``). A problem declares the ones it can identify as
   the class attribute ``unknowns``: heat ``kappa`` (1; guess 0.5), Fisher-KPP ``D`` (0.25;
   0.5) and ``r`` (4; 2), advection-diffusion ``a`` (1; 0.5, identity) and ``nu`` (0.01; 0.05).
-* :class:`Observations` ``(points (M, d), values (M,), noise)``, checked for shapes, finite
-  values and (against a problem) points inside the domain; :func:`synthetic_observations`
-  draws them from a problem's exact solution with a seeded noise level.
-* :class:`InverseProblem` ``(forward, observations, unknowns)``: a
-  :class:`~cgmpinn_jax.problems.Problem` whose loss terms are the forward problem's plus
-  ``"obs"``; :func:`~cgmpinn_jax.train` trains it like any problem, the unknowns' raw
+* [`Observations`][cgmpinn_jax.inverse.Observations] ``(points (M, d), values (M,), noise)``,
+  checked for shapes, finite values and (against a problem) points inside the domain;
+  [`synthetic_observations`][cgmpinn_jax.inverse.synthetic_observations] draws them from a
+  problem's exact solution with a seeded noise level.
+* [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem] ``(forward, observations, unknowns)``: a
+  [`Problem`][cgmpinn_jax.problems.Problem] whose loss terms are the forward problem's plus
+  ``"obs"``; [`train`][cgmpinn_jax.train] trains it like any problem, the unknowns' raw
   parameters being leaves of the trainable pytree (``Trainable.coeffs``) updated by Adam and
   the second stage alike.
-* :func:`inverse_problem`: the ready-made inverse benchmarks; :func:`cgmpinn_jax.infer` trains
-  one in a single call.
+* [`inverse_problem`][cgmpinn_jax.inverse.inverse_problem]: the ready-made inverse benchmarks;
+  [`cgmpinn_jax.infer`][cgmpinn_jax.infer] trains one in a single call.
 
 Noise convention: ``noise = 0.01`` adds Gaussian noise of standard deviation 1% of the
 standard deviation of the exact values at the observation points,
@@ -38,7 +39,7 @@ error, initial guess) and their trajectory in ``history.coeff_k`` / ``history.co
 recorded at the start and at the end of every chunk (every weight refresh, k_upd steps), not
 at every step.
 
-Example:
+Examples:
     >>> import cgmpinn_jax as cj
     >>> from cgmpinn_jax import inverse
     >>> prob = inverse.inverse_problem("heat", n_obs=50, noise=0.01, key=0)
@@ -63,15 +64,3 @@ from ._observations import synthetic_observations as synthetic_observations
 
 __all__ = ["Unknown", "TRANSFORMS", "Observations", "synthetic_observations", "InverseProblem", "UnknownsResult",
            "inverse_problem", "declared_unknowns", "INVERSE_BENCHMARKS"]
-
-
-def __getattr__(name: str):
-    """``cgmpinn_jax.inverse.infer`` moved to :func:`cgmpinn_jax.infer` (deprecated alias)."""
-    if name == "infer":
-        import warnings
-
-        warnings.warn("cgmpinn_jax.inverse.infer is deprecated; use cgmpinn_jax.infer", DeprecationWarning, stacklevel=2)
-        from ..training._infer import infer
-
-        return infer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """Inverse problems: unknown coefficients, ``InverseProblem`` and the ready-made inverse
-benchmarks (the public face is :mod:`cgmpinn_jax.inverse`)."""
+benchmarks (the public face is `cgmpinn_jax.inverse`)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,8 @@ class InverseProblem(Problem):
 
     The loss terms are the forward problem's plus ``"obs"`` (the mean squared misfit at the
     observations, balanced by ReLoBRaLo like the others); the operator reads the trainable
-    coefficients (see :meth:`bind`), while the exact solution, the source term and every
+    coefficients (see [`bind`][cgmpinn_jax.inverse.InverseProblem.bind]), while the exact
+    solution, the source term and every
     constraint target stay the forward problem's (its field values are the true
     coefficients). Name, coordinates, domain and defaults are the forward problem's, so every
     method's per-problem settings (e.g. CGMPINN's Fisher-KPP input map) apply unchanged.
@@ -143,9 +144,9 @@ class InverseProblem(Problem):
 
     Args:
         forward: the forward problem (an instance or a registry name).
-        observations: :class:`Observations` inside the forward problem's domain.
+        observations: [`Observations`][cgmpinn_jax.inverse.Observations] inside the forward problem's domain.
         unknowns: names of the coefficients the forward problem declares, or
-            :class:`Unknown` records naming any of its float fields; ``None`` = all it
+            `Unknown` records naming any of its float fields; ``None`` = all it
             declares.
         obs_weight: a fixed factor on the observation term, ``obs_weight * mean((u - y)^2)``
             (ReLoBRaLo's lambdas are scale-free, so the factor survives the balancing).
@@ -269,7 +270,7 @@ class InverseProblem(Problem):
         return {u.name: u.value(raw[u.name]) for u in self.unknowns}
 
     def coefficient_array(self, raw: dict) -> jax.Array:
-        """(..., U) coefficient values, in the order of :attr:`unknowns`."""
+        """(..., U) coefficient values, in the order of `unknowns`."""
         vals = self.coefficient_values(raw)
         return jnp.stack([jnp.asarray(vals[n]) for n in self.unknown_names], axis=-1)
 
@@ -314,7 +315,7 @@ class UnknownsResult:
 
 
 def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
-    """The :class:`UnknownsResult` of a trained run from its final raw parameters."""
+    """The `UnknownsResult` of a trained run from its final raw parameters."""
     est = np.asarray(problem.coefficient_array(raw), np.float64)
     return UnknownsResult(names=problem.unknown_names, estimate=est, true=problem.true_values(),
                           init=np.array([u.init for u in problem.unknowns]))
@@ -330,14 +331,15 @@ def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str |
     """The inverse version of ``problem``: synthetic observations (``n_obs`` points uniform in
     the domain, relative noise ``noise``, drawn with ``key``) unless ``observations`` are
     given, and the unknowns it declares (or ``unknowns``); ``obs_weight`` as in
-    :class:`InverseProblem`.
+    [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].
 
     ``params`` override the forward problem's fields (``inverse_problem("fisher_kpp",
     n_pde=2000)``).
 
-    >>> p = inverse_problem("fisher_kpp", n_obs=20, key=1)
-    >>> p.unknown_names, len(p.observations)
-    (('D', 'r'), 20)
+    Examples:
+        >>> p = inverse_problem("fisher_kpp", n_obs=20, key=1)
+        >>> p.unknown_names, len(p.observations)
+        (('D', 'r'), 20)
     """
     if isinstance(problem, InverseProblem):
         raise ValueError("inverse_problem: already an InverseProblem")

@@ -1,5 +1,5 @@
 """Observations of a solution (the data term of an inverse problem) and synthetic ones drawn
-from a problem's exact solution; see :mod:`cgmpinn_jax.inverse`."""
+from a problem's exact solution; see `cgmpinn_jax.inverse`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ class Observations:
 
     Raises:
         ValueError: naming the culprit, for wrong shapes, no points, or non-finite points
-            or values. :meth:`check` tests them against a problem (dimension, domain).
+            or values. [`check`][cgmpinn_jax.inverse.Observations.check] tests them against a
+            problem (dimension, domain).
     """
 
     points: np.ndarray
@@ -100,10 +101,11 @@ def synthetic_observations(problem: Problem | str, key: jax.Array | int, n: int 
     ``u*(z) + noise * std(u*(z_1..n)) * N(0, 1)`` (the noise level relative to the standard
     deviation of the exact values at the points). The same key gives the same observations.
 
-    >>> a = synthetic_observations("heat", 0, 5, noise=0.05)
-    >>> b = synthetic_observations("heat", 0, 5, noise=0.05)
-    >>> bool((a.points == b.points).all() and (a.values == b.values).all())
-    True
+    Examples:
+        >>> a = synthetic_observations("heat", 0, 5, noise=0.05)
+        >>> b = synthetic_observations("heat", 0, 5, noise=0.05)
+        >>> bool((a.points == b.points).all() and (a.values == b.values).all())
+        True
     """
     problem = get_problem(problem)
     problem = getattr(problem, "forward", problem)  # an InverseProblem's forward problem

@@ -1,6 +1,6 @@
 """Networks (equinox): the paper's MLP (torch-default or Xavier initialisation), LNN-PINN and
 STAR-PINN, and the Taylor-mode fast path that propagates a point's value and derivative
-lanes through them in one pass (used by :mod:`cgmpinn_jax.derivatives`)."""
+lanes through them in one pass (used by `cgmpinn_jax.derivatives`)."""
 
 from ._nets import LNNPINN as LNNPINN
 from ._nets import MLP as MLP

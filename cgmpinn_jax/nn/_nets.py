@@ -3,15 +3,15 @@
 Every network maps one point ``z`` of shape ``(d,)`` to a scalar (to a vector ``(F,)`` when
 built with ``out_dim = F > 1``: the fields of a system); use ``jax.vmap`` for a batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
 
-* :class:`MLP` (docs/reference-code.md §2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x
+* `MLP` (docs/reference-code.md §2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x
   [``Linear(H, H)``, tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80
   for Fisher-KPP).
   Init "torch" = PyTorch's ``nn.Linear`` default, W and b ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in));
   init "xavier" = Xavier-normal weights (gain 1, std sqrt(2/(fan_in + fan_out))), zero biases.
-* :class:`LNNPINN` (§10.4): h0 = tanh(W_in z + b_in), then ``depth - 1`` liquid residual
+* `LNNPINN` (§10.4): h0 = tanh(W_in z + b_in), then ``depth - 1`` liquid residual
   blocks ``h <- tanh(softplus(a) * h + softplus(b) * tanh(W h + c))`` with per-feature
   trainable a = 0.9, b = 0.1, then ``Linear(H, 1)``.
-* :class:`STARPINN` (§10.5): ``n_blocks = 3`` independent blocks
+* `STARPINN` (§10.5): ``n_blocks = 3`` independent blocks
   ``Linear(d, H)-tanh-Linear(H, H)-tanh-Linear(H, 1)``, combined as
   ``o_1 = B_1(z); o_i = B_i(z) + sigmoid(a_{i-1}) o_{i-1}`` with trainable scalars a = 0.5.
 
@@ -20,9 +20,9 @@ Fisher-KPP CGMPINN's ``(x/5, t-1)``; derivatives are taken w.r.t. the raw coordi
 
 Every network also has ``taylor_lanes(points, keys)``: the value and the requested first and
 second derivative lanes at a batch of points in one Taylor-mode pass (the derivative fast path
-of :mod:`cgmpinn_jax.nn._taylor`, used by ``Problem.pde_residuals``).
+of `cgmpinn_jax.nn._taylor`, used by ``Problem.pde_residuals``).
 
-Example:
+Examples:
     >>> import jax
     >>> net = mlp(jax.random.key(0), in_dim=1)
     >>> net(jax.numpy.array([0.3])).shape
@@ -134,7 +134,7 @@ class MLP(eqx.Module):
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
         """(u, D_v u, D_v^2 u) at one point by propagating value, first and second
         directional derivatives through the layers (Taylor mode, 3 streams instead of the
-        4 of nested jvp). Used by :func:`cgmpinn_jax.derivatives.partial` for u_xx-type terms."""
+        4 of nested jvp). Used by `cgmpinn_jax.derivatives.partial` for u_xx-type terms."""
         _check_input(z, self.in_dim)
         jet = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         for layer in self.layers[:-1]:
@@ -144,7 +144,7 @@ class MLP(eqx.Module):
 
     def taylor_lanes(self, points: jax.Array, keys) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass (the
-        derivative fast path, :mod:`cgmpinn_jax.nn._taylor`).
+        derivative fast path, `cgmpinn_jax.nn._taylor`).
 
         Args:
             points: (N, d) raw coordinates (the input map is applied here; derivatives are
@@ -153,9 +153,9 @@ class MLP(eqx.Module):
                 d2u/dz_i dz_j; the first-order lanes the second-order ones need are added.
 
         Returns:
-            ``{key: (N,)}`` for every lane carried (see :func:`cgmpinn_jax.nn._taylor.lane_closure`).
+            ``{key: (N,)}`` for every lane carried (see `cgmpinn_jax.nn._taylor.lane_closure`).
             Each layer is one stacked ``(lanes N, width) x (width, width)`` product, or
-            one ``(N, width)`` product per lane (:func:`cgmpinn_jax.nn._taylor.linear`).
+            one ``(N, width)`` product per lane (`cgmpinn_jax.nn._taylor.linear`).
         """
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
@@ -185,7 +185,7 @@ class LNNPINN(eqx.Module):
         return _outputs(self.out(h))
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
-        """(u, D_v u, D_v^2 u) at one point (see :meth:`MLP.jet2`)."""
+        """(u, D_v u, D_v^2 u) at one point (see `MLP.jet2`)."""
         _check_input(z, self.in_dim)
         jet = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         jet = _tanh_jet(_linear_jet(self.inp, jet))
@@ -198,7 +198,7 @@ class LNNPINN(eqx.Module):
 
     def taylor_lanes(self, points: jax.Array, keys) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass
-        (see :meth:`MLP.taylor_lanes`)."""
+        (see `MLP.taylor_lanes`)."""
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
         jet = _tl.input_jet(points, full, self.input_map)
@@ -231,7 +231,7 @@ class STARPINN(eqx.Module):
         return out
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
-        """(u, D_v u, D_v^2 u) at one point (see :meth:`MLP.jet2`)."""
+        """(u, D_v u, D_v^2 u) at one point (see `MLP.jet2`)."""
         _check_input(z, self.in_dim)
         jet0 = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         out = None
@@ -249,7 +249,7 @@ class STARPINN(eqx.Module):
 
     def taylor_lanes(self, points: jax.Array, keys) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass
-        (see :meth:`MLP.taylor_lanes`)."""
+        (see `MLP.taylor_lanes`)."""
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
         jet0 = _tl.input_jet(points, full, self.input_map)

@@ -1,6 +1,6 @@
 """Derivative fast path: one Taylor-mode pass yields every lane an operator reads.
 
-A problem's operator is written for one point with :func:`cgmpinn_jax.derivatives.partial`
+A problem's operator is written for one point with `cgmpinn_jax.derivatives.partial`
 (``partial(u, 1)(z) - D * partial(u, 0, 0)(z)``). Evaluated naively under ``vmap``, every
 ``partial`` re-runs the network (nested ``jvp``: value and tangent streams per call, 7 streams
 for ``u_t + a u_x - nu u_xx``). The fast path instead
@@ -11,16 +11,16 @@ for ``u_t + a u_x - nu u_xx``). The fast path instead
    ``(i, j)`` (sorted: mixed partials of the smooth networks commute);
 2. propagates the value and all requested lanes (plus the first-order lanes the second-order
    ones need: 4 lanes for the example) through the network for the whole batch of points in
-   **one** Taylor-mode pass (:meth:`cgmpinn_jax.nn._nets.MLP.taylor_lanes`), every layer one
+   **one** Taylor-mode pass (`cgmpinn_jax.nn._nets.MLP.taylor_lanes`), every layer one
    ``(lanes N, width) x (width, width)`` product, or one ``(N, width)`` product per lane on CPU
-   where that was measured faster (:func:`stacking`);
+   where that was measured faster (`stacking`);
 3. evaluates the operator per point (``vmap``) with a field object that *reads* the lanes.
 
-:meth:`cgmpinn_jax.problems.Problem.pde_residuals` goes through :func:`operator_values`, so the
+[`cgmpinn_jax.problems.Problem.pde_residuals`][cgmpinn_jax.Problem.pde_residuals] goes through `operator_values`, so the
 choice is automatic and a user's operator needs no change.
 
 Covered: derivatives of order <= 2 (value, first, pure and mixed second) of a network with a
-``taylor_lanes(points, keys)`` method (:class:`~cgmpinn_jax.nn._nets.MLP`, ``LNNPINN``,
+``taylor_lanes(points, keys)`` method (`MLP`, ``LNNPINN``,
 ``STARPINN``, the optional affine input map included) at the operator's own point ``z``;
 coefficients the operator closes over may be traced (inverse problems). Anything else --
 third derivatives, ``u`` called at another point or wrapped in a function before
@@ -35,12 +35,12 @@ Lane rules for ``t = tanh(a)``, ``s = 1 - t^2`` (Taylor mode to second order)::
 
 and a linear layer maps every derivative lane by ``W`` alone (the bias only enters the value).
 
-The switch :func:`fast_path` (a context manager, read at *trace* time) forces the general path
+The switch `fast_path` (a context manager, read at *trace* time) forces the general path
 (and chooses stacked or per-lane products), for tests and benchmarks; it touches no JAX
 configuration. JAX caches traces per function: a function jitted (or ``make_jaxpr``-ed) under
 one setting keeps its path, so build a fresh function after switching.
 
-Example:
+Examples:
     >>> import jax, jax.numpy as jnp
     >>> from cgmpinn_jax.nn import _nets as nets
     >>> from cgmpinn_jax.derivatives import partial
@@ -105,11 +105,12 @@ def fast_path(enabled: bool = True, *, stack: Optional[bool] = None) -> Iterator
         enabled: use the fast path where it applies.
         stack: how a layer multiplies the lanes: ``True`` one stacked ``(lanes N, width)``
             product, ``False`` one ``(N, width)`` product per lane, ``None`` (default) the
-            backend's choice (:func:`stacking`).
+            backend's choice (`stacking`).
 
-    >>> with fast_path(False):
-    ...     fast_path_enabled()
-    False
+    Examples:
+        >>> with fast_path(False):
+        ...     fast_path_enabled()
+        False
     """
     t1 = _ENABLED.set(bool(enabled))
     t2 = _STACK.set(None if stack is None else bool(stack))
@@ -150,8 +151,8 @@ class _Uncovered(Exception):
 class LaneField:
     """Stands in for the network ``u`` inside ``operator(u, z)``.
 
-    Recording mode (``lanes is None``): every request is noted in :attr:`keys` and answered
-    with a zero; a request the fast path cannot serve sets :attr:`uncovered`. Reading mode:
+    Recording mode (``lanes is None``): every request is noted in `keys` and answered
+    with a zero; a request the fast path cannot serve sets `uncovered`. Reading mode:
     requests are answered from ``lanes`` (one point's lane values).
     """
 
@@ -179,7 +180,7 @@ class LaneField:
         return self._get((), q)
 
     def _lane_partial(self, axes: tuple[int, ...]) -> Callable:
-        """What :func:`cgmpinn_jax.derivatives.partial` returns for this field."""
+        """What `cgmpinn_jax.derivatives.partial` returns for this field."""
         key = tuple(sorted(int(a) for a in axes))
         dim = jnp.shape(self._z)[-1]
         if any(a >= dim for a in key):
@@ -268,7 +269,7 @@ def _stacked_dot(parts: list, weight: jax.Array) -> list:
 def linear(layer, jet: Jet) -> Jet:
     """``W h + b`` on every lane (the bias enters the value lane only); zero lanes stay
     absent. Lanes with one row per point go through one stacked ``(lanes N, in)`` product
-    when :func:`stacking` says so, else one ``(N, in)`` product each; constant lanes (one
+    when `stacking` says so, else one ``(N, in)`` product each; constant lanes (one
     row, the first layer's) through one small product."""
     n = jet[()].shape[0]
     full = [k for k, v in jet.items() if v.shape[0] == n]

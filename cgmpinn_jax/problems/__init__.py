@@ -2,9 +2,9 @@
 registry by name; for problems as the field poses them, geometry (primitives and set
 operations), reference data readers, and the pieces of systems and curved boundaries.
 
-A problem is named by a registry name (``"heat"``, one of :data:`PROBLEMS`), or by the
-import path of a user's :class:`Problem` subclass, ``"package.module:ClassName"``; both
-work with :func:`get_problem`, :func:`~cgmpinn_jax.train` and the ``cgmpinn-jax run``
+A problem is named by a registry name (``"heat"``, one of `PROBLEMS`), or by the
+import path of a user's [`Problem`][cgmpinn_jax.Problem] subclass, ``"package.module:ClassName"``; both
+work with [`get_problem`][cgmpinn_jax.get_problem], [`train`][cgmpinn_jax.train] and the ``cgmpinn-jax run``
 command.
 """
 
@@ -34,12 +34,12 @@ PROBLEMS: dict[str, type[Problem]] = {
 
 
 def class_path(cls: type) -> str:
-    """``"package.module:QualName"`` of a class, as :func:`import_problem_class` reads it."""
+    """``"package.module:QualName"`` of a class, as `import_problem_class` reads it."""
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def import_problem_class(path: str) -> type[Problem]:
-    """The :class:`Problem` subclass at ``"package.module:ClassName"``.
+    """The [`Problem`][cgmpinn_jax.Problem] subclass at ``"package.module:ClassName"``.
 
     Raises:
         ValueError: naming the path, when the module cannot be imported, has no such
@@ -69,8 +69,8 @@ def import_problem_class(path: str) -> type[Problem]:
 def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
     """A problem instance, with optional parameter overrides (``get_problem("heat", n_pde=500)``).
 
-    ``name`` is one of :data:`PROBLEMS` or of the worked examples :data:`WORKED`, an import path ``"package.module:ClassName"`` of
-    a user's subclass (the module must be importable), or a :class:`Problem` subclass;
+    ``name`` is one of `PROBLEMS` or of the worked examples `WORKED`, an import path ``"package.module:ClassName"`` of
+    a user's subclass (the module must be importable), or a [`Problem`][cgmpinn_jax.Problem] subclass;
     each is instantiated with ``params``. A Problem instance is returned as is.
     """
     if isinstance(name, Problem):

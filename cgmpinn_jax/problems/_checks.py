@@ -1,4 +1,4 @@
-"""The checks behind :func:`~cgmpinn_jax.problems.validate_problem` (and ``Problem.sample``):
+"""The checks behind `validate_problem` (and ``Problem.sample``):
 each failure raises a ``ValueError`` naming the class, the method and what was expected."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The checks of :func:`~cgmpinn_jax.problems.validate_problem` for problems as the field poses
+"""The checks of `validate_problem` for problems as the field poses
 them: fields and equations of a system, a source without an exact solution, reference data,
 a geometry's samplers, and (on one concrete draw) points outside the domain and zero-length
 normals. Each failure raises a ``ValueError`` naming the class, the method and what was expected."""
@@ -151,7 +151,7 @@ def check_unit_normals(problem: Any, where: str, normals: Any) -> None:
 
 def check_concrete_draw(problem: Any, pieces: dict) -> None:
     """On one concrete draw (key 0): collocation points inside the geometry, and the normals
-    of :class:`~cgmpinn_jax.problems.Neumann` / :class:`~cgmpinn_jax.problems.Robin` pieces."""
+    of `Neumann` / `Robin` pieces."""
     from ._normal_pieces import normals_at
 
     normal_pieces = [(t, i, p) for t, g in pieces.items() for i, p in enumerate(g) if hasattr(p, "normal")]

@@ -1,5 +1,5 @@
-"""The :class:`Geometry` interface and the helpers its primitives and set operations share.
-Public through :mod:`cgmpinn_jax.problems.geometry`."""
+"""The `Geometry` interface and the helpers its primitives and set operations share.
+Public through `cgmpinn_jax.problems.geometry`."""
 
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ class Geometry(abc.ABC):
     """A closed domain in ``R^d`` to draw PINN collocation points from.
 
     Subclasses are frozen dataclasses holding only floats, strings, tuples and other
-    geometries, so an instance is hashable and can be closed over by :func:`jax.jit`.
+    geometries, so an instance is hashable and can be closed over by `jax.jit`.
     Every concrete geometry has the attributes ``lower`` and ``upper`` (its bounding box,
-    tuples of floats). Sampling uses :mod:`jax.random` only (one block of uniforms per
-    call), with static counts, so it works under :func:`jax.jit` and :func:`jax.vmap` over
+    tuples of floats). Sampling uses `jax.random` only (one block of uniforms per
+    call), with static counts, so it works under `jax.jit` and `jax.vmap` over
     keys, and draws in jnp's current float dtype (float32, or float64 under
     ``jax.enable_x64(True)``). The public methods are compiled once per geometry and shape.
 
-    Combine geometries with ``|`` (:class:`Union`), ``-`` (:class:`Difference`) and ``&``
-    (:class:`Intersection`).
+    Combine geometries with ``|`` (`Union`), ``-`` (`Difference`) and ``&``
+    (`Intersection`).
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.problems.geometry import Box, Disk
         >>> plate = Box((0.0, 0.0), (1.0, 1.0), name="wall") - Disk((0.5, 0.5), 0.2, name="hole")
         >>> plate.dim, plate.boundary_names()
@@ -56,10 +56,10 @@ class Geometry(abc.ABC):
         """The names of the boundary parts, in a fixed order.
 
         Returns:
-            A tuple of strings; each is a valid ``name`` for :meth:`sample_boundary`,
-            :meth:`on_boundary`, :meth:`normal` and :meth:`boundary_measure`.
+            A tuple of strings; each is a valid ``name`` for `sample_boundary`,
+            `on_boundary`, `normal` and `boundary_measure`.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> Box((0.0,), (1.0,), name="rod").boundary_names()
             ('rod',)
@@ -97,11 +97,11 @@ class Geometry(abc.ABC):
         """``m`` candidate boundary points, their outward normals and which are valid (None: all)."""
 
     def _interior_proposal_measure(self) -> float:
-        """The measure of the region :meth:`_interior_candidates` draws uniformly from."""
+        """The measure of the region `_interior_candidates` draws uniformly from."""
         return self.measure()
 
     def _boundary_proposal_measure(self, name: str | None) -> float:
-        """The measure of the boundary :meth:`_boundary_candidates` draws uniformly from."""
+        """The measure of the boundary `_boundary_candidates` draws uniformly from."""
         return self.boundary_measure(name)
 
     def _interior_acceptance(self) -> float | None:
@@ -120,7 +120,7 @@ class Geometry(abc.ABC):
             A float: exact for primitives, a Monte-Carlo estimate (fixed seed, so the same
             on every call and run) for set operations.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> Box((0.0, 0.0), (2.0, 3.0)).measure()
             6.0
@@ -131,13 +131,13 @@ class Geometry(abc.ABC):
         """The length (2-D) or area of the boundary, or of one named part of it.
 
         Args:
-            name: a boundary part (one of :meth:`boundary_names`, or a Box face); None for
+            name: a boundary part (one of `boundary_names`, or a Box face); None for
                 the whole boundary.
 
         Returns:
             A float: exact for primitives, a Monte-Carlo estimate for set operations.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> Box((0.0, 0.0), (2.0, 3.0)).boundary_measure()
             10.0
@@ -158,7 +158,7 @@ class Geometry(abc.ABC):
 
     @property
     def _tol(self) -> float:
-        """Tolerance of :meth:`contains` and :meth:`on_boundary`."""
+        """Tolerance of `contains` and `on_boundary`."""
         return 1e-6 * self._size
 
     @property
@@ -190,7 +190,7 @@ class Geometry(abc.ABC):
         Returns:
             A bool array of shape ``(n,)``.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Disk
             >>> Disk((0.0, 0.0), 1.0).contains([[0.5, 0.0], [1.0, 0.0], [1.5, 0.0]]).tolist()
             [True, True, False]
@@ -207,7 +207,7 @@ class Geometry(abc.ABC):
         Returns:
             A bool array of shape ``(n,)``.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> Box((0.0, 0.0), (1.0, 1.0)).on_boundary([[0.0, 0.5], [0.5, 0.5]]).tolist()
             [True, False]
@@ -228,7 +228,7 @@ class Geometry(abc.ABC):
         Returns:
             An array of shape ``(n, d)`` of unit vectors pointing out of the domain.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> Box((0.0, 0.0), (1.0, 1.0)).normal([[1.0, 0.5], [0.5, 0.0]]).tolist()
             [[1.0, 0.0], [0.0, -1.0]]
@@ -246,13 +246,13 @@ class Geometry(abc.ABC):
         fill ``n`` rows (rows of NaN if there is none): never points outside the domain.
 
         Args:
-            key: a :func:`jax.random.key` (or ``PRNGKey``).
-            n: the number of points, a Python int (static under :func:`jax.jit`).
+            key: a `jax.random.key` (or ``PRNGKey``).
+            n: the number of points, a Python int (static under `jax.jit`).
 
         Returns:
             An array of shape ``(n, d)`` in jnp's current float dtype.
 
-        Example:
+        Examples:
             >>> import jax
             >>> from cgmpinn_jax.problems.geometry import Ball
             >>> x = Ball((0.0, 0.0, 0.0), 2.0).sample_interior(jax.random.key(0), 100)
@@ -265,16 +265,16 @@ class Geometry(abc.ABC):
         """``n`` points uniform (by length or area) on the boundary, with outward normals.
 
         Args:
-            key: a :func:`jax.random.key` (or ``PRNGKey``).
-            n: the number of points, a Python int (static under :func:`jax.jit`).
-            name: a boundary part (one of :meth:`boundary_names`, or a Box face such as
+            key: a `jax.random.key` (or ``PRNGKey``).
+            n: the number of points, a Python int (static under `jax.jit`).
+            name: a boundary part (one of `boundary_names`, or a Box face such as
                 ``"box.x0-"``); None for the whole boundary, every part in proportion to its
-                measure. Set operations fill a shortfall as :meth:`sample_interior` does.
+                measure. Set operations fill a shortfall as `sample_interior` does.
 
         Returns:
             ``(points, normals)``, two arrays of shape ``(n, d)``.
 
-        Example:
+        Examples:
             >>> import jax
             >>> from cgmpinn_jax.problems.geometry import Box
             >>> x, nrm = Box((0.0, 0.0), (1.0, 1.0)).sample_boundary(jax.random.key(0), 4, "box.x0+")
@@ -303,7 +303,7 @@ class Geometry(abc.ABC):
             coordinate slowest); ``mask`` (bool, shape ``(prod(sizes),)``) marks them on the
             full grid.
 
-        Example:
+        Examples:
             >>> from cgmpinn_jax.problems.geometry import Disk
             >>> points, mask = Disk((0.0, 0.0), 1.0).grid((3, 3))
             >>> points.shape, mask.tolist()

@@ -1,5 +1,5 @@
-"""The primitive :class:`Polygon`: checks (simple, non-degenerate) and an ear-clipping
-triangulation for exact uniform sampling. Public through :mod:`cgmpinn_jax.problems.geometry`."""
+"""The primitive `Polygon`: checks (simple, non-degenerate) and an ear-clipping
+triangulation for exact uniform sampling. Public through `cgmpinn_jax.problems.geometry`."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class Polygon(Geometry):
             shared vertex) and the area must be nonzero.
         name: the name of the boundary part.
 
-    Example:
+    Examples:
         >>> import jax
         >>> ell = Polygon(((0, 0), (2, 0), (2, 1), (1, 1), (1, 2), (0, 2)), name="ell")
         >>> ell.measure(), ell.boundary_measure()

@@ -1,5 +1,5 @@
-"""The primitives :class:`Box`, :class:`Ball` and :class:`Disk`.
-Public through :mod:`cgmpinn_jax.problems.geometry`."""
+"""The primitives `Box`, `Ball` and `Disk`.
+Public through `cgmpinn_jax.problems.geometry`."""
 
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ class Box(Geometry):
 
     Its boundary is one part named ``name``; each face can also be addressed on its own as
     ``f"{name}.x{i}-"`` (the face ``x_i = lower_i``) or ``f"{name}.x{i}+"`` (``x_i = upper_i``),
-    see :meth:`face_names`. In 1-D the faces are the two end points.
+    see `face_names`. In 1-D the faces are the two end points.
 
     Args:
         lower: the lower corner, ``d`` numbers.
         upper: the upper corner, ``d`` numbers, each greater than the lower one.
         name: the name of the boundary part.
 
-    Example:
+    Examples:
         >>> import jax
         >>> box = Box((0.0, 0.0), (2.0, 1.0), name="wall")
         >>> box.measure(), box.boundary_measure(), box.face_names()
@@ -65,7 +65,7 @@ class Box(Geometry):
         Returns:
             A tuple of ``2 d`` strings ``f"{name}.x{i}-"`` / ``f"{name}.x{i}+"``.
 
-        Example:
+        Examples:
             >>> Box((0.0,), (1.0,), name="rod").face_names()
             ('rod.x0-', 'rod.x0+')
         """
@@ -157,11 +157,11 @@ class Ball(Geometry):
     Its boundary, the sphere, is one part named ``name``.
 
     Args:
-        center: the centre, ``d >= 2`` numbers (a 1-D ball is an interval: use :class:`Box`).
+        center: the centre, ``d >= 2`` numbers (a 1-D ball is an interval: use `Box`).
         radius: the radius, ``> 0``.
         name: the name of the boundary part.
 
-    Example:
+    Examples:
         >>> import jax, math
         >>> ball = Ball((0.0, 0.0, 0.0), 1.0)
         >>> math.isclose(ball.measure(), 4 / 3 * math.pi), math.isclose(ball.boundary_measure(), 4 * math.pi)
@@ -252,14 +252,14 @@ class Ball(Geometry):
 
 @dataclasses.dataclass(frozen=True)
 class Disk(Ball):
-    """A :class:`Ball` in 2-D: the closed disk ``|x - center| <= radius``.
+    """A `Ball` in 2-D: the closed disk ``|x - center| <= radius``.
 
     Args:
         center: the centre, 2 numbers.
         radius: the radius, ``> 0``.
         name: the name of the boundary part (the circle).
 
-    Example:
+    Examples:
         >>> import math
         >>> disk = Disk((1.0, 2.0), 0.5, name="hole")
         >>> math.isclose(disk.measure(), math.pi / 4), disk.lower, disk.upper

@@ -1,4 +1,4 @@
-"""The machinery shared by the set operations (:mod:`._geometry_setops`): candidates,
+"""The machinery shared by the set operations (`._geometry_setops`): candidates,
 acceptance estimates and which boundary points survive.
 
 Sampling is rejection from proposals whose measures are known exactly, so the accepted points
@@ -137,7 +137,7 @@ class _SetOperation(Geometry):
         """The boundary's length or area, or one part's, a Monte-Carlo estimate.
 
         Args:
-            name: a boundary part (one of :meth:`boundary_names`, or a Box face); None for the
+            name: a boundary part (one of `boundary_names`, or a Box face); None for the
                 whole boundary.
 
         Returns:
@@ -178,7 +178,7 @@ class _SetOperation(Geometry):
 
     def _filter(self, x: Any, n: Any, ids: Any) -> tuple[Any, Any]:
         """Oriented normals and survival of boundary points ``x`` of the primitives ``ids``
-        (indices into :meth:`_leaves`) with the primitives' own outward normals ``n``."""
+        (indices into `_leaves`) with the primitives' own outward normals ``n``."""
         xp = _xp(x)
         rows = _walk(self, x + self._nudge * n, x - self._nudge * n, ids, 0)
         return xp.where(rows.flipped[:, None], -n, n), rows.keep
@@ -224,7 +224,7 @@ class _SetOperation(Geometry):
 
 
 class _Rows(NamedTuple):
-    """Per boundary point, what :func:`_walk` knows about one node of the expression."""
+    """Per boundary point, what `_walk` knows about one node of the expression."""
 
     plus: Any  # x + nudge n (n the primitive's normal) in the node
     minus: Any  # x - nudge n in the node

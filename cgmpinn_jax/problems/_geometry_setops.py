@@ -1,6 +1,6 @@
-"""The set operations :class:`Union`, :class:`Difference` and :class:`Intersection` of geometries
-(see :mod:`._geometry_setbase` for how they sample). Public through
-:mod:`cgmpinn_jax.problems.geometry`."""
+"""The set operations `Union`, `Difference` and `Intersection` of geometries
+(see `._geometry_setbase` for how they sample). Public through
+`cgmpinn_jax.problems.geometry`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Union(_SetOperation):
     Args:
         a, b: geometries of the same dimension, without shared part names.
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.problems.geometry import Box
         >>> ell = Box((0.0, 0.0), (2.0, 1.0), name="bottom") | Box((0.0, 0.0), (1.0, 2.0), name="left")
         >>> ell.boundary_names(), ell.lower, ell.upper, round(ell.measure(), 1)
@@ -75,7 +75,7 @@ class Difference(_SetOperation):
         a: the geometry to cut from.
         b: the geometry to remove; its boundary must cut ``a`` (else its part vanishes).
 
-    Example:
+    Examples:
         >>> import jax
         >>> from cgmpinn_jax.problems.geometry import Box, Disk
         >>> plate = Box((-1.0, -1.0), (1.0, 1.0), name="wall") - Disk((0.0, 0.0), 0.5, name="hole")
@@ -123,7 +123,7 @@ class Intersection(_SetOperation):
     Args:
         a, b: geometries of the same dimension that overlap.
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.problems.geometry import Box, Disk
         >>> lens = Disk((0.0, 0.0), 1.0, name="left") & Box((0.0, -1.0), (1.0, 1.0), name="cut")
         >>> lens.boundary_names(), lens.lower, lens.upper

@@ -1,9 +1,9 @@
-"""Constraint pieces on a curved or slanted boundary: :class:`Neumann` ``n . grad u = g`` and
-:class:`Robin` ``a u + b n . grad u = g``, with ``n`` the outward unit normal of a
-:mod:`~cgmpinn_jax.problems.geometry` boundary (or a function of one point).
+"""Constraint pieces on a curved or slanted boundary: `Neumann` ``n . grad u = g`` and
+`Robin` ``a u + b n . grad u = g``, with ``n`` the outward unit normal of a
+`geometry` boundary (or a function of one point).
 
 The normal derivative is one forward-mode ``jax.jvp`` of the field along ``n`` per point.
-Normals are checked once, on a concrete draw, by :func:`~cgmpinn_jax.problems.validate_problem`:
+Normals are checked once, on a concrete draw, by `validate_problem`:
 a zero-length normal is an error, never a silent zero condition."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Neumann(Piece):
     """``n(z) . grad u(z) - g(z)`` on a boundary.
 
     Args:
-        normal: a :class:`~cgmpinn_jax.problems.geometry.Geometry` (its outward normal on the
+        normal: a `Geometry` (its outward normal on the
             part ``boundary``) or a function of one point returning the unit normal ``(d,)``.
         boundary: the boundary part's name in the geometry (None: the whole boundary).
         g: the target, a function of one point or a number (default 0).
@@ -58,7 +58,7 @@ class Neumann(Piece):
 @dataclasses.dataclass(frozen=True)
 class Robin(Piece):
     """``a u(z) + b n(z) . grad u(z) - g(z)`` on a boundary (``a``, ``b`` numbers; the other
-    arguments as for :class:`Neumann`)."""
+    arguments as for `Neumann`)."""
 
     normal: Any
     boundary: str | None = None

@@ -1,7 +1,7 @@
 """The pieces a problem is made of: point helpers, the test grid, the constraint pieces
-(:class:`Dirichlet`, :class:`DerivativeMatch`, :class:`Periodic`, :class:`Condition`), the
-:class:`Fields` view of a system's network and :class:`ProblemDefaults`.
-Public through :mod:`cgmpinn_jax.problems` (and :mod:`cgmpinn_jax.problems.base`)."""
+(`Dirichlet`, `DerivativeMatch`, `Periodic`, `Condition`), the
+`Fields` view of a system's network and `ProblemDefaults`.
+Public through `cgmpinn_jax.problems` (and `cgmpinn_jax.problems.base`)."""
 
 from __future__ import annotations
 
@@ -66,10 +66,10 @@ def grid(lower: tuple[float, ...], upper: tuple[float, ...], sizes: tuple[int, .
 
 class Fields:
     """A system's network as its operator and pieces see it: ``u["v"]`` (or ``u.v``) is the
-    scalar field ``v`` (a function of one point, for :func:`~cgmpinn_jax.derivatives.partial`),
+    scalar field ``v`` (a function of one point, for `partial`),
     and ``u(z)`` all fields at once, shape ``(F,)``.
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> u = Fields(lambda z: jnp.stack([z[0], 2 * z[0]]), ("u", "v"))
         >>> float(u["v"](jnp.array([1.5]))), float(u.u(jnp.array([1.5])))
@@ -124,7 +124,7 @@ class Piece(abc.ABC):
     solution when the batch is made.
 
     On a system (a problem with several ``fields``) a piece names the field it constrains
-    (``field="u"``), or, for :class:`Condition`, combines the fields itself."""
+    (``field="u"``), or, for `Condition`, combines the fields itself."""
 
     paired: ClassVar[bool] = False
 
@@ -178,7 +178,7 @@ class DerivativeMatch(Piece):
     ``axis`` indexes the problem's ``coords``: with ``coords = ("x", "t")``,
     ``DerivativeMatch(1)`` matches ``u_t`` (the damped wave's initial velocity) and
     ``DerivativeMatch(0)`` matches ``u_x`` (a Neumann condition on an axis-aligned edge).
-    Points ``(n, d)``. ``g`` and ``field`` as for :class:`Dirichlet`."""
+    Points ``(n, d)``. ``g`` and ``field`` as for `Dirichlet`."""
 
     axis: int
     g: Any = dataclasses.field(default=None, kw_only=True)
@@ -198,7 +198,7 @@ class Periodic(Piece):
     """``D u(z_left) - D u(z_right)`` for paired points ``(n, 2, d)``, with ``D`` the
     identity (``axes=()``) or a partial derivative (``axes=(0,)`` for u_x; the axes index
     the problem's ``coords``). Target 0. Build the pairs with
-    ``jnp.stack([left, right], axis=1)``, e.g. from :func:`~cgmpinn_jax.problems.edge_pair`."""
+    ``jnp.stack([left, right], axis=1)``, e.g. from `edge_pair`."""
 
     axes: tuple[int, ...] = ()
     field: str | None = dataclasses.field(default=None, kw_only=True)
@@ -215,7 +215,7 @@ class Periodic(Piece):
 @dataclasses.dataclass(frozen=True)
 class Condition(Piece):
     """A general condition ``fn(u, z) = g(z)``: ``fn`` reads the network as the operator does
-    (a scalar field, or the :class:`Fields` of a system) at one point and returns a scalar,
+    (a scalar field, or the `Fields` of a system) at one point and returns a scalar,
     e.g. ``Condition(lambda u, z: u["p"](z))`` pins the pressure where its points lie, and
     ``Condition(lambda u, z: u["u"](z) + u["v"](z), g=1.0)`` constrains a combination.
 

@@ -1,5 +1,5 @@
 """What a problem's errors are measured against: its exact solution on its test grid, else its
-reference data at the reference's own points, else nothing (:func:`truth_of`)."""
+reference data at the reference's own points, else nothing (`truth_of`)."""
 
 from __future__ import annotations
 

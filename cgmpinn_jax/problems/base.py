@@ -8,26 +8,29 @@ once. Everything else follows by automatic differentiation:
 * the targets of the constraint pieces (Dirichlet values, initial velocities, ...).
 
 A problem as the field poses it states what it knows instead (docs/problems-from-data.md):
-its ``source(z)`` and each piece's target ``g`` directly, a :meth:`Problem.reference` solution
+its ``source(z)`` and each piece's target ``g`` directly, a
+[`Problem.reference`][cgmpinn_jax.Problem.reference] solution
 as data (errors are measured against it, and the run says so), several named ``fields``
-(a system: the operator sees :class:`Fields` and returns one value per name in
+(a system: the operator sees `Fields` and returns one value per name in
 ``equations``), and a ``geometry`` built from primitives by set operations
-(:mod:`cgmpinn_jax.problems.geometry`) with :class:`~cgmpinn_jax.problems.Neumann` and
-:class:`~cgmpinn_jax.problems.Robin` pieces on its curved boundaries.
+(`cgmpinn_jax.problems.geometry`) with `Neumann` and
+`Robin` pieces on its curved boundaries.
 
 Constraint terms are named (``"ic"``, ``"bc"``) and each is a tuple of *pieces*; the
 reference code sums the per-piece mean squared errors into one term (docs/reference-code.md §3),
 and lbPINN averages the concatenated residuals instead (§10.2), so a batch keeps the
 pieces separate and the method decides how to aggregate them.
 
-A batch (:class:`Batch`) is a plain pytree::
+A batch (`Batch`) is a plain pytree:
 
-    {"pde": (points (N, d), source (N,)),
-     "ic":  ((points, target), ...),      # one (points, target) pair per piece
-     "bc":  ((points, target), ...)}
+```python
+{"pde": (points (N, d), source (N,)),
+ "ic":  ((points, target), ...),      # one (points, target) pair per piece
+ "bc":  ((points, target), ...)}
+```
 
-Example (a user's own PDE; see the README's "Your own PDE")::
-
+Examples: A user's own PDE (see the README's "Your own PDE")
+    ```python
     @dataclasses.dataclass(frozen=True)
     class Poisson(Problem):
         name = "my_poisson"
@@ -51,9 +54,10 @@ Example (a user's own PDE; see the README's "Your own PDE")::
 
         def test_grid(self):
             return grid(self.lower, self.upper, (200,))
+    ```
 
-:func:`validate_problem` checks a problem's declarations against each other once, before
-anything is compiled; :func:`~cgmpinn_jax.train` and :func:`~cgmpinn_jax.training._sweep` call it.
+`validate_problem` checks a problem's declarations against each other once, before
+anything is compiled; [`train`][cgmpinn_jax.train] and [`sweep`][cgmpinn_jax.sweep] call it.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ class Problem(abc.ABC):
     hashable and can be closed over by jitted functions). Its dataclass *fields* are the
     problem's parameters (coefficients, point counts: ``nu: float = 0.05``,
     ``n_pde: int = 2000``); they must be hashable (floats, ints, strings, tuples) and are
-    saved with a trained model so :func:`~cgmpinn_jax.load_model` can rebuild the problem.
+    saved with a trained model so [`load_model`][cgmpinn_jax.load_model] can rebuild the problem.
 
     Class attributes to set (plain assignments, no annotation):
 
@@ -100,8 +104,8 @@ class Problem(abc.ABC):
       ``("pde", *terms)``; ``"pde"`` itself is reserved.
     * ``homogeneous`` (bool, default False): True when ``f = 0``; the source is then not
       derived from ``exact``.
-    * ``defaults`` (:class:`ProblemDefaults`, optional): the budgets and sizes a
-      :class:`~cgmpinn_jax.TrainConfig` left at ``None`` falls back to.
+    * ``defaults`` (`ProblemDefaults`, optional): the budgets and sizes a
+      [`TrainConfig`][cgmpinn_jax.TrainConfig] left at ``None`` falls back to.
 
     Methods to define (``z`` is ONE point, shape ``(d,)``; use ``jax.numpy``, the methods are
     traced by JAX):
@@ -109,16 +113,16 @@ class Problem(abc.ABC):
     * ``exact(self, z) -> scalar``: the exact (or a reference) solution ``u*(z)``, shape
       ``()``. The source ``f = N[u*]`` and every constraint target are derived from it.
     * ``operator(self, u, z) -> scalar``: ``N[u](z)`` for any scalar field ``u`` (a function
-      of one point); take derivatives with :func:`~cgmpinn_jax.derivatives.partial`,
+      of one point); take derivatives with `partial`,
       e.g. ``partial(u, 1)(z) - partial(u, 0, 0)(z)`` for ``u_t - u_xx``.
     * ``pieces(self) -> {term: (Piece, ...)}``: for every name in ``terms``, a tuple of
-      pieces: :class:`Dirichlet` (``u = u*``), :class:`DerivativeMatch` (``u_axis = u*_axis``)
-      or :class:`Periodic` (``u`` at paired points agrees).
+      pieces: `Dirichlet` (``u = u*``), `DerivativeMatch` (``u_axis = u*_axis``)
+      or `Periodic` (``u`` at paired points agrees).
     * ``sample_points(self, key) -> dict``: the training points drawn with the PRNG ``key``:
       ``{"pde": (N, d) array, term: (array per piece, ...) for each term}``. Use
-      ``jax.random`` (not numpy) so that sweeps can vmap it; helpers: :func:`uniform`,
-      :func:`~cgmpinn_jax.problems.box_edges`, :func:`~cgmpinn_jax.problems.edge_pair`,
-      :func:`~cgmpinn_jax.problems.initial_line`.
+      ``jax.random`` (not numpy) so that sweeps can vmap it; helpers: `uniform`,
+      `box_edges`, `edge_pair`,
+      `initial_line`.
     * ``test_grid(self) -> TestGrid``: the evaluation grid of the metrics, usually
       ``grid(self.lower, self.upper, sizes)``. (``test_points``, its former name, is still
       accepted in a subclass.)
@@ -127,14 +131,14 @@ class Problem(abc.ABC):
 
     * ``pieces()[term][i]`` pairs with ``sample_points(key)[term][i]``: same number of
       entries, in the same order (two edges = two pieces = two point arrays). Points are
-      ``(n, d)``, or ``(n, 2, d)`` pairs for :class:`Periodic`.
+      ``(n, d)``, or ``(n, 2, d)`` pairs for `Periodic`.
     * A term's loss is the **sum** of its pieces' mean squared errors (the reference code's
       rule; lbPINN takes the mean over the concatenated residuals instead), so splitting a
       boundary into two pieces weights each side as much as one whole-boundary piece.
     * The PDE term's loss is the (curriculum-weighted) mean of ``N[u] - f`` squared over the
       ``"pde"`` points.
 
-    :func:`validate_problem` checks all of this once, before any compilation, and names
+    `validate_problem` checks all of this once, before any compilation, and names
     the class, the method and what was expected when something disagrees.
 
     Example: see the module docstring, ``cgmpinn_jax/examples.py`` and the README's
@@ -174,30 +178,31 @@ class Problem(abc.ABC):
     # ---- to implement ------------------------------------------------------------
     def exact(self, z: jax.Array) -> jax.Array:
         """The exact solution at one point ``z`` of shape ``(d,)``: a scalar (shape ``()``),
-        or ``(F,)`` on a system. Optional: a problem without one gives its :meth:`source` and
-        its pieces' targets ``g`` directly, and may carry a :meth:`reference`."""
+        or ``(F,)`` on a system. Optional: a problem without one gives its [`source`][cgmpinn_jax.Problem.source] and
+        its pieces' targets ``g`` directly, and may carry a [`reference`][cgmpinn_jax.Problem.reference]."""
         raise NotImplementedError(f"{type(self).__name__} states no exact solution")
 
     @abc.abstractmethod
     def operator(self, u: ScalarField, z: jax.Array) -> jax.Array:
         """The differential operator N[u] at one point ``z`` (d,) (the PDE is N[u] = f): a
-        scalar, or one value per name in :attr:`equations` (a tuple or an ``(E,)`` array).
+        scalar, or one value per name in `equations` (a tuple or an ``(E,)`` array).
         ``u`` is a scalar field of one point (the network, or ``exact``); on a system, the
-        :class:`Fields` view (``u["v"]`` is the field v)."""
+        `Fields` view (``u["v"]`` is the field v)."""
 
     @abc.abstractmethod
     def pieces(self) -> dict[str, tuple[Piece, ...]]:
-        """``{term: (piece, ...)}`` for every term in :attr:`terms`; piece ``i`` pairs with
-        point array ``i`` of :meth:`sample_points`, and a term's loss sums its pieces' MSEs."""
+        """``{term: (piece, ...)}`` for every term in `terms`; piece ``i`` pairs with
+        point array ``i`` of [`sample_points`][cgmpinn_jax.Problem.sample_points], and a term's
+        loss sums its pieces' MSEs."""
 
     @abc.abstractmethod
     def sample_points(self, key: jax.Array) -> dict[str, Any]:
         """``{"pde": (N, d), term: (points per piece, ...)}`` drawn with ``key``; points are
-        ``(n, d)``, or ``(n, 2, d)`` for a :class:`Periodic` piece."""
+        ``(n, d)``, or ``(n, 2, d)`` for a `Periodic` piece."""
 
     def test_grid(self) -> TestGrid:
-        """The evaluation grid of the metrics (a :class:`TestGrid`, e.g. from :func:`grid`).
-        Default: the reference's own points (:meth:`reference`); a problem with an exact
+        """The evaluation grid of the metrics (a `TestGrid`, e.g. from `grid`).
+        Default: the reference's own points ([`reference`][cgmpinn_jax.Problem.reference]); a problem with an exact
         solution and no reference defines it."""
         ref = self.reference_data()
         if ref is None:
@@ -206,12 +211,12 @@ class Problem(abc.ABC):
         return TestGrid(points=ref.points, shape=(ref.points.shape[0],), axes=())
 
     def test_points(self) -> TestGrid:
-        """Alias of :meth:`test_grid` (its former name)."""
+        """Alias of [`test_grid`][cgmpinn_jax.Problem.test_grid] (its former name)."""
         return self.test_grid()
 
     def reference(self) -> Any:
-        """A reference solution as data (a :class:`~cgmpinn_jax.problems.reference.Reference`:
-        points, values, field names), or None. Errors are measured against :meth:`exact` when
+        """A reference solution as data (a `Reference`:
+        points, values, field names), or None. Errors are measured against [`exact`][cgmpinn_jax.Problem.exact] when
         the problem states it, else against this; a problem with neither has no error metrics."""
         return None
 
@@ -227,7 +232,7 @@ class Problem(abc.ABC):
 
     @property
     def has_exact(self) -> bool:
-        """Whether the problem states an exact solution (overrides :meth:`exact`)."""
+        """Whether the problem states an exact solution (overrides [`exact`][cgmpinn_jax.Problem.exact])."""
         return type(self).exact is not Problem.exact
 
     @property
@@ -236,15 +241,15 @@ class Problem(abc.ABC):
         return len(self.fields) > 1 or len(self.equations) > 1
 
     def reference_data(self) -> Any:
-        """:meth:`reference`, read once per problem (cached)."""
+        """[`reference`][cgmpinn_jax.Problem.reference], read once per problem (cached)."""
         return reference_of(self)
 
     def truth(self, dtype=None) -> Truth | None:
-        """What errors are measured against (:class:`Truth`: points, values, which), or None."""
+        """What errors are measured against (`Truth`: points, values, which), or None."""
         return truth_of(self, dtype)
 
     def as_fields(self, u: Any) -> Any:
-        """``u`` as the operator and pieces see it: itself, or the :class:`Fields` of a system."""
+        """``u`` as the operator and pieces see it: itself, or the `Fields` of a system."""
         return u if len(self.fields) == 1 else Fields(u, self.fields)
 
     def _equations(self, out: Any) -> jax.Array:
@@ -267,7 +272,7 @@ class Problem(abc.ABC):
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
         """Residuals at ``points`` (N, d) -> (N,), or (N, E) for several equations. With
         ``source`` given (the batch's precomputed f) the source is not re-derived. A scalar
-        problem's operator goes through the derivative fast path (:mod:`cgmpinn_jax.nn._taylor`:
+        problem's operator goes through the derivative fast path (`cgmpinn_jax.nn._taylor`:
         one Taylor-mode pass of the network for all points and lanes) when it covers ``u``
         and the operator, else ``vmap`` of the operator with nested ``jvp``;
         ``taylor.fast_path(False)`` forces the latter."""

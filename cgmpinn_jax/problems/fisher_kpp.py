@@ -8,8 +8,8 @@ The CGMPINN of the reference feeds (x/5, t-1) to an 80-wide network with Xavier-
 weights and zero biases and refreshes every 100 steps, refitting before the L-BFGS step
 (its ablation does the same but refreshes every 200 steps); its baselines use raw inputs
 and the default init (docs/reference-code.md §2, §6, §11, §12 item 9). Width and budgets
-live in :attr:`defaults`, the method-specific settings in
-:func:`cgmpinn_jax.methods.cgm_settings` and :func:`~cgmpinn_jax.methods.ablation_settings`.
+live in `defaults`, the method-specific settings in
+`cgmpinn_jax.methods.cgm_settings` and `ablation_settings`.
 Test grid 100 x 100."""
 
 from __future__ import annotations

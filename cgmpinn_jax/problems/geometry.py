@@ -1,15 +1,15 @@
 """Domains built from primitives by set operations, to draw PINN collocation points from.
 
-Primitives: :class:`Box` (any ``d >= 1``), :class:`Ball` (``d >= 2``; :class:`Disk` in 2-D)
-and :class:`Polygon` (2-D). Combine them with ``|`` (:class:`Union`), ``-``
-(:class:`Difference`) and ``&`` (:class:`Intersection`). Every :class:`Geometry` offers
+Primitives: `Box` (any ``d >= 1``), `Ball` (``d >= 2``; `Disk` in 2-D)
+and `Polygon` (2-D). Combine them with ``|`` (`Union`), ``-``
+(`Difference`) and ``&`` (`Intersection`). Every `Geometry` offers
 
-* :meth:`~Geometry.sample_interior` -- ``n`` points uniform in the domain,
-* :meth:`~Geometry.sample_boundary` -- ``n`` points uniform on the boundary (or one named
+* `sample_interior` -- ``n`` points uniform in the domain,
+* `sample_boundary` -- ``n`` points uniform on the boundary (or one named
   part of it) with outward unit normals,
-* :meth:`~Geometry.contains`, :meth:`~Geometry.on_boundary`, :meth:`~Geometry.normal`,
-* :meth:`~Geometry.grid` -- the points of a tensor grid that lie in the domain (test grids),
-* :meth:`~Geometry.measure` and :meth:`~Geometry.boundary_measure`.
+* `contains`, `on_boundary`, `normal`,
+* `grid` -- the points of a tensor grid that lie in the domain (test grids),
+* `measure` and `boundary_measure`.
 
 Boundary parts are named: a primitive's boundary is one part called by its ``name`` (a Box's
 faces can also be addressed as ``"name.x0-"``, ``"name.x0+"``, ...), and a set operation
@@ -18,14 +18,14 @@ keeps the parts of its operands that survive it: for ``a - b`` the parts of ``a`
 geometry; a part that vanishes entirely, or an empty result, is a ValueError at construction.
 
 Geometries are hashable frozen dataclasses, so a jitted function can close over them;
-sampling uses :mod:`jax.random` with static counts (it works under :func:`jax.jit` and
-:func:`jax.vmap` over keys) in jnp's current float dtype. A set operation draws a fixed,
+sampling uses `jax.random` with static counts (it works under `jax.jit` and
+`jax.vmap` over keys) in jnp's current float dtype. A set operation draws a fixed,
 generous number of candidates and keeps the first ``n`` valid ones: the counts come from
 acceptance rates estimated once (numpy, fixed seed), which also give its Monte-Carlo
 measures. Falling short is astronomically unlikely; should it happen, valid points repeat to
 fill ``n`` rows (NaN rows if none is valid), never points outside the domain.
 
-Example (a plate with a hole: Dirichlet on the outer wall, Neumann on the hole):
+Examples: A plate with a hole: Dirichlet on the outer wall, Neumann on the hole
     >>> import jax
     >>> from cgmpinn_jax.problems.geometry import Box, Disk
     >>> plate = Box((0.0, 0.0), (1.0, 1.0), name="wall") - Disk((0.5, 0.5), 0.2, name="hole")

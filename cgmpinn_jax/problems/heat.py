@@ -2,7 +2,7 @@
 kappa = 1, u*(x, t) = (sin(a1 pi x) + tanh(s x)) sin(a2 pi t), a1 = 1, a2 = 2, s = 10.
 
 The diffusivity ``kappa`` (1 in the paper) is a field so that an inverse run can identify
-it (:mod:`cgmpinn_jax.inverse`); the source f = N[u*] is always derived with the problem's
+it (`cgmpinn_jax.inverse`); the source f = N[u*] is always derived with the problem's
 own kappa (the true one), and ``1.0 * u_xx`` is exact, so forward runs are unchanged.
 
 1500 collocation points; IC: 300 x ~ U[0, 1) at t = 0 (target identically 0);

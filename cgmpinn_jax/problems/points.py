@@ -1,16 +1,16 @@
-"""Point sets a :class:`~cgmpinn_jax.problems.Problem` commonly samples.
+"""Point sets a [`Problem`][cgmpinn_jax.problems.Problem] commonly samples.
 
 Every helper returns plain arrays of shape ``(n, d)`` (one row per point, columns in the
 order of the problem's ``coords``), ready to be returned from ``sample_points``:
 
-* :func:`uniform` -- i.i.d. points in a box (collocation points),
-* :func:`grid` -- a tensor grid with endpoints (test grids),
-* :func:`box_edges` -- the ``2 d`` faces of a box, one array per face (Dirichlet pieces on
+* `uniform` -- i.i.d. points in a box (collocation points),
+* `grid` -- a tensor grid with endpoints (test grids),
+* `box_edges` -- the ``2 d`` faces of a box, one array per face (Dirichlet pieces on
   every edge of a square, both ends of an interval, ...),
-* :func:`edge_pair` -- for ``coords = ("x", "t")``: the left and right edges at the same times,
-* :func:`initial_line` -- for ``coords = ("x", "t")``: the line ``t = t0``.
+* `edge_pair` -- for ``coords = ("x", "t")``: the left and right edges at the same times,
+* `initial_line` -- for ``coords = ("x", "t")``: the line ``t = t0``.
 
-Example:
+Examples:
     >>> import jax
     >>> from cgmpinn_jax.problems import box_edges, edge_pair, initial_line
     >>> [e.shape for e in box_edges((0.0, 0.0), (1.0, 2.0), 5)]
@@ -61,7 +61,7 @@ def box_edges(
     Returns:
         A tuple of ``2 d`` arrays of shape ``(m, d)`` in the default float dtype.
 
-    Example (the 2D Poisson benchmark's boundary: 250 points per edge, corners included):
+    Examples: The 2D Poisson benchmark's boundary: 250 points per edge, corners included
         >>> edges = box_edges((0.0, 0.0), (1.0, 1.0), 250)
         >>> len(edges), edges[0].shape, float(edges[0][:, 0].max())
         (4, (250, 2), 0.0)
@@ -104,7 +104,7 @@ def edge_pair(t: jax.Array, x_left: float, x_right: float) -> tuple[jax.Array, j
         ``(left, right)``: the points ``(x_left, t_i)`` and ``(x_right, t_i)``, each of
         shape ``(n, 2)``: two point arrays, so two pieces (e.g. ``(Dirichlet(), Dirichlet())``).
         For a periodic condition stack them into pairs: ``jnp.stack([left, right], axis=1)``
-        has shape ``(n, 2, 2)``, as :class:`~cgmpinn_jax.problems.Periodic` expects.
+        has shape ``(n, 2, 2)``, as `Periodic` expects.
     """
     t = jnp.asarray(t)
     return (

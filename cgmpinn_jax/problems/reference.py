@@ -3,7 +3,7 @@ from COMSOL text exports, CSV, whitespace tables, ``.npy`` or ``.npz`` (each opt
 with the sha256 of the bytes they came from. Every failure is a ``ValueError``
 (``FileNotFoundError`` for a missing file) naming the file and the culprit: the column count, a
 NaN or Inf, a field name, a point outside the domain. Three reference files of the PINNacle
-benchmark ship with the package (:func:`pinnacle_reference`; see ``data/pinnacle/README.md``).
+benchmark ship with the package (`pinnacle_reference`; see ``data/pinnacle/README.md``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Reference:
 
     ``source`` is the file's name (never a path of the machine that read it) or a description;
     ``sha256`` the hex digest of the file's bytes as stored (compressed, for a ``.gz``), or of the
-    arrays' shapes and bytes for :meth:`from_arrays`.
+    arrays' shapes and bytes for `from_arrays`.
     """
 
     points: np.ndarray
@@ -376,12 +376,12 @@ def read_table(path, *, coords: Sequence[str], fields: Sequence[str]) -> Referen
 
 def load_reference(path, *, coords: Sequence[str], fields: Sequence[str], **kw) -> Reference:
     """Read a reference file by its suffix (``.gz`` transparently): a COMSOL export when the text
-    starts with ``%`` lines (``time_coord=`` as for :func:`read_comsol`), else :func:`read_table`."""
+    starts with ``%`` lines (``time_coord=`` as for `read_comsol`), else `read_table`."""
     return _read_path(path, coords, fields, "auto", _time_coord("load_reference", kw))
 
 
 def pinnacle_reference(name: str, *, coords: Sequence[str], fields: Sequence[str], **kw) -> Reference:
-    """One of the PINNacle reference files shipped with the package (:data:`PINNACLE_FILES`), by
+    """One of the PINNacle reference files shipped with the package (`PINNACLE_FILES`), by
     file name with or without ``.dat.gz``, source ``"pinnacle/<file>"``: ``burgers1d`` (coords
     ``("x", "t")``, fields ``("u",)``), ``poisson1_cg_data`` (``("x", "y")``, ``("u",)``) or
     ``lid_driven_a4`` (``("x", "y")``, ``("u", "v", "p")``)."""

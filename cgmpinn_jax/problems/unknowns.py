@@ -3,7 +3,7 @@
 A problem declares the coefficients that can be identified from data as a class attribute
 ``unknowns = (Unknown("D", 0.5, "log"), ...)``: each names a float dataclass field the
 operator reads, with an initial guess for inverse training. In an inverse run
-(:class:`~cgmpinn_jax.inverse.InverseProblem`) each becomes one trainable scalar ``theta``
+([`InverseProblem`][cgmpinn_jax.inverse.InverseProblem]) each becomes one trainable scalar ``theta``
 beside the network's parameters, and the operator sees ``value(theta)``:
 
 * ``"log"``: ``value = exp(theta)`` (positive; multiplicative steps: the default of the
@@ -13,9 +13,10 @@ beside the network's parameters, and the operator sees ``value(theta)``:
 
 This module imports nothing from the rest of the package, so a problem file can import it.
 
->>> u = Unknown("D", 0.5, "log")
->>> round(float(u.value(u.to_raw(0.5))), 6)
-0.5
+Examples:
+    >>> u = Unknown("D", 0.5, "log")
+    >>> round(float(u.value(u.to_raw(0.5))), 6)
+    0.5
 """
 
 from __future__ import annotations

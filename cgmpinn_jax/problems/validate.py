@@ -1,5 +1,5 @@
-"""Validation of a user's :class:`~cgmpinn_jax.problems.base.Problem`, once, before anything
-is compiled: :func:`validate_problem` (see its docstring for what is checked)."""
+"""Validation of a user's [`Problem`][cgmpinn_jax.problems.base.Problem], once, before anything
+is compiled: `validate_problem` (see its docstring for what is checked)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def validate_problem(problem: "Problem") -> "Problem":
     ``pieces()`` has exactly the declared terms, each a tuple of valid pieces
     (derivative axes within ``coords``); ``sample_points(key)`` returns ``"pde"`` and each
     declared term, with one point array per piece, of shape ``(n, d)`` (``(n, 2, d)`` for
-    :class:`Periodic`); each piece's target and value have shape ``(n,)``; ``test_grid()``
-    returns a :class:`TestGrid` of points ``(M, d)``; on a system each piece names one of the
+    `Periodic`); each piece's target and value have shape ``(n,)``; ``test_grid()``
+    returns a `TestGrid` of points ``(M, d)``; on a system each piece names one of the
     fields; the reference data (when there is one) has the problem's coordinates and fields
     and no point outside the domain; a geometry's samplers return the count asked for, inside
     the domain or on the named boundary part, with unit normals.
@@ -42,12 +42,12 @@ def validate_problem(problem: "Problem") -> "Problem":
     zero-length normals); so this is cheap, and the result is cached per problem.
 
     Args:
-        problem: a :class:`Problem` instance.
+        problem: a [`Problem`][cgmpinn_jax.Problem] instance.
 
     Returns:
         ``problem`` itself.
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.problems import get_problem, validate_problem
         >>> validate_problem(get_problem("heat")).name
         'heat'

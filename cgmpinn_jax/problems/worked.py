@@ -1,15 +1,15 @@
 """Three problems as the field poses them, each written through the public API only
 (docs/problems-from-data.md): no closed-form solution, a reference solution as data.
 
-* :class:`BurgersFromData`: ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]``,
+* `BurgersFromData`: ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]``,
   ``u(x, 0) = -sin(pi x)``, ``u(+-1, t) = 0``, ``nu = 0.01/pi``; the reference is the
   Fourier pseudo-spectral solution shipped in ``cgmpinn_jax/data/burgers``
   (``benchmarks/burgers_reference.py``, estimated error 3e-13).
-* :class:`LidDrivenCavity`: steady Navier-Stokes at Re = 100 in the unit square, fields
+* `LidDrivenCavity`: steady Navier-Stokes at Re = 100 in the unit square, fields
   ``(u, v, p)``, three equations, lid ``u = 4x(1 - x)``; the pressure is pinned at the
   origin (it is defined up to a constant; the reference's gauge is ``p(0, 0) = 0``); the
   reference is PINNacle's COMSOL solution ``lid_driven_a4.dat``.
-* :class:`SquareWithHoles`: Laplace's equation in ``[-0.5, 0.5]^2`` minus four disks of radius
+* `SquareWithHoles`: Laplace's equation in ``[-0.5, 0.5]^2`` minus four disks of radius
   0.1 at ``(+-0.3, +-0.3)``, ``u = 1`` on the square and ``u = 0`` on the circles; the
   reference is PINNacle's COMSOL solution ``poisson1_cg_data.dat``.
 """

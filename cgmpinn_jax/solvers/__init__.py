@@ -1,8 +1,10 @@
-"""The stages' solvers behind one protocol (:class:`Stage`: ``init`` / ``step`` /
-``terminate``, with a :class:`StageStatus`): Adam, optax and jaxopt L-BFGS, dense (self-scaled) BFGS / Broyden with a strong-Wolfe line search,
+"""The stages' solvers behind one protocol ([`Stage`][cgmpinn_jax.solvers.Stage]: ``init`` / ``step`` /
+``terminate``, with a [`StageStatus`][cgmpinn_jax.StageStatus]): Adam, optax and jaxopt
+L-BFGS, dense (self-scaled) BFGS / Broyden with a strong-Wolfe line search,
 and the Gauss-Newton (Levenberg-Marquardt) member on the objective's residual rows.
 ``make_stage(name, config, ...)`` builds a stage's solver (with its stop rule and guards,
-:class:`Stopping`); ``make_second_stage(config, ...)`` the member ``config.second_stage`` names."""
+[`Stopping`][cgmpinn_jax.solvers.Stopping]); ``make_second_stage(config, ...)`` the member
+``config.second_stage`` names."""
 
 from ._adam import Adam as Adam
 

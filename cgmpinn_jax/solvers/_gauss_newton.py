@@ -1,6 +1,6 @@
 """The Gauss-Newton (Levenberg-Marquardt) second-stage member, ``second_stage="gauss_newton"``.
 
-The objective is a sum of squares, ``|r(x)|^2`` (:class:`~cgmpinn_jax.training._objective.LeastSquares`:
+The objective is a sum of squares, ``|r(x)|^2`` (`LeastSquares`:
 CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
 
 1. ``r`` and the Jacobian ``J`` (``M x P``), once: a ``vmap`` over points of one row's gradient.
@@ -21,21 +21,21 @@ CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
 PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
 grows and the next trial refactors. No silent NaN reaches the parameters.
 
-**Stop rules** (on top of the guards every stage applies, :mod:`cgmpinn_jax.solvers._stopping`):
+**Stop rules** (on top of the guards every stage applies, `cgmpinn_jax.solvers._stopping`):
 ``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gn_mu_max`` times the
 Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``gn_mu_init`` and
 ``gn_mu_min`` are relative to it too): no decrease even at the largest damping, which in
 float64 is where rounding ends the descent; ``LOSS_TOL`` from the float64 plateau rule
-(:func:`~cgmpinn_jax.config.stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the
+(`stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the
 previous iteration's start point (the engine sees the stored gradient before the step; this
 member computes it inside the step), so it fires one iteration late.
 
 **Weights between iterations.** The objective is frozen inside an iteration; the weight
 refresh and ReLoBRaLo change ``w`` and the lambdas between iterations at the usual cadence
-(:mod:`cgmpinn_jax.training._engine`), and the row scales follow them. The damping ``mu`` is kept
+(`cgmpinn_jax.training._engine`), and the row scales follow them. The damping ``mu`` is kept
 across a refresh.
 
-**Memory** is estimated before anything is compiled (:func:`memory_bytes`: ``J`` twice, the
+**Memory** is estimated before anything is compiled (`memory_bytes`: ``J`` twice, the
 ``s x s`` product, its factor and the damped copy, ``s = min(M, P)``); above
 ``gn_memory_limit_gb`` the engine refuses with the sizes and what to change.
 

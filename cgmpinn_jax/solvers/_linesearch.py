@@ -1,4 +1,4 @@
-"""Strong-Wolfe line search for :mod:`cgmpinn_jax.solvers._ssbfgs` (jittable, one ``lax.while_loop``).
+"""Strong-Wolfe line search for `cgmpinn_jax.solvers._ssbfgs` (jittable, one ``lax.while_loop``).
 
 Line search: Nocedal & Wright (2006) Algorithms 3.5 (bracketing) and 3.6
 (zoom) for the strong Wolfe conditions ``f(a) <= f(0) + c1 a f'(0)`` and
@@ -41,7 +41,7 @@ def _dot(a, b):
 
 
 class LineSearchResult(NamedTuple):
-    """Outcome of :func:`line_search`.
+    """Outcome of `line_search`.
 
     ``success``: a point satisfying the strong Wolfe conditions was found, and
     ``alpha``/``value``/``grad`` are that point.  Otherwise they are the best

@@ -1,11 +1,11 @@
-"""The protocol of a stage's solver: what the engine calls (:class:`Stage`), what one
-iteration returns (:class:`StepResult`) and why a stage stopped (:class:`StageStatus`).
+"""The protocol of a stage's solver: what the engine calls ([`Stage`][cgmpinn_jax.solvers.Stage]), what one
+iteration returns (`StepResult`) and why a stage stopped ([`StageStatus`][cgmpinn_jax.StageStatus]).
 
 A run is a sequence of stages (``TrainConfig.stages``); each is a solver with ``init`` /
 ``step`` / ``terminate``, driven by one engine loop
-(:meth:`~cgmpinn_jax.training._engine.Engine.stage_steps`): the loop evaluates the objective
+(`stage_steps`): the loop evaluates the objective
 at the iteration's start point (or takes the value the solver stored), calls ``step``, then
-``terminate`` (the solver's stop rule and guards, :mod:`cgmpinn_jax.solvers._stopping`), and
+``terminate`` (the solver's stop rule and guards, `cgmpinn_jax.solvers._stopping`), and
 keeps the new point unless a guard or the solver's own stop fired."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Stage(Protocol):
         """One iteration from ``params`` (``hyper``: the run's traceable hyperparameters)."""
 
     def terminate(self, guards, params, raw_total, grad, value, step: StepResult):
-        """The guard state (:class:`~cgmpinn_jax.solvers._stopping.Guards`) after the
+        """The guard state (`Guards`) after the
         iteration ``step`` from ``params``: the stage's stop rule and guards."""
 
 

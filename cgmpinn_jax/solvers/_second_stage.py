@@ -2,11 +2,11 @@
 
 Every member is driven one iteration at a time inside a jitted chunk (``lax.while_loop``),
 with the objective frozen within an iteration (docs/reference-code.md §16): the engine hands it the
-current value and gradient, the member returns a :class:`StepResult`.
+current value and gradient, the member returns a `StepResult`.
 
 Members (``TrainConfig.second_stage``):
 
-* ``"optax"`` -- :func:`optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
+* ``"optax"`` -- `optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
   guess 1 (the default: on the 1D Poisson CGMPINN headline run it was more accurate than
   jaxopt, whose line search kept failing late in the run; ``benchmarks/headline.py
   --backend jaxopt`` runs the comparison). When its search finds no acceptable step
@@ -18,7 +18,7 @@ Members (``TrainConfig.second_stage``):
   first search already failed, and the restart repeated that step every iteration (each
   using the full line-search budget, until LOSS_TOL), ending far less accurate than with
   optax's behaviour.
-* ``"jaxopt"`` -- :class:`jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
+* ``"jaxopt"`` -- `jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
   (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
   pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
   directions non-descent. Its line-search options are its own (``lbfgs_linesearch*``,
@@ -26,10 +26,10 @@ Members (``TrainConfig.second_stage``):
   ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
   lr, made its zoom search fail far more often in our measurements).
 * ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
-  (:mod:`cgmpinn_jax.solvers._gauss_newton`): one Jacobian per iteration, the damped normal system in
+  (`cgmpinn_jax.solvers._gauss_newton`): one Jacobian per iteration, the damped normal system in
   kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.
 * ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
-  (:mod:`cgmpinn_jax.solvers._ssbfgs`) over the raveled parameters, for networks up to
+  (`cgmpinn_jax.solvers._ssbfgs`) over the raveled parameters, for networks up to
   ``dense_max_params`` parameters (an n x n matrix is stored).
 
 Each member counts loss+gradient evaluations per iteration (its line search's).
@@ -48,7 +48,7 @@ from ._protocol import ObjectiveFn, SecondStage, Stage, StepResult
 from ._stopping import Stopping, Terminates
 
 __all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_stage", "make_second_stage"]
-# the Gauss-Newton member lives in :mod:`cgmpinn_jax.solvers._gauss_newton`
+# the Gauss-Newton member lives in `cgmpinn_jax.solvers._gauss_newton`
 
 class OptaxLBFGS(Terminates):
     def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int):
@@ -140,7 +140,7 @@ class JaxoptLBFGS(Terminates):
 
 
 class DenseQuasiNewton(Terminates):
-    """Dense BFGS / self-scaled BFGS / self-scaled Broyden (:mod:`cgmpinn_jax.solvers._ssbfgs`) on
+    """Dense BFGS / self-scaled BFGS / self-scaled Broyden (`cgmpinn_jax.solvers._ssbfgs`) on
     the raveled parameters; the inverse Hessian is an n x n matrix."""
 
     def __init__(self, obj_fn: ObjectiveFn, *, method: str, max_params: int, max_linesearch: int):
@@ -174,8 +174,8 @@ class DenseQuasiNewton(Terminates):
 def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> Stage:
     """The solver of a stage: ``"adam"``, or the second-stage member ``kind`` (``"lbfgs"``:
     the member ``config.second_stage`` names), with only its own options and its stop rule
-    (:func:`~cgmpinn_jax.config.stop_rule` for that member; ``lsq``: the objective's
-    :class:`~cgmpinn_jax.training._objective.LeastSquares` view, for ``"gauss_newton"``)."""
+    (`stop_rule` for that member; ``lsq``: the objective's
+    `LeastSquares` view, for ``"gauss_newton"``)."""
     from ..config import stop_rule
 
     if kind == "adam":
@@ -188,7 +188,7 @@ def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: 
 
 
 def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
-    """The member ``config.second_stage`` names (:func:`make_stage` of ``"lbfgs"``)."""
+    """The member ``config.second_stage`` names ([`make_stage`][cgmpinn_jax.solvers.make_stage] of ``"lbfgs"``)."""
     return make_stage("lbfgs", config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
 
 

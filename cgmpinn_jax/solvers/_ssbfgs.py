@@ -19,7 +19,7 @@ API
 * ``opt.set_point(state, value, grad) -> state``: replace the stored
   value/gradient (the objective changed), keeping ``H``.
 
-The line search is also public: :func:`line_search`.
+The line search is also public: `line_search`.
 
 Notation
 --------
@@ -116,7 +116,7 @@ Safeguards
   steepest-descent restart.  Non-finite values during the search are treated
   as failures of the sufficient-decrease test (the search backtracks).
 
-Line search: see :mod:`cgmpinn_jax.solvers._linesearch` (strong Wolfe, Nocedal & Wright Alg. 3.5/3.6,
+Line search: see `cgmpinn_jax.solvers._linesearch` (strong Wolfe, Nocedal & Wright Alg. 3.5/3.6,
 with Hager & Zhang's approximate-Wolfe test in the rounding regime).
 """
 
@@ -188,7 +188,7 @@ class SSBFGSState(NamedTuple):
 
 
 class SSBFGS(NamedTuple):
-    """``init``/``step``/``set_point`` triple returned by :func:`ssbfgs`."""
+    """``init``/``step``/``set_point`` triple returned by `ssbfgs`."""
 
     init: Callable[..., SSBFGSState]
     step: Callable[..., tuple[jax.Array, SSBFGSState]]
@@ -239,10 +239,10 @@ def ssbfgs(
       initial_step: ``"unit"`` (first trial ``alpha = 1``) or ``"interp"``
         (``min(1, 1.01 * 2 (f_k - f_{k-1}) / g^T p)``, N&W Eq. 3.60).
       approx_eps: relative value tolerance of the approximate-Wolfe fallback of
-        :func:`line_search` (``None``: ``finfo(dtype).eps ** (2/3)``; 0 disables).
+        `line_search` (``None``: ``finfo(dtype).eps ** (2/3)``; 0 disables).
 
     Returns:
-      An :class:`SSBFGS` with ``init(x, value, grad)``,
+      An `SSBFGS` with ``init(x, value, grad)``,
       ``step(value_and_grad_fn, x, state)`` and ``set_point(state, value, grad)``.
     """
     if method not in METHODS:

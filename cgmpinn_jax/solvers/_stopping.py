@@ -1,10 +1,10 @@
 """The stop rules and guards every stage's solver applies after an iteration (its
 ``terminate``): the guards shared by all stages (a non-finite loss, divergence, the best
-point so far) and a second-stage member's tolerances (:class:`~cgmpinn_jax.config.StopRule`:
+point so far) and a second-stage member's tolerances (`StopRule`:
 GRAD_TOL, LOSS_TOL) and its own status (Gauss-Newton's NO_DECREASE).
 
 The guard state (best parameters, their unweighted loss, the status, the stall count) is part
-of the engine's state; a solver reads and returns it as a :class:`Guards` record."""
+of the engine's state; a solver reads and returns it as a `Guards` record."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class Stopping:
     """``terminate`` for a stage's solver: the guards, then (``rule`` given) the tolerances.
 
     ``divergence_ratio``: a loss above this times the best unweighted loss of the stage stops it
-    (DIVERGED); ``rule``: the second stage's :class:`~cgmpinn_jax.config.StopRule` (None for
+    (DIVERGED); ``rule``: the second stage's `StopRule` (None for
     Adam, which runs its budget unless a guard fires)."""
 
     def __init__(self, divergence_ratio: float, rule=None):
@@ -61,7 +61,7 @@ class Stopping:
 
     def tolerances(self, g: Guards, status, raw_total, grad, value, new_value):
         """The status after the tolerances, and the new stall count (``g``: the guard state
-        before the iteration; ``status``: after :meth:`guard`)."""
+        before the iteration; ``status``: after [`guard`][cgmpinn_jax.solvers.Stopping.guard])."""
         rule = self.rule
         gtol_hit = _tree_max_abs(grad) <= rule.gtol * jnp.maximum(1.0, jnp.abs(value))
         status = jnp.where((status == 0) & ~jnp.isfinite(new_value), StageStatus.NONFINITE, status)
@@ -86,8 +86,8 @@ class Stopping:
 
 
 class Terminates:
-    """A solver's ``terminate`` by its :class:`Stopping` (``self.stopping``; the factory,
-    :func:`~cgmpinn_jax.solvers._second_stage.make_stage`, sets the run's rule)."""
+    """A solver's ``terminate`` by its [`Stopping`][cgmpinn_jax.solvers.Stopping] (``self.stopping``; the factory,
+    [`make_stage`][cgmpinn_jax.solvers.make_stage], sets the run's rule)."""
 
     fresh = False
     stopping: Stopping = Stopping(1e6)

@@ -4,7 +4,7 @@ A checkpoint is a folder ``<dir>/checkpoints/ckpt-<n>/`` with three files:
 
 * ``arrays.eqx``: the run's pytree ``(state, batch, hyper, w)`` -- trainable parameters, every
   optimizer state, the weighting / GMM / ReLoBRaLo states and keys, the stage's guards --
-  written with :func:`equinox.tree_serialise_leaves` (PRNG keys as their key data);
+  written with `equinox.tree_serialise_leaves` (PRNG keys as their key data);
 * ``history.npz``: the histories so far (NumPy's ``.npz``);
 * ``meta.json``: where the run is (stage, next chunk, steps done), the finished stages'
   statuses, the seconds spent, the run's identity (library version, problem, method, config,
@@ -58,12 +58,12 @@ class CheckpointError(ValueError):
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Raised by :func:`~cgmpinn_jax.train` after Ctrl-C (SIGINT) when it checkpoints: the
+    """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the
     run stopped at a chunk boundary after writing a checkpoint into ``checkpoint_dir``.
 
-    ``result`` is a :class:`~cgmpinn_jax.training._records.TrainResult` of the best parameters of the
+    ``result`` is a [`TrainResult`][cgmpinn_jax.TrainResult] of the best parameters of the
     interrupted stage (its status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or
-    :func:`~cgmpinn_jax.resume` continues the run."""
+    [`resume`][cgmpinn_jax.resume] continues the run."""
 
     def __init__(self, checkpoint_dir: Path, result: Any = None):
         super().__init__(f"training interrupted; checkpoint in {checkpoint_dir}")
@@ -290,13 +290,13 @@ def latest(folder: str | Path) -> Path | None:
 
 def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
          scope: Callable[[str, bool], Any] = lambda stage, handed: contextlib.nullcontext()) -> Snapshot:
-    """The newest good checkpoint under ``folder`` as a :class:`Snapshot`.
+    """The newest good checkpoint under ``folder`` as a `Snapshot`.
 
     ``template(stage, handed)`` gives a pytree of the arrays' structure, shapes and dtypes at
     that position, and ``scope(stage, handed)`` the precision scope it is read in. A
     checkpoint whose files fail their checksum (or do not deserialise) is
     skipped with a warning naming the file; one of another run raises
-    :class:`CheckpointError` naming the differing fields."""
+    [`CheckpointError`][cgmpinn_jax.CheckpointError] naming the differing fields."""
     root = _root(folder)
     for _, ckpt in _numbered(root):
         try:
@@ -351,7 +351,7 @@ def recorder_arrays(rec, tracker_rows: list | None) -> dict:
 
 
 def restore_recorder(rec, arrays: dict) -> list | None:
-    """Fill ``rec`` from :func:`recorder_arrays`' output; returns the error tracker's rows."""
+    """Fill ``rec`` from `recorder_arrays`' output; returns the error tracker's rows."""
     if arrays["rows_k"].size:
         rec.rows["k"] = [arrays["rows_k"]]
         for name in ("loss", "terms", "raw", "lambdas", "evals"):

@@ -1,8 +1,8 @@
 """An explicit compile cache: the engines and the ahead-of-time compiled chunk programs of a
-run, keyed by its :class:`~cgmpinn_jax.training._schedule.Setup` and the arguments' shapes,
+run, keyed by its `Setup` and the arguments' shapes,
 dtypes and shardings, so repeated runs (seeds, tests, benchmarks, sweeps) reuse
-compilations; :data:`COMPILE_CACHE` is the one :func:`~cgmpinn_jax.train` and
-:func:`~cgmpinn_jax.sweep` use unless given another."""
+compilations; `COMPILE_CACHE` is the one [`train`][cgmpinn_jax.train] and
+[`sweep`][cgmpinn_jax.sweep] use unless given another."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ __all__ = ["CompileCache", "COMPILE_CACHE"]
 class CompileCache:
     """Engines and AOT-compiled chunk functions, with the seconds spent compiling.
 
-    >>> cache = CompileCache(max_entries=8)
-    >>> len(cache)
-    0
+    Examples:
+        >>> cache = CompileCache(max_entries=8)
+        >>> len(cache)
+        0
     """
 
     def __init__(self, max_entries: int = 64):
@@ -37,8 +38,8 @@ class CompileCache:
         self._compiled: dict = {}
         self._pending: dict = {}  # key -> Future of (compiled, seconds), from prefetch()
         self._executor = None
-        #: seconds the background compilation took, when the last :meth:`compiled` call
-        #: waited for a :meth:`prefetch` (else None)
+        #: seconds the background compilation took, when the last `compiled` call
+        #: waited for a `prefetch` (else None)
         self.last_background_seconds: float | None = None
         #: ``(chunk name, seconds tracing and lowering, seconds in XLA's compiler)`` of every
         #: compilation, in order (``benchmarks/compile_time.py`` reads it)
@@ -91,7 +92,7 @@ class CompileCache:
 
     def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
         """``(compiled fn, seconds the caller waited for it)``, compiled once per signature
-        (a compilation started by :meth:`prefetch` is waited for, not repeated)."""
+        (a compilation started by [`prefetch`][cgmpinn_jax.CompileCache.prefetch] is waited for, not repeated)."""
         key = self._key(setup, name, args, batched)
         if key in self._compiled:
             self.last_background_seconds = None  # nothing was compiled or waited for by this call
@@ -110,9 +111,10 @@ class CompileCache:
 
     def prefetch(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
         """Start compiling ``fn`` for ``args`` in a background thread; a later
-        :meth:`compiled` call with the same signature waits for it. XLA's compiler releases
+        [`compiled`][cgmpinn_jax.CompileCache.compiled] call with the same signature waits for
+        it. XLA's compiler releases
         the GIL, so the compilation overlaps whatever the caller runs meanwhile (the Adam
-        stage, in :func:`train`). The thread re-enters the caller's jax precision settings
+        stage, in [`train`][cgmpinn_jax.train]). The thread re-enters the caller's jax precision settings
         (``jax_enable_x64``, the default matmul precision: thread-local in jax) and its
         context variables (the derivative fast-path switches), so it traces the same program
         the caller would; ``tests/test_train.py`` checks the results are bit-identical."""

@@ -10,8 +10,8 @@ may differ) then only traces and lowers, and loads the rest.
 The library never turns this on by itself: it is a global jax setting
 (``jax_compilation_cache_dir``), and the project's rule is that importing or calling
 cgmpinn-jax leaves jax's configuration alone. The ``cgmpinn-jax`` command turns it on (an
-application may), into :func:`default_dir` unless ``--compile-cache off`` or
-``CGMPINN_JAX_COMPILE_CACHE=off``. A user of the library who wants it calls :func:`enable`
+application may), into `default_dir` unless ``--compile-cache off`` or
+``CGMPINN_JAX_COMPILE_CACHE=off``. A user of the library who wants it calls `enable`
 once, before the first training run.
 
 Results do not depend on it: a loaded executable is the program the compiler produced for
@@ -45,12 +45,13 @@ def default_dir() -> Path:
 
 def resolve(option: str | None) -> Path | None:
     """The directory the command should use: ``option`` (a path, or ``off``), else the
-    environment's setting, else :func:`default_dir`; ``None`` when disabled.
+    environment's setting, else `default_dir`; ``None`` when disabled.
 
-    >>> resolve("off") is None
-    True
-    >>> str(resolve("/tmp/xla-cache"))
-    '/tmp/xla-cache'
+    Examples:
+        >>> resolve("off") is None
+        True
+        >>> str(resolve("/tmp/xla-cache"))
+        '/tmp/xla-cache'
     """
     if option is not None:
         return None if option.strip().lower() in _OFF else Path(option).expanduser()

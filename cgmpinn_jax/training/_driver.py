@@ -1,8 +1,8 @@
-"""The host side of a run: :func:`train` (validate, resolve the settings, build the initial
-state, run the stages, assemble the :class:`~cgmpinn_jax.training._records.TrainResult`).
+"""The host side of a run: [`train`][cgmpinn_jax.train] (validate, resolve the settings, build the initial
+state, run the stages, assemble the [`TrainResult`][cgmpinn_jax.TrainResult]).
 
-The loop over stages and chunks is :func:`~cgmpinn_jax.training._loop.run_stages`; the
-compiled programs come from a :class:`~cgmpinn_jax.training._compile.CompileCache`.
+The loop over stages and chunks is `run_stages`; the
+compiled programs come from a [`CompileCache`][cgmpinn_jax.CompileCache].
 """
 
 from __future__ import annotations
@@ -86,16 +86,16 @@ def train(
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
     Args:
-        problem: a :class:`~cgmpinn_jax.problems.Problem` or a registry name.
-        method: a :class:`~cgmpinn_jax.methods.Method` or a registry name.
-        config: options (:class:`~cgmpinn_jax.config.TrainConfig`); defaults are the
+        problem: a [`Problem`][cgmpinn_jax.problems.Problem] or a registry name.
+        method: a [`Method`][cgmpinn_jax.methods.Method] or a registry name.
+        config: options ([`TrainConfig`][cgmpinn_jax.config.TrainConfig]); defaults are the
             reference's settings.
         key: an int seed or a JAX PRNG key; split into (points, network, ReLoBRaLo) keys.
         quiet: no progress output.
         snapshot_refreshes: keep the per-point weights of this many refreshes (evenly
             spaced) in the history, for plots.
         print_fn: where progress lines go (default: stderr).
-        cache: the :class:`CompileCache` to use.
+        cache: the [`CompileCache`][cgmpinn_jax.CompileCache] to use.
         prefetch_compile: compile the second stage's programs in a background thread while
             the Adam stage runs (results are the same either way; ``compile_seconds`` then
             counts only the time spent waiting for them). Off by default in the library (no
@@ -107,12 +107,12 @@ def train(
             ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every
             ``n`` steps inside a chunk (the same steps, one host round-trip per piece; the
             evaluations' own time is in the seconds). ``None`` (default): not recorded.
-        progress: called with a :class:`Progress` after every chunk (stage, steps done of
+        progress: called with a `Progress` after every chunk (stage, steps done of
             the budget, loss, seconds, an inverse run's coefficients); the command line
             draws its progress bars from it.
         checkpoint_dir: write checkpoints of the run into ``checkpoint_dir/checkpoints/``
-            at chunk boundaries (:mod:`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
-            a checkpoint at the next chunk boundary, then :class:`TrainingInterrupted`
+            at chunk boundaries (`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
+            a checkpoint at the next chunk boundary, then [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted]
             (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt
             (a process that ignores SIGINT is left as it is).
         checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
@@ -120,15 +120,15 @@ def train(
         resume: a folder written with ``checkpoint_dir``: continue that run from its last
             good checkpoint; the result is bit-identical to an uninterrupted run on the same
             machine. The problem, method, config and key must be the run's (a checkpoint of
-            another run is refused, naming the differences; :func:`resume` rebuilds them
+            another run is refused, naming the differences; [`resume`][cgmpinn_jax.resume] rebuilds them
             from the checkpoint). Checkpoints continue into the same folder unless
             ``checkpoint_dir`` says otherwise.
 
     Returns:
-        :class:`~cgmpinn_jax.training._records.TrainResult` with the trained model, metrics on the test
+        [`TrainResult`][cgmpinn_jax.TrainResult] with the trained model, metrics on the test
         grid, e_loss, per-step histories, stage statuses, and compile / run seconds.
 
-    Example:
+    Examples:
         >>> import cgmpinn_jax as cj
         >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0), quiet=True)
         >>> res.metrics.rel_e2 > 0

@@ -1,11 +1,11 @@
-"""The jittable training engine: pure chunk functions over an :class:`State` pytree.
+"""The jittable training engine: pure chunk functions over an `State` pytree.
 
 A chunk refreshes the per-point PDE weights at tau(``tau_k``), then runs up to ``n_steps``
 steps of one stage in a ``lax.while_loop`` and returns the new state, the weights and a
-:class:`~cgmpinn_jax.training._records.ChunkHistory`. Every stage runs the same loop
-(:meth:`Engine.stage_steps`) over its solver (:class:`~cgmpinn_jax.solvers.Stage`: Adam or a
+`ChunkHistory`. Every stage runs the same loop
+(`Engine.stage_steps`) over its solver ([`Stage`][cgmpinn_jax.solvers.Stage]: Adam or a
 second-stage member); the solver's ``terminate`` applies its stop rule and guards. The host
-loop (:mod:`cgmpinn_jax.training._loop`) runs one chunk per refresh, as separately compiled
+loop (`cgmpinn_jax.training._loop`) runs one chunk per refresh, as separately compiled
 pieces (the refresh, a later stage's re-basing, the stage's loop) called one after the other.
 
 Deliberate deviations from the reference, all listed in docs/reference-code.md ยง15:
@@ -26,11 +26,11 @@ Deliberate deviations from the reference, all listed in docs/reference-code.md ย
   accurate (``benchmarks/results/headline.md``). In float64 it is the better one, more
   accurate at fewer evaluations per iteration (``benchmarks/results/precision.md``), so the
   "accurate" preset uses it.
-* Guards (each stage's solver applies them, :mod:`cgmpinn_jax.solvers._stopping`): a
+* Guards (each stage's solver applies them, `cgmpinn_jax.solvers._stopping`): a
   non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best unweighted
   loss seen in the stage, stops the stage and restores the best parameters of
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
-  :class:`~cgmpinn_jax.config.StopRule` (GRAD_TOL, LOSS_TOL); a stage that runs its budget
+  `StopRule` (GRAD_TOL, LOSS_TOL); a stage that runs its budget
   keeps its final parameters, as the reference does.
 * Line search: at most ``lbfgs_max_linesearch`` = 10 evaluations (torch allows 25; in the
   float32 plateau every extra one is wasted).
@@ -120,7 +120,7 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
 
 
 class Engine:
-    """The pure, jittable pieces of one :class:`Setup`: objective, refresh and chunks."""
+    """The pure, jittable pieces of one `Setup`: objective, refresh and chunks."""
 
     def __init__(self, setup: Setup, static, n_params: int):
         self.setup, self.static = setup, static
@@ -163,7 +163,7 @@ class Engine:
     # --- refresh -------------------------------------------------------------------------
     def refresh(self, state: State, batch, hyper: Hyper, tau_k):
         """New weights at tau(tau_k): ``(state with the weighting's state, w, tau)`` (tau in
-        w's dtype); the refresh of :meth:`begin_chunk` on a whole state."""
+        w's dtype); the refresh of `begin_chunk` on a whole state."""
         state, w, h0 = self._begin(state, batch, hyper, tau_k)
         return state, w, h0.tau
 
@@ -178,7 +178,7 @@ class Engine:
         return lambda s: (s[0] < n_steps) & (s[1].status == StageStatus.COMPLETED)
 
     # --- a chunk: the refresh that opens it, then one stage's steps ------------------------
-    # The host (:mod:`cgmpinn_jax.training._loop`) compiles and calls the pieces separately
+    # The host (`cgmpinn_jax.training._loop`) compiles and calls the pieces separately
     # (``begin_chunk``, ``rebase`` for a stage that stores its point, ``stage_steps``): the
     # refresh is then compiled once for every stage instead of inside each stage's program (a
     # shorter compilation, the same results bit for bit). ``adam_chunk`` / ``second_chunk``
@@ -213,7 +213,7 @@ class Engine:
 
     # --- one loop for every stage ------------------------------------------------------------
     def rebases_in(self, stage: str) -> bool:
-        """Whether a chunk of ``stage`` re-bases the solver's stored point (:meth:`rebase`):
+        """Whether a chunk of ``stage`` re-bases the solver's stored point (`rebase`):
         a stage after Adam does, unless ReLoBRaLo changes its lambdas every iteration."""
         if stage == "adam":
             return False
@@ -252,7 +252,7 @@ class Engine:
         return c.opt, value, grad, tv, lam_chunk, lam_next, bstate, n_ev
 
     def stage_steps(self, stage: str, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
-        """Iterations of ``stage`` with the chunk's weights ``w`` (after :meth:`rebase` when the
+        """Iterations of ``stage`` with the chunk's weights ``w`` (after `rebase` when the
         stage re-bases) from iteration ``h0.n_done`` of the chunk up to ``n_steps``:
         ``(state, w, ChunkHistory)``. A chunk can be run in pieces (pass the history a piece
         returned; the steps are the same bit for bit). Each iteration: the start point, the

@@ -18,10 +18,11 @@ __all__ = ["infer"]
 def infer(problem: Problem | str, method="cgmpinn", config=None, *, unknowns=None, n_obs: int = 200,
           noise: float = 0.01, observations: Optional[Observations] = None, key: int | jax.Array = 1224,
           obs_key: int | jax.Array | None = None, obs_weight: float = 1.0, **train_kwargs):
-    """Train ``method`` on the inverse version of ``problem``: :func:`inverse_problem` (its
-    observations drawn with ``obs_key``, default ``key``), then :func:`~cgmpinn_jax.train`.
-    An :class:`InverseProblem` is trained as it is. Returns the
-    :class:`~cgmpinn_jax.training._records.TrainResult`; ``result.unknowns`` holds the coefficients."""
+    """Train ``method`` on the inverse version of ``problem``:
+    [`inverse_problem`][cgmpinn_jax.inverse.inverse_problem] (its
+    observations drawn with ``obs_key``, default ``key``), then [`train`][cgmpinn_jax.train].
+    An [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem] is trained as it is. Returns the
+    [`TrainResult`][cgmpinn_jax.TrainResult]; ``result.unknowns`` holds the coefficients."""
     if isinstance(problem, InverseProblem) and obs_weight != 1.0:
         raise ValueError("infer: obs_weight is an InverseProblem's field; set it there (InverseProblem(..., obs_weight=w))")
     if not isinstance(problem, InverseProblem):

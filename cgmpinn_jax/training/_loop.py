@@ -1,11 +1,11 @@
-"""The host loop over a run's stages and chunks (:func:`run_stages`).
+"""The host loop over a run's stages and chunks (`run_stages`).
 
-A run is a sequence of stages (``Setup.stage_names``: by default :data:`STAGES`, Adam then
+A run is a sequence of stages (``Setup.stage_names``: by default `STAGES`, Adam then
 the second stage, whichever member; ``TrainConfig.stages`` names more); each is a list of
 chunks from the run's schedule, one chunk per weight refresh. A chunk is up to three compiled
-programs called one after the other: the weight refresh (:meth:`Engine.begin_chunk`, one
+programs called one after the other: the weight refresh (`Engine.begin_chunk`, one
 program for every stage), for a stage whose solver stores its point the re-basing of that
-point (:meth:`Engine.rebase`), and the stage's loop (:meth:`Engine.stage_steps`, the same
+point (`Engine.rebase`), and the stage's loop (`Engine.stage_steps`, the same
 loop for every stage). Between chunks the host records the chunk's history, reports progress,
 checks the stage's status and writes a checkpoint when one is due.
 """
@@ -193,7 +193,7 @@ class _Loop:
 
     def save_point(self, arrays, stage, chunk, handed, done):
         """A checkpoint before chunk ``chunk`` of ``stage`` when due or after Ctrl-C; then,
-        after Ctrl-C, stop (raise :class:`Interrupted`)."""
+        after Ctrl-C, stop (raise `Interrupted`)."""
         checkpoint = self.checkpoint
         stop = checkpoint is not None and self.interrupted()
         if checkpoint is None or not (stop or checkpoint.due()):
@@ -292,11 +292,12 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                resume: "ckpt_lib.Snapshot | None" = None, interrupted: Callable[[], bool] = lambda: False) -> RunOutput:
     """The host loop over stages and chunks. ``batched``: state, batch and hyper have a
     leading member axis and every chunk is vmapped over it (a sweep); otherwise one run. Each
-    stage runs in its precision scope (:mod:`cgmpinn_jax.training._precision`); a mixed run
+    stage runs in its precision scope (`cgmpinn_jax.training._precision`); a mixed run
     casts at the hand-off.
 
     ``prefetch`` (single runs with both stages): the second stage's programs compile in a
-    background thread while the Adam stage runs (:meth:`CompileCache.prefetch`); it changes
+    background thread while the Adam stage runs
+    ([`CompileCache.prefetch`][cgmpinn_jax.CompileCache.prefetch]); it changes
     no result.
 
     ``track(k, params)`` (single runs) is called at every chunk end and, with
@@ -305,10 +306,10 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
 
     ``progress(Progress)`` is called after every chunk (a command-line progress bar).
 
-    ``checkpoint`` (a :class:`~cgmpinn_jax.training._checkpoint.Checkpointer`) writes a
+    ``checkpoint`` (a `Checkpointer`) writes a
     checkpoint at a chunk boundary when it is due or when ``interrupted()`` (Ctrl-C) turned
-    true, and then raises :class:`Interrupted`; ``resume`` (a
-    :class:`~cgmpinn_jax.training._checkpoint.Snapshot`) continues a run from one, bit for bit
+    true, and then raises `Interrupted`; ``resume`` (a
+    `Snapshot`) continues a run from one, bit for bit
     (the state, batch, hyper and ``w`` arguments are then replaced by the snapshot's)."""
     run = _Loop(setup, eng, emit, batched=batched, cache=cache, track=track, track_every=track_every,
                 progress=progress, checkpoint=checkpoint, interrupted=interrupted,

@@ -4,9 +4,9 @@
 (the PDE term curriculum-weighted, ``mean(w r^2)``; the constraint terms as the method
 aggregates their pieces) and ``extra`` the un-balanced part of a method's loss (lbPINN's
 regulariser, gPINN's gradient term). All functions are pure and jittable; the parameters are
-the array part of a :class:`Trainable` (``eqx.partition``) and ``static`` its non-array part.
+the array part of a `Trainable` (``eqx.partition``) and ``static`` its non-array part.
 
-The same objective has a least-squares view (:class:`LeastSquares`, for the Gauss-Newton
+The same objective has a least-squares view (`LeastSquares`, for the Gauss-Newton
 member): a residual vector ``r`` whose squared norm is the objective, one row per point
 scaled by the square root of the weight the scalar objective gives it.
 """
@@ -30,7 +30,7 @@ HIGHEST = jax.lax.Precision.HIGHEST
 
 class Trainable(eqx.Module):
     """What the optimizers update: the network, (lbPINN) the log-variances s_c and (inverse
-    problems, :mod:`cgmpinn_jax.inverse`) the unknown coefficients' raw parameters
+    problems, `cgmpinn_jax.inverse`) the unknown coefficients' raw parameters
     ``{name: () array}``; ``coeffs`` is None for a forward problem."""
 
     model: Any
@@ -80,7 +80,7 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
 
     On a system the PDE term is the mean over points of ``w_i sum_e r_ie^2`` (every equation's
     mean square, summed; one weight per point, from the mixture fitted to the norm of the
-    residual vector, see :func:`make_residual_fn`)."""
+    residual vector, see `make_residual_fn`)."""
     loss = method.loss
 
     def pde_residuals(problem, u, batch):
@@ -129,7 +129,7 @@ def make_residual_fn(problem: Problem, static, *, per_equation: bool = False) ->
 class Objective:
     """The balanced objective of one method on one problem, and its evaluations.
 
-    ``term_fn(params, batch, w) -> TermValues`` (see :func:`make_term_fn`)."""
+    ``term_fn(params, batch, w) -> TermValues`` (see `make_term_fn`)."""
 
     def __init__(self, term_fn: Callable):
         self.term_fn = term_fn
@@ -158,7 +158,7 @@ class Objective:
 
 
 class LeastSquares:
-    """The objective of :func:`make_term_fn` as weighted least squares: ``|r|^2 = lam . terms + extra``.
+    """The objective of `make_term_fn` as weighted least squares: ``|r|^2 = lam . terms + extra``.
 
     Rows (``N`` collocation points, ``lam`` the balancing weights, ``w`` the per-point PDE
     weights of CGMPINN / GMMPINN / CLPINN, uniform otherwise):
@@ -173,7 +173,7 @@ class LeastSquares:
       already carries ``sqrt(obs_weight)``), so rows ``sqrt(lam_obs * obs_weight / M) (u - y)``.
 
     Unknown coefficients (inverse problems) are parameters like the network's. lbPINN's
-    learned variances make the objective no sum of squares: :class:`LeastSquares` refuses it.
+    learned variances make the objective no sum of squares: `LeastSquares` refuses it.
 
     Every row depends on one point, so the Jacobian is a ``vmap`` over points of one row's
     gradient with respect to the raveled parameters (``jacobian``): ``O(rows)`` network

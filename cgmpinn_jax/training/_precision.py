@@ -4,15 +4,16 @@
 second stage in float64). A run never changes jax's global configuration: each stage runs
 inside ``jax.enable_x64(...)`` as a context manager, which restores the previous value on
 exit, and the arrays handed from a float32 stage to a float64 one are cast explicitly
-(:func:`cast_floats`).
+(`cast_floats`).
 
->>> import jax
->>> before = jax.config.jax_enable_x64
->>> with precision_scope("float64", "adam"):
-...     str(jax.numpy.zeros(()).dtype)
-'float64'
->>> jax.config.jax_enable_x64 == before
-True
+Examples:
+    >>> import jax
+    >>> before = jax.config.jax_enable_x64
+    >>> with precision_scope("float64", "adam"):
+    ...     str(jax.numpy.zeros(()).dtype)
+    'float64'
+    >>> jax.config.jax_enable_x64 == before
+    True
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What a run records and reports between chunks: the histories (:class:`Recorder`), the
-progress lines and :class:`Progress` records, and the test-grid error tracker."""
+"""What a run records and reports between chunks: the histories (`Recorder`), the
+progress lines and `Progress` records, and the test-grid error tracker."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["Recorder", "Progress", "format_seconds", "progress_line", "member_hi
 
 
 class Recorder:
-    """Collects chunk histories (leading member axis) into the arrays of :class:`History`."""
+    """Collects chunk histories (leading member axis) into the arrays of [`History`][cgmpinn_jax.History]."""
 
     def __init__(self, lead):
         self.lead = lead
@@ -108,8 +108,8 @@ def progress_line(emit, tag, stage, k, tau, rec: Recorder, names, batched, weigh
 
 
 def member_history(h: dict, b: int, errors: dict | None = None) -> History:
-    """Member ``b``'s :class:`History` from a run's history arrays (``errors``: the
-    ``error_*`` arrays of a single run's :class:`ErrorTracker`)."""
+    """Member ``b``'s [`History`][cgmpinn_jax.History] from a run's history arrays (``errors``: the
+    ``error_*`` arrays of a single run's `ErrorTracker`)."""
     per = {k: (v if k in ("k", "refresh_k", "coeff_k") else v[b]) for k, v in h.items() if k != "snapshots"}
     return History(**per, **(errors or {}), snapshots={i: v[b] for i, v in h["snapshots"].items()})
 

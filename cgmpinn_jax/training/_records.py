@@ -1,8 +1,8 @@
 """Typed records at the engine's boundaries: stage statuses, chunk and run histories, results.
 
-A chunk (one jitted call of up to k_upd steps) returns a :class:`ChunkHistory`; the host
-loop concatenates the chunks of a run into a :class:`History`; :func:`~cgmpinn_jax.train`
-returns a :class:`TrainResult`.
+A chunk (one jitted call of up to k_upd steps) returns a `ChunkHistory`; the host
+loop concatenates the chunks of a run into a [`History`][cgmpinn_jax.History]; [`train`][cgmpinn_jax.train]
+returns a [`TrainResult`][cgmpinn_jax.TrainResult].
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class History(NamedTuple):
 
 @dataclasses.dataclass
 class TrainResult:
-    """The outcome of :func:`~cgmpinn_jax.train`."""
+    """The outcome of [`train`][cgmpinn_jax.train]."""
 
     problem: Problem
     method: Method

@@ -24,7 +24,7 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
 
     ``problem``: for a problem class that cannot be imported from its module (defined in a
     notebook or a script's ``__main__``), pass the instance, as for
-    :func:`~cgmpinn_jax.load_model`."""
+    [`load_model`][cgmpinn_jax.load_model]."""
     meta = ckpt_lib.read_meta(folder)
     ident = meta["identity"]
     if ident.get("kind") != "train":
@@ -40,10 +40,10 @@ def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainR
     from its last good checkpoint, with the problem, method, config and key it recorded.
     The result is bit-identical to the uninterrupted run on the same machine.
 
-    ``train_kwargs`` go to :func:`~cgmpinn_jax.train` (``quiet``, ``progress``,
+    ``train_kwargs`` go to [`train`][cgmpinn_jax.train] (``quiet``, ``progress``,
     ``checkpoint_every``, ``track_error_every``, ...).
 
-    Example:
+    Examples:
         >>> import cgmpinn_jax as cj
         >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=40, lbfgs_steps=0, k_upd=20),
         ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)  # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""A run's resolved settings (:class:`Setup`) and its refresh schedule (:func:`refresh_schedule`).
+"""A run's resolved settings (`Setup`) and its refresh schedule (`refresh_schedule`).
 
 ``train(problem, method, config)`` runs what the reference scripts run
 (docs/reference-code.md §4-§7): Adam for ``adam_steps`` steps, then one second-stage
@@ -87,7 +87,7 @@ class Setup:
 
 
 def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
-    """The :class:`Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
+    """The `Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
     from the problem's defaults and the method's settings there)."""
     d, s = problem.defaults, method.settings(problem)
     relo = {None: s.relobralo, True: "both", False: "none"}.get(cfg.relobralo, cfg.relobralo)
@@ -129,8 +129,9 @@ def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_bef
     """The chunks of an Adam + second-stage run, i.e. where the weights are refreshed
     (docs/reference-code.md §6).
 
-    >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
-    [1, 201, 400, 401, 601]
+    Examples:
+        >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
+        [1, 201, 400, 401, 601]
     """
     return stage_schedule((("adam", adam_steps), ("lbfgs", lbfgs_steps)), k_upd, refit_before_step=refit_before_step)
 
@@ -139,8 +140,9 @@ def stage_schedule(stages: Sequence[tuple[str, int]], k_upd: int, *, refit_befor
     """The chunks of the stages ``((name, budget), ...)``: Adam's by the Adam rule, every later
     stage's by the second stage's rule, each on the global step counter.
 
-    >>> [(c.stage, c.tau_k, c.n_steps) for c in stage_schedule((("adam", 4), ("lbfgs", 3), ("gauss_newton", 2)), 2)]
-    [('adam', 1, 2), ('adam', 3, 2), ('lbfgs', 4, 1), ('lbfgs', 5, 2), ('gauss_newton', 7, 1), ('gauss_newton', 8, 1)]
+    Examples:
+        >>> [(c.stage, c.tau_k, c.n_steps) for c in stage_schedule((("adam", 4), ("lbfgs", 3), ("gauss_newton", 2)), 2)]
+        [('adam', 1, 2), ('adam', 3, 2), ('lbfgs', 4, 1), ('lbfgs', 5, 2), ('gauss_newton', 7, 1), ('gauss_newton', 8, 1)]
     """
     chunks, base = [], 0
     for name, steps in stages:

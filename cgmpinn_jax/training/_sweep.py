@@ -1,31 +1,7 @@
 """Sweeps: many training runs (seeds x hyperparameters) in the same compiled, vmapped calls.
 
-``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
-every member of the Cartesian product seeds x beta x ... with the same engine as
-:func:`cgmpinn_jax.train`: each chunk of k_upd steps is the same few jitted calls (the weight
-refresh, the stage's loop), each vmapped over the members. Array-valued hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept
-inside that call; anything static (K, sizes, budgets, the L-BFGS settings) must be looped
-outside, one ``sweep`` per value.
-
-The member axis is sharded over ``jax.devices()`` with a ``NamedSharding``: all devices of
-all processes. The number of members is padded up to a multiple of the device count; padded
-members are dropped from the result. Multi-host (multi-process) runs work when
-``jax.distributed.initialize()`` was called before: every process calls ``sweep`` with the
-same arguments (SPMD); the seeds and hyperparameters become global arrays through
-``jax.make_array_from_callback`` (each process fills its own shards), the training points
-and networks are created on the shards where they live, and whatever the host reads
-(histories, statuses, predictions) is gathered with ``process_allgather``. Every process
-returns the full result; only process 0 prints progress. Tested with 4 simulated CPU devices
-in one process, and with 2 processes x 2 CPU devices (``jax.distributed`` on localhost).
-
-Members stop independently: a member whose stage stops (a guard, or a tolerance) takes no
-further steps while the others go on.
-
-Example::
-
-    res = cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=200, lbfgs_steps=100),
-                   seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
-    res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
+The public entry point is [`cgmpinn_jax.sweep`][cgmpinn_jax.sweep] (this module's ``sweep``); its docstring
+describes the sharding over devices, multi-host runs and how members stop.
 """
 
 from __future__ import annotations
@@ -152,27 +128,56 @@ def sweep(
 ) -> SweepResult:
     """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
 
+    ``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
+    every member of the Cartesian product seeds x beta x ... with the same engine as
+    [`cgmpinn_jax.train`][cgmpinn_jax.train]: each chunk of k_upd steps is the same few jitted calls (the weight
+    refresh, the stage's loop), each vmapped over the members. Array-valued hyperparameters
+    (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept inside that call; anything static (K,
+    sizes, budgets, the L-BFGS settings) must be looped outside, one ``sweep`` per value.
+
+    The member axis is sharded over ``jax.devices()`` with a ``NamedSharding``: all devices of
+    all processes. The number of members is padded up to a multiple of the device count; padded
+    members are dropped from the result. Multi-host (multi-process) runs work when
+    ``jax.distributed.initialize()`` was called before: every process calls ``sweep`` with the
+    same arguments (SPMD); the seeds and hyperparameters become global arrays through
+    ``jax.make_array_from_callback`` (each process fills its own shards), the training points
+    and networks are created on the shards where they live, and whatever the host reads
+    (histories, statuses, predictions) is gathered with ``process_allgather``. Every process
+    returns the full result; only process 0 prints progress. Tested with 4 simulated CPU devices
+    in one process, and with 2 processes x 2 CPU devices (``jax.distributed`` on localhost).
+
+    Members stop independently: a member whose stage stops (a guard, or a tolerance) takes no
+    further steps while the others go on.
+
     Args:
-        problem: as for :func:`cgmpinn_jax.train`.
-        method: as for :func:`cgmpinn_jax.train`.
-        config: as for :func:`cgmpinn_jax.train`; its values of the swept hyperparameters
+        problem: as for [`cgmpinn_jax.train`][cgmpinn_jax.train].
+        method: as for [`cgmpinn_jax.train`][cgmpinn_jax.train].
+        config: as for [`cgmpinn_jax.train`][cgmpinn_jax.train]; its values of the swept hyperparameters
             are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
-        grid: ``{name: values}`` for names in :data:`SWEEPABLE`.
+        grid: ``{name: values}`` for names in `SWEEPABLE`.
         shard: shard the member axis over ``jax.devices()``.
-        keep_histories: keep every member's :class:`~cgmpinn_jax.training._records.History`.
-        cache: the :class:`~cgmpinn_jax.training.CompileCache` to use (shared with ``train``).
+        keep_histories: keep every member's [`History`][cgmpinn_jax.History].
+        cache: the [`CompileCache`][cgmpinn_jax.training.CompileCache] to use (shared with ``train``).
         checkpoint_dir: checkpoint the vmapped state into ``checkpoint_dir/checkpoints/``
-            at chunk boundaries, as :func:`~cgmpinn_jax.train` does; Ctrl-C then checkpoints at the next chunk boundary and raises
-            :class:`~cgmpinn_jax.TrainingInterrupted` (its ``result`` is None for a sweep).
+            at chunk boundaries, as [`train`][cgmpinn_jax.train] does; Ctrl-C then checkpoints at
+            the next chunk boundary and raises
+            [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted] (its ``result`` is None for a sweep).
         checkpoint_every: seconds between checkpoints at the earliest (0: every chunk boundary).
         resume: continue the sweep checkpointed in this folder, called with the same problem,
             method, config, seeds and grid (anything else is refused, naming the difference);
             the result is bit-identical to the uninterrupted sweep on the same machine.
 
     Returns:
-        :class:`SweepResult` with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
+        [`SweepResult`][cgmpinn_jax.SweepResult] with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
+
+    Examples:
+        ```python
+        res = cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=200, lbfgs_steps=100),
+                       seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
+        res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
+        ```
     """
     problem = get_problem(problem)
     validate_problem(problem)  # before anything is compiled

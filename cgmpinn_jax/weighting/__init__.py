@@ -4,9 +4,9 @@ Precision Modulation, and Curriculum Scheduling"; docs/reference-code.md §5, §
 
 Two layers:
 
-* **Pure formulas** -- :func:`tau`, :func:`cgm_weights`, :func:`gmmpinn_weights`,
-  :func:`clpinn_weights` and their building blocks.  They take a residual vector and (for the
-  GMM variants) a :class:`~cgmpinn_jax.gmm.GMMFit` and return per-point weights.  They follow
+* **Pure formulas** -- `tau`, `cgm_weights`, `gmmpinn_weights`,
+  `clpinn_weights` and their building blocks.  They take a residual vector and (for the
+  GMM variants) a `GMMFit` and return per-point weights.  They follow
   the reference code, not the paper, where the two differ:
 
   - the normalised difficulty uses ``(d - d_min) / (d_max - d_min)`` when
@@ -16,38 +16,40 @@ Two layers:
     ``N w / (sum(w) + eps)``; identical up to ``eps / N``);
   - all ``eps`` are absolute (scale-dependent), as in the reference.
 
-* **optax-style transformations** -- :func:`cgm_weighting`, :func:`gmmpinn_weighting`,
-  :func:`clpinn_weighting`, :func:`uniform_weighting` return a :class:`Weighting`
-  ``(init, update)`` pair with a :class:`WeightingState` NamedTuple.  ``update(r, tau, state)``
+* **optax-style transformations** -- `cgm_weighting`, `gmmpinn_weighting`,
+  `clpinn_weighting`, `uniform_weighting` return a `Weighting`
+  ``(init, update)`` pair with a `WeightingState` NamedTuple.  ``update(r, tau, state)``
   refits the GMM on the signed residuals and recomputes the weights (one *refresh*); the
   training engine calls it every ``k_upd`` steps and holds the weights fixed in between.
 
 * **Automatic K** (an extension; the paper names it future work) --
   ``cgm_weighting(n_components="bic")`` / ``gmmpinn_weighting(n_components="bic")`` choose K
-  in ``1..max_components`` at every refresh by BIC (:func:`~cgmpinn_jax.gmm.fit_gmm_bic`).
+  in ``1..max_components`` at every refresh by BIC (`fit_gmm_bic`).
   The fit is padded to ``max_components`` components and the building blocks take a
   ``mask`` of the active ones, so the weights equal those of a plain fit with the chosen K.
 
 Hyper-parameters (``beta``, ``eps``, the GMM's ``tol`` / ``reg_covar``) are closed over by the
 factory, and ``tau`` is an argument of ``update``; all of them may be traced values.  To vmap a
-sweep over ``beta``, call the factory *inside* the vmapped function::
+sweep over ``beta``, call the factory *inside* the vmapped function:
 
-    def weights_for(beta, tau):
-        wt = cgm_weighting(beta=beta)
-        return wt.update(r, tau, wt.init(r.shape[0]))[0]
+```python
+def weights_for(beta, tau):
+    wt = cgm_weighting(beta=beta)
+    return wt.update(r, tau, wt.init(r.shape[0]))[0]
 
-    jax.vmap(weights_for)(betas, taus)
+jax.vmap(weights_for)(betas, taus)
+```
 
 Validation (``ValueError`` naming the argument) runs only on concrete Python/NumPy values, so
 the factories and functions can be traced.
 
 Modules (import everything from here):
 
-* :mod:`cgmpinn_jax.weighting._formulas` -- :func:`tau` and the pure weight formulas;
-* :mod:`cgmpinn_jax.weighting._transforms` -- :class:`Weighting`, :class:`WeightingState` and
+* `cgmpinn_jax.weighting._formulas` -- `tau` and the pure weight formulas;
+* `cgmpinn_jax.weighting._transforms` -- `Weighting`, `WeightingState` and
   the ``(init, update)`` factories;
-* :mod:`cgmpinn_jax.weighting._balancing` -- ReLoBRaLo, the balancing of the loss terms
-  (:func:`relobralo`, :func:`no_balancing`; formerly ``cgmpinn_jax.balancing``).
+* `cgmpinn_jax.weighting._balancing` -- ReLoBRaLo, the balancing of the loss terms
+  (`relobralo`, `no_balancing`; formerly ``cgmpinn_jax.balancing``).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ Choices made here:
   Past ``history_size`` calls the lookback is uniform over the ``history_size - 1`` most recent
   earlier calls that are still in the buffer.
 * **Explicit randomness.**  The PRNG key is part of the state and split once per call.  The two
-  draws (``u`` for the Bernoulli, ``j`` for the lookback index, see :func:`relobralo_draws`) are
-  fed to the pure :func:`relobralo_step`, so the formula can be tested against an independent
+  draws (``u`` for the Bernoulli, ``j`` for the lookback index, see `relobralo_draws`) are
+  fed to the pure `relobralo_step`, so the formula can be tested against an independent
   implementation driven by the same draws.  (The reference uses numpy's global RNG.)
 * Losses are treated as constants (``stop_gradient``); so are the returned lambdas.
 
@@ -48,7 +48,7 @@ with ``lambda(0) = 1`` and the first call storing ``L(0)``.  It keeps an EMA of 
 rather than of the losses and has no random lookback into the history (the history buffer is
 unused and has a single row).  The ``1e-8`` in the ratio is this implementation's guard.
 
-Example:
+Examples:
     >>> import jax, jax.numpy as jnp
     >>> bal = relobralo(2)
     >>> state = bal.init(jax.random.PRNGKey(0))
@@ -82,7 +82,7 @@ _VARIANTS = ("reference", "original")
 
 
 class ReLoBRaLoState(NamedTuple):
-    """State of :func:`relobralo` / :func:`no_balancing` (a pytree).
+    """State of `relobralo` / `no_balancing` (a pytree).
 
     Attributes:
         lambdas: ``(C,)`` current term weights (ones initially).
@@ -140,7 +140,7 @@ def relobralo_draws(key, count, history_size):
         ``j`` a call index drawn uniformly from ``[max(0, count - H + 1), count - 1]``
         (the strictly earlier calls still in the buffer; 0 when there is none).
 
-    Example:
+    Examples:
         >>> k, u, j = relobralo_draws(jax.random.PRNGKey(0), jnp.int32(5), 100)
         >>> 0 <= int(j) < 5 and 0.0 <= float(u) < 1.0
         True
@@ -154,23 +154,23 @@ def relobralo_draws(key, count, history_size):
 
 
 def relobralo_step(losses, state: ReLoBRaLoState, u, j, *, alpha=0.999, temperature=1.0, rho=0.99, variant="reference"):
-    """One ReLoBRaLo update with the random draws given (pure; used by :func:`relobralo`).
+    """One ReLoBRaLo update with the random draws given (pure; used by `relobralo`).
 
     Args:
         losses: ``(C,)`` current loss terms (treated as constants).
-        state: :class:`ReLoBRaLoState` before the call (its key is returned unchanged).
+        state: `ReLoBRaLoState` before the call (its key is returned unchanged).
         u: ``()`` uniform draw; ``u < rho`` selects the EMA reference (reference variant) or
             keeps the weight memory (original variant).
         j: ``()`` int, global index of an earlier call whose losses are the lookback reference
             (reference variant; read from row ``j % H``; ignored when ``u < rho`` or on the
             first call).
-        alpha, temperature, rho: see :func:`relobralo`.
+        alpha, temperature, rho: see `relobralo`.
         variant: ``"reference"`` or ``"original"``.
 
     Returns:
         ``(lambdas (C,), new_state)``.
 
-    Example:
+    Examples:
         >>> s = relobralo(2).init(jax.random.PRNGKey(0))
         >>> lam, s = relobralo_step(jnp.array([1.0, 2.0]), s, 0.5, 0)
         >>> lam.tolist(), int(s.count)
@@ -248,14 +248,14 @@ def relobralo(
         variant: ``"reference"`` (the authors' code) or ``"original"`` (Bischof & Kraus).
 
     Returns:
-        :class:`Balancing` ``(init, update)``.  ``init(key, dtype=None)`` takes a PRNG key;
-        ``update(losses, state)`` draws ``(u, j)`` with :func:`relobralo_draws` and applies
-        :func:`relobralo_step`.  The lambdas always sum to C.
+        `Balancing` ``(init, update)``.  ``init(key, dtype=None)`` takes a PRNG key;
+        ``update(losses, state)`` draws ``(u, j)`` with `relobralo_draws` and applies
+        `relobralo_step`.  The lambdas always sum to C.
 
     Raises:
         ValueError: on a bad argument (named in the message; traced values are not checked).
 
-    Example:
+    Examples:
         >>> bal = relobralo(3)
         >>> s = bal.init(jax.random.PRNGKey(1))
         >>> for L in ([1.0, 1.0, 1.0], [2.0, 0.5, 1.0]):
@@ -284,9 +284,9 @@ def relobralo(
 
 
 def no_balancing(n_terms: int) -> Balancing:
-    """Plain sum of the loss terms: lambdas are always ones (state shape as :func:`relobralo`).
+    """Plain sum of the loss terms: lambdas are always ones (state shape as `relobralo`).
 
-    Example:
+    Examples:
         >>> bal = no_balancing(2)
         >>> lam, s = bal.update(jnp.array([3.0, 4.0]), bal.init(jax.random.PRNGKey(0)))
         >>> lam.tolist()

@@ -2,9 +2,9 @@
 "Difficulty Quantification, Precision Modulation, and Curriculum Scheduling"; docs/reference-code.md
 §5, §6, §11.1, §11.2).
 
-Pure functions: :func:`tau`, :func:`cgm_weights`, :func:`gmmpinn_weights`,
-:func:`clpinn_weights` and their building blocks.  They take a residual vector and (for the GMM
-variants) a :class:`~cgmpinn_jax.gmm.GMMFit` and return per-point weights.  They follow the
+Pure functions: `tau`, `cgm_weights`, `gmmpinn_weights`,
+`clpinn_weights` and their building blocks.  They take a residual vector and (for the GMM
+variants) a `GMMFit` and return per-point weights.  They follow the
 reference code, not the paper, where the two differ:
 
 - the normalised difficulty uses ``(d - d_min) / (d_max - d_min)`` when
@@ -14,10 +14,10 @@ reference code, not the paper, where the two differ:
   ``N w / (sum(w) + eps)``; identical up to ``eps / N``);
 - all ``eps`` are absolute (scale-dependent), as in the reference.
 
-For a padded :func:`~cgmpinn_jax.gmm.fit_gmm_bic` fit the building blocks take a ``mask`` of
+For a padded `fit_gmm_bic` fit the building blocks take a ``mask`` of
 the active components, so the weights equal those of a plain fit with the chosen K.
 
-Import them from :mod:`cgmpinn_jax.weighting`.  Validation (``ValueError`` naming the argument)
+Import them from `cgmpinn_jax.weighting`.  Validation (``ValueError`` naming the argument)
 runs only on concrete Python/NumPy values, so the functions can be traced.
 """
 
@@ -99,7 +99,7 @@ def tau(k, k_max, c_sat=0.8):
     Raises:
         ValueError: ``c_sat`` outside ``(0, 1]`` or ``k_max <= 0`` (when concrete).
 
-    Example:
+    Examples:
         >>> float(tau(6000, 15000)), float(tau(13000, 15000))
         (0.5, 1.0)
     """
@@ -129,7 +129,7 @@ def component_difficulty(r, resp, eps=1e-6):
     Returns:
         ``(K,)`` difficulties.
 
-    Example:
+    Examples:
         >>> component_difficulty(jnp.array([1.0, 3.0]), jnp.array([[1.0, 0.0], [0.0, 1.0]]), 1e-6).round(3)
         Array([1., 9.], dtype=float32)
     """
@@ -149,13 +149,13 @@ def normalized_difficulty(d, eps=1e-6, *, mask=None):
         d: ``(K,)`` (or ``(N,)`` for CLPINN) difficulties.
         eps: absolute range threshold.
         mask: optional ``(K,)`` bool, True for the active components (a padded
-            :func:`~cgmpinn_jax.gmm.fit_gmm_bic` fit); min and max are taken over the active
+            `fit_gmm_bic` fit); min and max are taken over the active
             entries only and inactive entries are 0.  ``None``: all active.
 
     Returns:
         Same shape, values in ``[0, 1]``.
 
-    Example:
+    Examples:
         >>> normalized_difficulty(jnp.array([1.0, 2.0, 3.0]))
         Array([0. , 0.5, 1. ], dtype=float32)
     """
@@ -185,7 +185,7 @@ def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
     Returns:
         ``(K,)`` values in ``(0, 1]`` (0 for inactive components).
 
-    Example:
+    Examples:
         >>> precision_factor(jnp.array([1.0, 3.0]), 0.0 + 1e-12).round(4)
         Array([1.    , 0.3333], dtype=float32)
     """
@@ -199,7 +199,7 @@ def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
 def normalize_weights(w, eps=1e-6):
     """Unit-mean normalisation ``w / (mean(w) + eps)`` (Eq. weight_normalize, as coded).
 
-    Example:
+    Examples:
         >>> normalize_weights(jnp.array([1.0, 3.0]), 1e-6).round(4)
         Array([0.5, 1.5], dtype=float32)
     """
@@ -217,7 +217,7 @@ def cgm_component_weights(
 
     Args:
         r: ``(N,)`` signed residuals the GMM was fitted on.
-        fit: a :class:`GMMFit` (uses ``resp`` and ``variances``).
+        fit: a `GMMFit` (uses ``resp`` and ``variances``).
         tau: ``()`` curriculum parameter in ``[0, 1]``.
         beta: discrimination strength (>= 0).
         eps: absolute guard (docs/reference-code.md §5).
@@ -225,7 +225,7 @@ def cgm_component_weights(
         fade_variance: fade the precision factor to 1 with ``tau`` (Eq. effective_precision);
             with False ``v`` is used as is (an ablation; not in the reference).
         mask: optional ``(K,)`` bool of active components (for a padded
-            :func:`~cgmpinn_jax.gmm.fit_gmm_bic` fit, ``selection.mask``): the difficulty
+            `fit_gmm_bic` fit, ``selection.mask``): the difficulty
             normalisation and the precision maximum use the active components only, and
             inactive components get weight 0.  ``None``: all active.
 
@@ -263,13 +263,13 @@ def cgm_weights(
 
     Args:
         r: ``(N,)`` signed residuals (the GMM's input).
-        fit: :class:`GMMFit` of ``r`` (``resp (N, K)``, ``variances (K,)``).
+        fit: `GMMFit` of ``r`` (``resp (N, K)``, ``variances (K,)``).
         tau: ``()`` curriculum parameter.
-        beta, eps, variance_factor, fade_variance: see :func:`cgm_component_weights`.
+        beta, eps, variance_factor, fade_variance: see `cgm_component_weights`.
         normalize: if False return the raw weights ``w_i`` (in ``[exp(-beta) v_min, 1]``,
             the bounds behind the paper's Theorem main_equiv).
         mask: optional ``(K,)`` bool of active components of a padded fit (see
-            :func:`cgm_component_weights`).
+            `cgm_component_weights`).
 
     Returns:
         ``(N,)`` weights (unit mean when ``normalize``).
@@ -278,7 +278,7 @@ def cgm_weights(
         ValueError: ``r`` not 1-D, ``beta < 0``, ``eps <= 0``, ``tau`` outside ``[0, 1]``
             (when concrete).
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.gmm import fit_gmm
         >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
         >>> w = cgm_weights(r, fit_gmm(r, 2), 0.0)
@@ -301,7 +301,7 @@ def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
 
     No curriculum: hard components are up-weighted at all times, the precision factor has the
     extra ``eps`` in its denominator and is never faded.  ``mask``: as
-    :func:`cgm_component_weights`.
+    `cgm_component_weights`.
     """
     d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps, mask=mask)
     w = jnp.exp(beta * d_t) * precision_factor(fit.variances, eps, extra_eps=True, mask=mask)
@@ -315,9 +315,9 @@ def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=
     ``v_m = (sigma_m^2 + eps)^-1 / (max_l (sigma_l^2 + eps)^-1 + eps)``, then
     ``w / (mean(w) + eps)``.  Not an equation of the paper (ablation only).
 
-    Args / Returns: as :func:`cgm_weights` without ``tau`` (``mask`` included).
+    Args / Returns: as `cgm_weights` without ``tau`` (``mask`` included).
 
-    Example:
+    Examples:
         >>> from cgmpinn_jax.gmm import fit_gmm
         >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 4.2, 20)])
         >>> w = gmmpinn_weights(r, fit_gmm(r, 2))
@@ -335,11 +335,11 @@ def clpinn_weights(r, tau, *, beta=1.0, eps=1e-6, normalize=True):
     """CLPINN (curriculum-only ablation) sample weights (docs/reference-code.md §11.2).
 
     Per-point difficulty ``p_i = r_i^2``, min-max normalised over all points with the same
-    ``range > eps`` rule as :func:`normalized_difficulty`;
+    ``range > eps`` rule as `normalized_difficulty`;
     ``w_i = (1 - tau) exp(-beta p~_i) + tau exp(-beta (1 - p~_i))``; then ``w / (mean(w) + eps)``.
     No GMM, no precision factor.
 
-    Example:
+    Examples:
         >>> w = clpinn_weights(jnp.array([0.0, 1.0, 2.0]), 1.0, normalize=False)
         >>> [round(float(v), 4) for v in w]
         [0.3679, 0.4724, 1.0]

@@ -1,17 +1,17 @@
 """optax-style ``(init, update)`` sample-weighting transformations (docs/reference-code.md §5,
-§11.1, §11.2): :func:`cgm_weighting`, :func:`gmmpinn_weighting`, :func:`clpinn_weighting`,
-:func:`uniform_weighting` return a :class:`Weighting` pair with a :class:`WeightingState`.
+§11.1, §11.2): `cgm_weighting`, `gmmpinn_weighting`, `clpinn_weighting`,
+`uniform_weighting` return a `Weighting` pair with a `WeightingState`.
 
 ``update(r, tau, state)`` refits the GMM on the signed residuals and recomputes the weights
-(one *refresh*, with the formulas of :mod:`cgmpinn_jax.weighting._formulas`); the training
+(one *refresh*, with the formulas of `cgmpinn_jax.weighting._formulas`); the training
 engine calls it every ``k_upd`` steps and holds the weights fixed in between.  A fit that is
 not usable (``DEGENERATE`` / ``NONFINITE``) or non-finite weights keep the previous valid
 weights (docs/reference-code.md §5 step 8).
 
 ``n_components="bic"`` (an extension; the paper names it future work) chooses K in
-``1..max_components`` at every refresh by BIC (:func:`~cgmpinn_jax.gmm.fit_gmm_bic`).
+``1..max_components`` at every refresh by BIC (`fit_gmm_bic`).
 
-Import them from :mod:`cgmpinn_jax.weighting`.
+Import them from `cgmpinn_jax.weighting`.
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ __all__ = [
 
 
 class WeightingState(NamedTuple):
-    """State of a :class:`Weighting` (a pytree).
+    """State of a `Weighting` (a pytree).
 
     Attributes:
         weights: ``(N,)`` current normalised sample weights (ones before the first refresh).
         last_valid: ``(N,)`` last valid *unnormalised* weights -- the reference's cache
             (docs/reference-code.md §5 step 7), ones initially; re-normalised on a fallback.
-        last_status: ``()`` int32 :class:`~cgmpinn_jax.gmm.GMMStatus` of the last refresh
+        last_status: ``()`` int32 `GMMStatus` of the last refresh
             (``NONFINITE`` also when the GMM was fine but the weights were not).
         n_refresh: ``()`` int32 number of ``update`` calls.
         n_fallback: ``()`` int32 number of refreshes that kept the previous weights.
@@ -160,8 +160,8 @@ def cgm_weighting(
     """CGM weighting as an ``(init, update)`` pair (docs/reference-code.md §5).
 
     ``update(r, tau, state)``: fit a ``n_components`` GMM to the signed residuals
-    (:func:`~cgmpinn_jax.gmm.fit_gmm`, extra keyword arguments forwarded, sklearn defaults
-    otherwise), compute :func:`cgm_weights` at ``tau``.  On a ``CONVERGED`` or ``MAX_ITER``
+    (`fit_gmm`, extra keyword arguments forwarded, sklearn defaults
+    otherwise), compute `cgm_weights` at ``tau``.  On a ``CONVERGED`` or ``MAX_ITER``
     fit the new weights are used (sklearn also uses a fit that hit ``max_iter``).  On
     ``DEGENERATE`` / ``NONFINITE`` status or any non-finite weight the previous valid
     unnormalised weights (ones initially) are kept and re-normalised, as the reference's
@@ -170,7 +170,7 @@ def cgm_weighting(
     that case (``DEGENERATE``) also falls back.
 
     ``n_components="bic"`` (an extension; the paper names automatic K as future work) refits
-    K = 1..``max_components`` at every refresh with :func:`~cgmpinn_jax.gmm.fit_gmm_bic` and
+    K = 1..``max_components`` at every refresh with `fit_gmm_bic` and
     uses the fit of lowest BIC; the difficulty normalisation and the precision maximum then
     run over the chosen K components only, so the weights equal those of a plain fit with that
     K.  The chosen K is in ``state.n_components``.
@@ -181,14 +181,14 @@ def cgm_weighting(
             otherwise).
         beta: >= 0 (default 1.0); may be traced.
         eps: > 0 (default 1e-6, absolute); may be traced.
-        variance_factor, fade_variance: see :func:`cgm_component_weights`.
+        variance_factor, fade_variance: see `cgm_component_weights`.
         **gmm_kwargs: ``max_iter``, ``tol``, ``reg_covar``, ``init``, ``kmeans_max_iter`` of
-            :func:`~cgmpinn_jax.gmm.fit_gmm`.
+            `fit_gmm`.
 
     Returns:
-        :class:`Weighting`.
+        `Weighting`.
 
-    Example:
+    Examples:
         >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
         >>> wt = cgm_weighting(n_components=2)
         >>> state = wt.init(r.shape[0])
@@ -227,7 +227,7 @@ def gmmpinn_weighting(
     """GMMPINN ablation weighting (docs/reference-code.md §11.1) as an ``(init, update)`` pair.
 
     Same GMM (``n_components="bic"`` included), status handling and fallback as
-    :func:`cgm_weighting`; weights from :func:`gmmpinn_weights`.  ``update(r, tau, state)``
+    `cgm_weighting`; weights from `gmmpinn_weights`.  ``update(r, tau, state)``
     ignores ``tau``.
     """
     n_components, max_components = _check_n_components(n_components, max_components)
@@ -269,7 +269,7 @@ def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
 def uniform_weighting() -> Weighting:
     """Plain PINN weighting: every weight is 1, always (no normalisation ``eps``).
 
-    Example:
+    Examples:
         >>> wt = uniform_weighting()
         >>> w, s = wt.update(jnp.arange(3.0), 0.5, wt.init(3))
         >>> w.tolist(), int(s.n_refresh)
