@@ -125,6 +125,17 @@ def _table(result, paper: dict | None) -> str:
     return "\n".join(lines)
 
 
+def _list_pinnacle() -> None:
+    """The `list` section of PINNacle's problems: dimension, coordinates and what errors are measured against."""
+    from ..problems import PINNACLE
+
+    print("PINNacle's problems (Hao et al. 2024; cgmpinn_jax/problems/pinnacle.py):")
+    for name, cls in PINNACLE.items():
+        p = cls()
+        against = "the closed form" if p.has_exact else f"reference {p.reference_data().source}"
+        print(f"  {name:<22} d={p.dim} coords={','.join(cls.coords):<17} against {against}")
+
+
 def _cmd_list(_args) -> int:
     from ..methods import METHODS
     from ..problems import PROBLEMS, WORKED
@@ -138,6 +149,7 @@ def _cmd_list(_args) -> int:
         p = cls()
         print(f"  {name:<22} coords={','.join(cls.coords):<5} fields={','.join(cls.fields)} "
               f"against {p.reference_data().source}")
+    _list_pinnacle()
     print("methods (relobralo = the method's default --relobralo mode, on the heat problem):")
     internal = {v[0]: k for k, v in RELOBRALO_MODES.items()}
     probe = PROBLEMS["heat"]()

@@ -2,7 +2,8 @@
 registry by name; for problems as the field poses them, geometry (primitives and set
 operations), reference data readers, and the pieces of systems and curved boundaries.
 
-A problem is named by a registry name (``"heat"``, one of `PROBLEMS`), or by the
+A problem is named by a registry name (``"heat"``, one of `PROBLEMS`; a worked example of
+`WORKED`; one of PINNacle's problems in `PINNACLE`, ``"wave1d_c"``), or by the
 import path of a user's [`Problem`][cgmpinn_jax.Problem] subclass, ``"package.module:ClassName"``; both
 work with [`get_problem`][cgmpinn_jax.get_problem], [`train`][cgmpinn_jax.train] and the ``cgmpinn-jax run``
 command.
@@ -27,6 +28,7 @@ from .points import box_edges, edge_pair, initial_line
 from .poisson1d import Poisson1D
 from .poisson2d import Poisson2D
 from .worked import WORKED, BurgersFromData, LidDrivenCavity, SquareWithHoles
+from .pinnacle import PINNACLE, Burgers1DC, Heat2DMultiscale, HeatND, NS2DC, Poisson2DC, PoissonND, Wave1DC
 
 PROBLEMS: dict[str, type[Problem]] = {
     cls.name: cls for cls in (Poisson1D, Poisson2D, Heat, DampedWave, AdvectionDiffusion, FisherKPP)
@@ -69,7 +71,8 @@ def import_problem_class(path: str) -> type[Problem]:
 def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
     """A problem instance, with optional parameter overrides (``get_problem("heat", n_pde=500)``).
 
-    ``name`` is one of `PROBLEMS` or of the worked examples `WORKED`, an import path ``"package.module:ClassName"`` of
+    ``name`` is one of `PROBLEMS`, of the worked examples `WORKED` or of PINNacle's problems `PINNACLE`
+    (``"wave1d_c"``, ...), an import path ``"package.module:ClassName"`` of
     a user's subclass (the module must be importable), or a [`Problem`][cgmpinn_jax.Problem] subclass;
     each is instantiated with ``params``. A Problem instance is returned as is.
     """
@@ -86,10 +89,12 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
         cls = PROBLEMS[name]
     elif isinstance(name, str) and name in WORKED:
         cls = WORKED[name]
+    elif isinstance(name, str) and name in PINNACLE:
+        cls = PINNACLE[name]
     else:
         raise ValueError(
             f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}, the worked examples "
-            f"{', '.join(WORKED)}, or 'package.module:ClassName' "
+            f"{', '.join(WORKED)}, PINNacle's problems {', '.join(PINNACLE)}, or 'package.module:ClassName' "
             "of your own Problem subclass (or pass an instance)"
         )
     try:
@@ -101,9 +106,17 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
 __all__ = [
     "PROBLEMS",
     "WORKED",
+    "PINNACLE",
     "BurgersFromData",
     "LidDrivenCavity",
     "SquareWithHoles",
+    "Burgers1DC",
+    "Poisson2DC",
+    "NS2DC",
+    "Wave1DC",
+    "Heat2DMultiscale",
+    "PoissonND",
+    "HeatND",
     "get_problem",
     "class_path",
     "import_problem_class",
