@@ -106,12 +106,21 @@ class Problem(abc.ABC):
       derived from ``exact``.
     * ``defaults`` (`ProblemDefaults`, optional): the budgets and sizes a
       [`TrainConfig`][cgmpinn_jax.TrainConfig] left at ``None`` falls back to.
+    * ``fields`` (tuple of str, default ``("u",)``) and ``equations`` (default ``("pde",)``):
+      a system names several; the network then has one output per field, the operator
+      receives the `Fields` view and returns one value per equation, and each piece names
+      the field it constrains (docs/problems-from-data.md).
+    * ``geometry`` (optional): a domain from `cgmpinn_jax.problems.geometry`; ``lower`` and
+      ``upper`` then default to its bounding box.
 
     Methods to define (``z`` is ONE point, shape ``(d,)``; use ``jax.numpy``, the methods are
     traced by JAX):
 
-    * ``exact(self, z) -> scalar``: the exact (or a reference) solution ``u*(z)``, shape
-      ``()``. The source ``f = N[u*]`` and every constraint target are derived from it.
+    * ``exact(self, z) -> scalar`` (optional): the exact solution ``u*(z)``, shape ``()``
+      (``(F,)`` on a system). The source ``f = N[u*]`` and every constraint target without a
+      given ``g`` are derived from it. Without it, define ``source(self, z)`` (or set
+      ``homogeneous = True``), give the pieces their targets (``Dirichlet(g=...)``), and
+      optionally ``reference(self)`` (reference data the errors are measured against).
     * ``operator(self, u, z) -> scalar``: ``N[u](z)`` for any scalar field ``u`` (a function
       of one point); take derivatives with `partial`,
       e.g. ``partial(u, 1)(z) - partial(u, 0, 0)(z)`` for ``u_t - u_xx``.
