@@ -95,9 +95,12 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
         tr = eqx.combine(params, static)
         prob = _bound(problem, tr)
         r, extra = pde_residuals(prob, tr.model, batch)
-        sq = pde_squares(r)
-        pde_raw = jnp.mean(sq)
-        pde_w = jnp.mean(w * sq) if w.ndim == sq.ndim else jnp.mean(jnp.sum(w * r**2, axis=-1))  # per equation
+        if r.ndim == 1:  # one equation: the expression of the faithful runs, bit for bit
+            pde_raw, pde_w = jnp.mean(r**2), jnp.mean(w * r**2)
+        else:  # a system: every equation's squares, one weight per point or per point and equation
+            sq = pde_squares(r)
+            pde_raw = jnp.mean(sq)
+            pde_w = jnp.mean(w * sq) if w.ndim == 1 else jnp.mean(jnp.sum(w * r**2, axis=-1))
         cres = prob.constraint_residuals(tr.model, batch)
         cons = [_aggregate(cres[t], loss.aggregation) for t in prob.terms]
         raw = jnp.stack([pde_raw] + cons)
