@@ -73,7 +73,7 @@ def config_of(cell: dict):
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
 
-    cell = CELLS[name]
+    cell, made_by = CELLS[name], commit()  # the code at the start of the run
     problem = cj.get_problem(cell["problem"], **cell.get("params", {}))
     config = config_of(cell)
     res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every)
@@ -86,7 +86,7 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
             "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"],
-            "threads": runcache.threads_label(), "commit": commit(),
+            "threads": runcache.threads_label(), "commit": made_by,
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
 
@@ -121,7 +121,9 @@ def report(runs: dict) -> str:
     against = sorted({r["metrics"].get("against", "exact") for r in runs.values()})
     machines = sorted({f"{r['machine'].get('processor') or r['machine'].get('platform')}, {r['threads']}"
                        for r in runs.values() if "machine" in r})
-    lines += ["", "References: " + "; ".join(against) + ".", "", "Machine: " + "; ".join(machines) + "."]
+    lines += ["", "References: " + "; ".join(against) + ".", "", "Machine: " + "; ".join(machines) + ". "
+              "The runs of 2026-11-29 shared the 2-core machine with two to three other jobs (each run on one XLA "
+              "thread), so their seconds are an upper bound, not a speed measurement."]
     return "\n".join(lines) + "\n"
 
 
