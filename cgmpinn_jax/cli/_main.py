@@ -110,7 +110,8 @@ def _table(result, paper: dict | None) -> str:
         lines.append(f"{'rel e2 ' + field:<14}{_fmt(m.rel_e2):>14}")
     if result.metrics.against != "exact":
         lines.append(result.metrics.describe() if result.metrics.against == "none"
-                     else f"(errors against the {result.metrics.against}; pooled over the fields on a system)")
+                     else f"(errors against the {result.metrics.against}"
+                     + ("; relative e2 pools every field and point)" if result.metrics.per_field else ")"))
     lines.append(
         f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine"
         + ("; paper = one PyTorch CPU run, hardware not stated)" if paper else ")")
