@@ -315,3 +315,18 @@ def test_a_sweep_over_a_system_and_a_geometry_stays_vmapped():
         res = cj.sweep(problem, "cgmpinn", cfg, seeds=[0, 1], quiet=True)
         rel = np.asarray(res.metrics["rel_e2"])
         assert rel.shape == (2,) and np.all(np.isfinite(rel)) and rel[0] != rel[1]
+
+
+def test_command_line_lists_and_runs_a_worked_example(tmp_path, capsys):
+    from cgmpinn_jax.cli import main
+
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"  {name} " in listed for name in ("burgers_data", "cavity", "holes"))
+    out = tmp_path / "holes"
+    assert main(["run", "holes", "--adam-steps", "20", "--lbfgs-steps", "0", "--width", "8", "--depth", "1",
+                 "--quiet", "--no-plots", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "errors against the reference pinnacle/poisson1_cg_data.dat.gz" in printed
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["against"] == "reference pinnacle/poisson1_cg_data.dat.gz" and metrics["rel_e2"] > 0
