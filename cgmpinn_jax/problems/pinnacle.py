@@ -58,10 +58,10 @@ class Burgers1DC(BurgersFromData):
 
     Args:
         reference_source: what errors are measured against: ``"spectral"`` (default), our
-            Fourier pseudo-spectral solution (``cgmpinn_jax/data/burgers``, estimated error
-            3e-13); ``"pinnacle"``, PINNacle's ``ref/burgers1d.dat`` (1111 points, 101 x at
-            t = 0, 0.1, ..., 1; its initial values differ from ``-sin(pi x)`` by up to 3.2e-6),
-            only for ``nu = 0.01 / pi``.
+            Fourier pseudo-spectral solution (``cgmpinn_jax/data/burgers``); ``"pinnacle"``,
+            PINNacle's ``ref/burgers1d.dat`` (1111 points, 101 x at t = 0, 0.1, ..., 1), only for
+            ``nu = 0.01 / pi``. How the two differ, and each one's error, is measured in
+            ``benchmarks/results/burgers_reference.md`` and ``cgmpinn_jax/data/pinnacle/README.md``.
 
     Where ours differs from PINNacle:
 

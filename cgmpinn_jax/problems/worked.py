@@ -4,7 +4,8 @@
 * `BurgersFromData`: ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]``,
   ``u(x, 0) = -sin(pi x)``, ``u(+-1, t) = 0``, ``nu = 0.01/pi``; the reference is the
   Fourier pseudo-spectral solution shipped in ``cgmpinn_jax/data/burgers``
-  (``benchmarks/burgers_reference.py``, estimated error 3e-13).
+  (made by ``benchmarks/burgers_reference.py``; its measured error is in
+  ``benchmarks/results/burgers_reference.md``).
 * `LidDrivenCavity`: steady Navier-Stokes at Re = 100 in the unit square, fields
   ``(u, v, p)``, three equations, lid ``u = 4x(1 - x)``; the pressure is pinned at the
   origin (it is defined up to a constant; the reference's gauge is ``p(0, 0) = 0``); the
