@@ -9,7 +9,8 @@ Cells (``--list``):
   seeds, so the pair decides the default.
 * ``cavity_pinn``: the same budget for PINN (no weighting), the baseline of that pair.
 * ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a point count and network
-  that fit the 2-core CPU (``n_pde`` 1000, width 40).
+  that fit the 2-core CPU (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations
+  (``cavity_accurate_gn800``: 800).
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
   (``burgers_accurate_gn300``: its first 300 Gauss-Newton iterations, a run that fits a
   session on the shared 2-core CPU).
@@ -44,6 +45,8 @@ CELLS: dict[str, dict] = {
     "cavity_pinn": dict(problem="cavity", method="pinn", config=dict(adam_steps=3000, lbfgs_steps=3000)),
     "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
                             config=dict(width=40, adam_steps=5000, lbfgs_steps=400)),
+    "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
+                                  config=dict(width=40, adam_steps=5000, lbfgs_steps=800)),
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
     "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(lbfgs_steps=300)),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
