@@ -25,7 +25,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..derivatives import partial
-from ._normal_pieces import Neumann  # noqa: F401  (re-exported for the docs' examples)
 from ._pieces import Condition, Dirichlet, ProblemDefaults, uniform
 from .base import Problem
 from .geometry import Box, Disk
