@@ -18,7 +18,8 @@ Cells (``--list``):
 
 Every run is cached (``benchmarks/runcache.py``: the compact record in
 ``benchmarks/results/field_problems.json``, with the commit and thread setting that made it;
-the full file with the error trace in the ignored cache), so the study resumes.
+the full file with the error trace in the ignored cache), so the study resumes. The run cache
+adds the commit and thread setting to every record.
 
     python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
     python -m benchmarks.field_problems --list
@@ -28,7 +29,6 @@ the full file with the error trace in the ignored cache), so the study resumes.
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -56,17 +56,6 @@ CELLS: dict[str, dict] = {
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
 
 
-def commit() -> str:
-    """The commit of the working tree (with ``+dirty`` when it has changes to tracked files)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "cgmpinn_jax"], cwd=Path(__file__).parent).returncode
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def config_of(cell: dict):
     import cgmpinn_jax as cj
 
@@ -76,7 +65,7 @@ def config_of(cell: dict):
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
 
-    cell, made_by = CELLS[name], commit()  # the code at the start of the run
+    cell = CELLS[name]
     problem = cj.get_problem(cell["problem"], **cell.get("params", {}))
     config = config_of(cell)
     res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every)
@@ -89,7 +78,6 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
             "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"],
-            "threads": runcache.threads_label(), "commit": made_by,
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
 
@@ -125,8 +113,8 @@ def report(runs: dict) -> str:
     machines = sorted({f"{r['machine'].get('processor') or r['machine'].get('platform')}, {r['threads']}"
                        for r in runs.values() if "machine" in r})
     lines += ["", "References: " + "; ".join(against) + ".", "", "Machine: " + "; ".join(machines) + ". "
-              "The runs of 2026-11-29 shared the 2-core machine with two to three other jobs (each run on one XLA "
-              "thread), so their seconds are an upper bound, not a speed measurement."]
+              "The runs of 2026-11-29 shared the 2-core machine with one to three other jobs, so their "
+              "seconds are an upper bound, not a speed measurement."]
     return "\n".join(lines) + "\n"
 
 

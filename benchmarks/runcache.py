@@ -25,8 +25,9 @@ stored as the strings ``"nan"``, ``"inf"``, ``"-inf"``; arrays as (nested) lists
 
 A compact run is ``compact(full)`` when a ``compact`` function is given, else ``full`` without
 the keys in :data:`BULKY_KEYS` (loss curves, histories, predictions), plus ``run_key``, and
-``machine`` (:func:`machine_info`), ``finished_at`` (ISO time) and ``call_seconds`` (wall
-seconds of ``fn()``) where the full run does not set them itself. Keep it to metrics, config,
+``machine`` (:func:`machine_info`), ``finished_at`` (ISO time), ``call_seconds`` (wall
+seconds of ``fn()``), ``commit`` (:func:`code_commit` when the run started) and ``threads``
+(:func:`threads_label`) where the full run does not set them itself. Keep it to metrics, config,
 timings and machine: the record is committed, the cache is not.
 
 API (``study`` is a short name such as ``"precision"``; every function and :class:`Study`
@@ -81,6 +82,7 @@ import math
 import os
 import platform
 import string
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -221,6 +223,18 @@ def machine_info() -> dict:
     return info
 
 
+def code_commit() -> str:
+    """The commit of this checkout (short hash), with ``+dirty`` when the package's tracked
+    files differ from it; ``"unknown"`` outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=BENCH).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "cgmpinn_jax"], cwd=BENCH).returncode != 0
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def _now() -> str:
     return _dt.datetime.now().isoformat(timespec="seconds")
 
@@ -301,7 +315,7 @@ class Study:
     def _compact(self, run_key: str, full: dict, compact: Optional[Callable[[dict], dict]]) -> dict:
         c = dict(compact(full) if compact is not None else compact_run(full))
         c["run_key"] = run_key
-        for k in ("machine", "finished_at", "call_seconds"):
+        for k in ("machine", "finished_at", "call_seconds", "commit", "threads"):
             if k in full and k not in c:
                 c[k] = full[k]
         return to_json(c)
@@ -315,12 +329,15 @@ class Study:
 
     def save(self, run_key: str, full: dict, *, compact: Optional[Callable[[dict], dict]] = None) -> dict:
         """Write ``full`` to the cache and its compact form to the record; return the compact run.
-        ``machine`` and ``finished_at`` are added to ``full`` when it lacks them."""
+        ``machine``, ``finished_at``, ``commit`` (:func:`code_commit`) and ``threads``
+        (:func:`threads_label`) are added to ``full`` when it lacks them."""
         if not isinstance(full, dict):
             raise TypeError(f"a run must be a dict, got {type(full).__name__}")
         full = dict(full)
         full.setdefault("machine", machine_info())
         full.setdefault("finished_at", _now())
+        full.setdefault("commit", code_commit())
+        full.setdefault("threads", threads_label())
         full = to_json(full)
         _write_atomic(self.full_path(run_key), json.dumps(full, separators=(",", ":"), allow_nan=False))
         c = self._compact(run_key, full, compact)
@@ -341,6 +358,7 @@ class Study:
             if accept is None or accept(c):
                 self._update({run_key: c})
                 return c
+        started_at = code_commit()  # the code that makes the run, before it can change
         t0 = time.perf_counter()
         full = fn()
         seconds = time.perf_counter() - t0
@@ -348,6 +366,7 @@ class Study:
             raise TypeError(f"fn must return a dict, got {type(full).__name__}")
         full = dict(full)
         full.setdefault("call_seconds", seconds)
+        full.setdefault("commit", started_at)
         return self.save(run_key, full, compact=compact)
 
     def sync(self, accept: Optional[Callable[[dict], bool]] = None,

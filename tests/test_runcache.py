@@ -29,7 +29,8 @@ def test_cached_run_trains_once(dirs, tmp_path):
     assert a["run_key"] == "p1-f32-seed0" and a["metrics"]["e_inf"] == "nan"
     assert a["metrics"]["rel_e2"] == pytest.approx(1e-3)
     assert "loss_curve" not in a and "prediction" not in a
-    assert {"machine", "finished_at", "call_seconds"} <= set(a)
+    assert {"machine", "finished_at", "call_seconds", "commit", "threads"} <= set(a)
+    assert a["commit"] == rc.code_commit() and a["threads"] in ("one XLA thread", "XLA default threads")
 
     full = rc.Study("precision", **dirs).load_full("p1-f32-seed0")
     assert full["loss_curve"] == [0.0, 1.0, 2.0, 3.0, 4.0] and full["prediction"] == [0.1, 0.2]
@@ -84,7 +85,7 @@ def test_sync_adds_cached_full_runs_and_keeps_extra_keys(dirs, tmp_path):
 def test_custom_compact_and_bad_input(dirs):
     st = rc.Study("s", **dirs)
     rec = st.save("k", {"metrics": {"a": 1}, "big": list(range(10))}, compact=lambda f: {"metrics": f["metrics"]})
-    assert set(rec) == {"metrics", "run_key", "machine", "finished_at"}
+    assert set(rec) == {"metrics", "run_key", "machine", "finished_at", "commit", "threads"}
     with pytest.raises(TypeError):
         st.run("j", lambda: [1, 2])
     with pytest.raises(ValueError):
