@@ -251,6 +251,13 @@ def test_worked_examples_validate_and_state_their_reference():
 # ---- bad input: each a clear error naming the culprit ------------------------------------------
 
 
+class ShortDisk(Disk):
+    """A user's geometry whose interior sampler returns one point too few."""
+
+    def sample_interior(self, key, n):
+        return super().sample_interior(key, n)[:-1]
+
+
 def _variant(base, **members):
     return dataclasses.dataclass(frozen=True)(type("Bad" + base.__name__, (base,), members))()
 
@@ -272,8 +279,11 @@ def _variant(base, **members):
     (lambda: _variant(Annulus, pieces=lambda self: {"bc": (Dirichlet(g=1.0), Neumann(lambda z: jnp.zeros(2)))}),
      r"normal.*not unit"),
     (lambda: _variant(Annulus, geometry=Box((0.0,), (1.0,))), r"geometry.*1-dimensional"),
+    (lambda: _variant(Annulus, geometry=ShortDisk((0.0, 0.0), 1.0, name="outer")),
+     r"sample_interior\(key, n\).*shape \(63, 2\) for n = 64"),
 ], ids=["no-source", "exact-shape", "operator-shape", "duplicate-fields", "piece-without-field", "unknown-field",
-        "reference-outside", "reference-fields", "points-outside", "zero-normal", "geometry-dim"])
+        "reference-outside", "reference-fields", "points-outside", "zero-normal", "geometry-dim",
+        "sampler-count"])
 def test_bad_input_raises_a_clear_error(make, pattern):
     with pytest.raises(ValueError, match=pattern):
         validate_problem(make())
