@@ -88,9 +88,12 @@ from ._protocol import StageStatus
 from ._protocol import StepResult
 from ._stopping import Terminates
 
-__all__ = ["GaussNewton", "GNState", "memory_bytes", "lm_solve_form"]
+__all__ = ["GaussNewton", "GNState", "PCGState", "memory_bytes", "lm_solve_form"]
 
 HIGHEST = jax.lax.Precision.HIGHEST
+PCG_MAX_ITERS = 50  # CG iterations per trial at most (gn_form="pcg")
+PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
+PCG_REFACTOR = 10  # a new factor when the last iteration's CG needed more iterations than this
 
 
 class GNState(NamedTuple):
@@ -102,7 +105,8 @@ class GNState(NamedTuple):
 
 
 def lm_solve_form(rows: int, params: int, form: str = "auto") -> str:
-    """``"kernel"`` (``rows x rows`` system) when ``rows <= params``, else ``"gramian"``."""
+    """``"kernel"`` (``rows x rows`` system) when ``rows <= params``, else ``"gramian"``;
+    ``form`` other than ``"auto"`` is returned as it is."""
     if form != "auto":
         return form
     return "kernel" if rows <= params else "gramian"
@@ -112,7 +116,7 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
     """Bytes one iteration holds at its peak: the Jacobian twice (the per-group pieces and
     their concatenation), and three ``s x s`` matrices (the product, the damped copy, the
     Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form."""
-    s = rows if lm_solve_form(rows, params, form) == "kernel" else params
+    s = rows if lm_solve_form(rows, params, form) in ("kernel", "pcg") else params
     return itemsize * (2 * rows * params + 3 * s * s)
 
 
@@ -137,18 +141,37 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     return jnp.block(tiles)
 
 
+class PCGState(NamedTuple):
+    """`GNState` and what ``gn_form="pcg"`` carries between iterations."""
+
+    value: jax.Array
+    grad: Any
+    tv: Any
+    mu: jax.Array
+    nu: jax.Array
+    L: jax.Array  # (M, M) Cholesky factor of an earlier J J^T + mu I; NaN before the first
+    cg_iters: jax.Array  # () int32: CG iterations of the last iteration's final trial
+    factorizations: jax.Array  # () int32: factorizations so far
+
+
 class GaussNewton(Terminates):
     """Levenberg-Marquardt on the least-squares view of the objective (module docstring)."""
 
-    def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int):
+    def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int,
+                 cg_max: int = PCG_MAX_ITERS, cg_tol: float = PCG_TOL, cg_refactor: int = PCG_REFACTOR):
         self.obj_fn, self.lsq = obj_fn, lsq
         self.form, self.mu_init, self.mu_min, self.mu_max, self.max_trials = form, mu_init, mu_min, mu_max, max_trials
+        self.cg_max, self.cg_tol, self.cg_refactor = cg_max, cg_tol, cg_refactor
 
     def init(self, params, w, lam, batch):
         value, tv = self.obj_fn(params, w, lam, batch)
         dt = value.dtype
         grad = jax.tree_util.tree_map(jnp.zeros_like, params)
-        return GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
+        base = GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
+        if self.form != "pcg":
+            return base
+        m = self.lsq.n_rows(batch)
+        return PCGState(*base, jnp.full((m, m), jnp.nan, dt), jnp.int32(self.cg_max), jnp.int32(0))
 
     def set_point(self, state, value, grad, tv):
         return state._replace(value=value, grad=grad, tv=tv)
@@ -161,49 +184,108 @@ class GaussNewton(Terminates):
         r, J = self.lsq.jacobian(params, batch, w, lam)
         M, P = J.shape
         form = lm_solve_form(M, P, self.form)
-        A = _gram(J, form)
-        n = A.shape[0]
         g = jnp.dot(r, J, precision=HIGHEST)  # J^T r (half the objective's gradient)
         scale = jnp.sum(J * J) / P  # mean diagonal of J^T J
         dt = x.dtype
         lo, hi = self.mu_min * scale, self.mu_max * scale  # damping bounds relative to the scale
         mu0 = jnp.where(jnp.isnan(state.mu), self.mu_init * scale, state.mu)
-        eye = jnp.eye(n, dtype=dt)
+
+        if form == "pcg":
+            L, made = self._preconditioner(state, J, jnp.clip(mu0, lo, hi))
+            solve = lambda mu: _pcg(J, r, mu, L, self.cg_max, self.cg_tol)
+        else:
+            A = _gram(J, form)
+            eye = jnp.eye(A.shape[0], dtype=dt)
 
         def trial(mu):
-            L = jnp.linalg.cholesky(A + mu * eye)
-            if form == "kernel":
-                a = jax.scipy.linalg.cho_solve((L, True), r)
+            its = jnp.int32(0)
+            if form == "pcg":
+                a, its = solve(mu)
+                d = -jnp.dot(a, J, precision=HIGHEST)
+                m = r + jnp.dot(J, d, precision=HIGHEST)  # the solve is inexact: the model residual from J
+                pred = value - jnp.dot(m, m, precision=HIGHEST)
+            elif form == "kernel":
+                Lc = jnp.linalg.cholesky(A + mu * eye)
+                a = jax.scipy.linalg.cho_solve((Lc, True), r)
                 d = -jnp.dot(a, J, precision=HIGHEST)
                 pred = value - mu * mu * jnp.dot(a, a, precision=HIGHEST)
             else:
-                d = -jax.scipy.linalg.cho_solve((L, True), g)
+                Lc = jnp.linalg.cholesky(A + mu * eye)
+                d = -jax.scipy.linalg.cho_solve((Lc, True), g)
                 m = r + jnp.dot(J, d, precision=HIGHEST)
                 pred = value - jnp.dot(m, m, precision=HIGHEST)
             p_new = unravel(x + d)
             new_value, tv = self.obj_fn(p_new, w, lam, batch)
             rho = (value - new_value) / pred
             ok = jnp.all(jnp.isfinite(d)) & jnp.isfinite(new_value) & (pred > 0) & (new_value < value)
-            return ok, rho, p_new, new_value, tv
+            return ok, rho, p_new, new_value, tv, its
 
         def cond(c):
             t, done = c[0], c[1]
             return (t < self.max_trials) & ~done
 
         def body(c):
-            t, _, _, mu, nu, out = c
-            ok, rho, p_new, new_value, tv = trial(mu)
+            t, _, _, mu, nu, out, _ = c
+            ok, rho, p_new, new_value, tv, its = trial(mu)
             out = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (p_new, new_value, tv), out)
             mu_ok = mu * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
             at_max = ~ok & (mu >= hi)
             mu_new = jnp.clip(jnp.where(ok, mu_ok, mu * nu), lo, hi)
             nu_new = jnp.where(ok, 2.0, 2.0 * nu)
-            return t + 1, ok | at_max, at_max, mu_new.astype(dt), nu_new.astype(dt), out
+            return t + 1, ok | at_max, at_max, mu_new.astype(dt), nu_new.astype(dt), out, its
 
         out0 = (params, value, state.tv)
         init = (jnp.int32(0), jnp.asarray(False), jnp.asarray(False), jnp.clip(mu0, lo, hi).astype(dt),
-                state.nu, out0)
-        trials, _, at_max, mu, nu, (p_new, new_value, tv) = jax.lax.while_loop(cond, body, init)
+                state.nu, out0, jnp.int32(0))
+        trials, _, at_max, mu, nu, (p_new, new_value, tv), its = jax.lax.while_loop(cond, body, init)
         status = jnp.where(at_max, StageStatus.NO_DECREASE, 0).astype(jnp.int32)
         new_state = GNState(new_value, unravel(2.0 * g), tv, mu, nu)
+        if form == "pcg":
+            new_state = PCGState(*new_state, L, its, state.factorizations + made)
         return StepResult(p_new, new_state, new_value, trials, status)
+
+    def _preconditioner(self, state, J, mu):
+        """The Cholesky factor the CG solves are preconditioned with: the stored one, or, when
+        there is none or the last iteration's CG needed more than ``cg_refactor`` iterations,
+        a new factor of ``J J^T + mu I`` (``mu`` raised 100-fold until it factors).
+        ``(L, 1 if made here else 0)``."""
+        stale = (state.cg_iters > self.cg_refactor) | ~jnp.isfinite(state.L[0, 0])
+
+        def fresh(_):
+            A = _gram(J, "kernel")
+            eye = jnp.eye(A.shape[0], dtype=A.dtype)
+            chol = lambda m: jnp.linalg.cholesky(A + m * eye)
+            bad = lambda L: ~jnp.all(jnp.isfinite(jnp.diagonal(L)))
+            _, L, _ = jax.lax.while_loop(lambda c: bad(c[1]) & (c[2] < 8),
+                                         lambda c: (100.0 * c[0], chol(100.0 * c[0]), c[2] + 1),
+                                         (mu, chol(mu), jnp.int32(0)))
+            return L
+
+        L = jax.lax.cond(stale, fresh, lambda _: state.L, None)
+        return L, stale.astype(jnp.int32)
+
+
+def _pcg(J, r, mu, L, max_iters: int, tol: float):
+    """``(J J^T + mu I) a = r`` by conjugate gradients preconditioned with ``(L L^T)^{-1}``
+    (``L``: an earlier iteration's factor), from ``a = 0``, until the residual is below
+    ``tol * |r|`` or ``max_iters`` iterations: ``(a, iterations)``. Each iteration is two
+    products with ``J`` (``4 M P`` flops) and two triangular solves (``2 M^2``)."""
+    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+    op = lambda u: dot(J, dot(u, J)) + mu * u
+    prec = lambda v: jax.scipy.linalg.cho_solve((L, True), v)
+    stop = (tol * tol) * dot(r, r)
+
+    def body(c):
+        k, a, res, z, p, rz = c
+        q = op(p)
+        alpha = rz / dot(p, q)
+        a, res = a + alpha * p, res - alpha * q
+        z = prec(res)
+        rz_new = dot(res, z)
+        return k + 1, a, res, z, z + (rz_new / rz) * p, rz_new
+
+    z0 = prec(r)
+    c0 = (jnp.int32(0), jnp.zeros_like(r), r, z0, z0, dot(r, z0))
+    k, a, *_ = jax.lax.while_loop(lambda c: (c[0] < max_iters) & (dot(c[2], c[2]) > stop) & jnp.isfinite(c[5])
+                                  & (c[5] > 0), body, c0)
+    return a, k
