@@ -13,7 +13,7 @@ Every run is cached (``benchmarks/runcache.py``: compact record in
 so the study resumes. ``--report-only`` rebuilds ``accuracy.md`` from the record.
 
     python -m benchmarks.accuracy --problems poisson1d heat --methods cgmpinn pinn --seeds 0
-    python -m benchmarks.accuracy --problems damped_wave --seeds 0 --lbfgs-steps 4000   # own rows
+    python -m benchmarks.accuracy --problems damped_wave --seeds 0 --second-steps 4000   # own rows
     python -m benchmarks.accuracy --list
     python -m benchmarks.accuracy --report-only
 
@@ -64,7 +64,7 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
     import cgmpinn_jax as cj
     from cgmpinn_jax.training._checkpoint import latest as latest_checkpoint
 
-    over = {} if lbfgs_steps is None else {"lbfgs_steps": lbfgs_steps}
+    over = {} if lbfgs_steps is None else {"second": {"steps": lbfgs_steps}}
     cfg = cj.TrainConfig.preset("accurate", **over)
     # a run checkpoints into the cache (every 2 min) and a killed one resumes from there, its
     # seconds going on from what the checkpoint recorded
@@ -271,7 +271,8 @@ def main(argv=None) -> None:
     ap.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the problem's planned seeds")
-    ap.add_argument("--lbfgs-steps", type=int, default=None, help="Gauss-Newton iterations (default: the preset's)")
+    ap.add_argument("--second-steps", "--lbfgs-steps", dest="lbfgs_steps", type=int, default=None,
+                    help="Gauss-Newton iterations (default: the preset's; --lbfgs-steps: the older spelling)")
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--report-only", action="store_true")

@@ -32,7 +32,7 @@ VARIANTS = {
     # the preset exactly as the CLI builds it
     "accurate": "cj.TrainConfig.preset('accurate_lbfgs')",
     # the faithful float32 default with the stop rule off: the full 10000 iterations
-    "float32-full": "cj.TrainConfig(lbfgs_gtol=0.0, lbfgs_tol_patience=10001)",
+    "float32-full": "cj.TrainConfig(second=cj.SecondStageOptions(gtol=0.0, patience=10001))",
 }
 
 WORKER = """
@@ -94,7 +94,8 @@ def build() -> None:
         "| run | rel e2 | wall s | compile s | run s | second-stage its | evals/it | total evals | stop |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    apply = (acc or {}).get("config", {}).get("relobralo_lbfgs_apply", "?")
+    config = (acc or {}).get("config", {})  # today's form (balancing.second_stage_apply), or the flat one before it
+    apply = (config.get("balancing") or {}).get("second_stage_apply") or config.get("relobralo_lbfgs_apply", "?")
     for name, r in ((f"`--preset accurate` (float64, optax L-BFGS, ReLoBRaLo lambdas per {apply}, float64 stop rule)", acc),
                     ("float32 faithful, stop rule off (full budget)", f32)):
         if r is None:

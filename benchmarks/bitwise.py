@@ -1,9 +1,9 @@
-"""Bit for bit: seven tiny runs' histories, for checking that a refactor changes no result.
+"""Bit for bit: eight tiny runs' histories, for checking that a refactor changes no result.
 
 A move of code (a new module layout, a new stage loop) must leave every number the same. This
-script trains seven tiny runs that between them pass through every precision (float32,
-float64, mixed), every second-stage member, PINN and CGMPINN, Fisher-KPP and an inverse
-problem, and writes every history entry (losses, terms, lambdas, evaluations, refresh
+script trains eight tiny runs that between them pass through every precision (float32,
+float64, mixed), every second-stage member, PINN and CGMPINN, Fisher-KPP, an inverse
+problem and the accurate preset, and writes every history entry (losses, terms, lambdas, evaluations, refresh
 records, coefficients) and the final metrics as exact hexadecimal floats. Two such files,
 written by two commits on the same machine, must be equal::
 
@@ -28,16 +28,21 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 
 import numpy as np  # noqa: E402
 
-TINY = dict(adam_steps=200, lbfgs_steps=40, k_upd=50)
-# (name, problem, method, config overrides); the second stage's member and precision vary
+TINY = dict(adam={"steps": 200}, second={"steps": 40}, cgm={"k_upd": 50})
+# (name, problem, method, config overrides[, preset]); the second stage's member and precision
+# vary; the last run is the accurate preset as the accuracy study trains it (float64
+# Gauss-Newton, ReLoBRaLo's lambdas per refresh), the first the faithful headline's setting
 RUNS = (
     ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second_stage="optax")),
     ("f32-jaxopt-pinn-heat", "heat", "pinn", dict(second_stage="jaxopt")),
     ("f64-bfgs-cgmpinn-heat", "heat", "cgmpinn", dict(precision="float64", second_stage="bfgs")),
     ("mixed-ssbroyden-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(precision="mixed", second_stage="ssbroyden")),
-    ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn", dict(precision="float64", second_stage="gauss_newton", lbfgs_steps=10)),
-    ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn", dict(second_stage="optax", adam_steps=60, lbfgs_steps=10, k_upd=20)),
+    ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn",
+     dict(precision="float64", second_stage="gauss_newton", second={"steps": 10})),
+    ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn",
+     dict(second_stage="optax", adam={"steps": 60}, second={"steps": 10}, cgm={"k_upd": 20})),
     ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", dict(second_stage="ssbfgs")),
+    ("accurate-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second={"steps": 10}), "accurate"),
 )
 
 
@@ -61,10 +66,10 @@ def run_all(names=None) -> dict:
     from cgmpinn_jax import inverse
 
     out = {"package": os.path.dirname(cj.__file__), "runs": {}}
-    for name, problem, method, over in RUNS:
+    for name, problem, method, over, *preset in RUNS:
         if names and name not in names:
             continue
-        cfg = cj.TrainConfig(**{**TINY, **over})
+        cfg = cj.TrainConfig.preset(preset[0] if preset else "faithful", **{**TINY, **over})
         if problem == "inverse-heat":
             problem = inverse.inverse_problem("heat", n_obs=100, noise=0.01, key=0)
         res = cj.train(problem, method, cfg, key=0, quiet=True)
@@ -89,7 +94,7 @@ def compare(a: dict, b: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="write the fingerprints of the seven runs to this JSON file")
+    ap.add_argument("--out", help="write the fingerprints of the runs to this JSON file")
     ap.add_argument("--only", nargs="+", help="run only these (names as in RUNS)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two fingerprint files")
     args = ap.parse_args(argv)

@@ -58,7 +58,7 @@ import cgmpinn_jax as cj
 if cache_dir != "-":
     cj.training.enable_compile_cache(cache_dir)
 cache = cj.CompileCache()
-res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps={adam}, lbfgs_steps={lbfgs}), key=1224, quiet=True,
+res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam={{"steps": {adam}}}, second={{"steps": {lbfgs}}}), key=1224, quiet=True,
                cache=cache, prefetch_compile=sys.argv[3] == "prefetch")
 wall = time.perf_counter() - t0
 chunks = {{}}
@@ -125,7 +125,7 @@ with jax.default_matmul_precision("highest"):
     timed("Adam loop alone (CGMPINN; the program the run compiles)", eng.adam_steps, state, batch, hyper, w0, h0, jnp.int32(5))
     for label, method, kw in (("second-stage chunk: optax L-BFGS, CGMPINN (the default)", "cgmpinn", {}),
                               ("second-stage chunk: optax L-BFGS, CGMPINN, lambdas per refresh", "cgmpinn",
-                               dict(relobralo_lbfgs_apply="refresh")),
+                               dict(balancing={"second_stage_apply": "refresh"})),
                               ("second-stage chunk: dense BFGS (own line search), CGMPINN", "cgmpinn", dict(second_stage="bfgs")),
                               ("second-stage chunk: optax L-BFGS, PINN", "pinn", {})):
         cfg, eng, state, batch = engine(method, **kw)

@@ -63,28 +63,26 @@ def extrapolate(adam_steps: int, lbfgs_steps: int, t_adam: float, t_it: float, e
 def probe(problem_name: str, variant: str, adam: int, lbfgs: int, seed: int, assume_evals: float | None,
           full_runs: list[dict]) -> dict:
     """Probe one (problem, variant); ``full_runs``: the cached paper-budget runs (``full_budget_runs``)."""
-    import dataclasses
-
     cj = pt._cj()
     problem = cj.get_problem(problem_name)
     full = pt.variant_config(problem, variant)
-    if full.adam_steps == 0 or full.lbfgs_steps == 0:
+    if full.adam.steps == 0 or full.second.steps == 0:
         raise ValueError(f"variant {variant!r} has a single optimizer stage; probe an Adam->L-BFGS variant")
     method = tl.VARIANTS[variant][1]
-    r1 = cj.train(problem, method, dataclasses.replace(full, adam_steps=adam, lbfgs_steps=0), key=seed, quiet=True)
-    r2 = cj.train(problem, method, dataclasses.replace(full, adam_steps=adam, lbfgs_steps=lbfgs), key=seed, quiet=True)
+    r1 = cj.train(problem, method, full.replace(adam={"steps": adam}, second={"steps": 0}), key=seed, quiet=True)
+    r2 = cj.train(problem, method, full.replace(adam={"steps": adam}, second={"steps": lbfgs}), key=seed, quiet=True)
     t_adam = r1.run_seconds / adam
     t_it = max(r2.run_seconds - r1.run_seconds, 0.0) / lbfgs
     e_probe = float(r2.evals_per_lbfgs_iteration)
     e_assumed = assume_evals if assume_evals is not None else median_evals(full_runs, variant)
-    est_probe = extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe)
+    est_probe = extrapolate(full.adam.steps, full.second.steps, t_adam, t_it, e_probe)
     est_assumed = (None if e_assumed is None
-                   else extrapolate(full.adam_steps, full.lbfgs_steps, t_adam, t_it, e_probe, e_assumed))
+                   else extrapolate(full.adam.steps, full.second.steps, t_adam, t_it, e_probe, e_assumed))
     cached = [r for r in full_runs if r["spec"]["problem"] == problem.name and r["spec"]["variant"] == variant]
     rec = {
         "problem": problem.name, "variant": variant, "seed": seed,
         "probe_adam_steps": adam, "probe_lbfgs_steps": lbfgs,
-        "full_adam_steps": full.adam_steps, "full_lbfgs_steps": full.lbfgs_steps,
+        "full_adam_steps": full.adam.steps, "full_lbfgs_steps": full.second.steps,
         "compile_seconds": r2.compile_seconds,
         "adam_seconds_per_step": t_adam, "lbfgs_seconds_per_iteration": t_it,
         "probe_evals_per_iteration": e_probe, "assumed_evals_per_iteration": e_assumed,

@@ -4,7 +4,7 @@ against their reference data, and the choice of the curriculum weighting on a sy
 Cells (``--list``):
 
 * ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three
-  equations), CGMPINN, float32, Adam then L-BFGS, with ``system_weighting="norm"`` (one mixture
+  equations), CGMPINN, float32, Adam then L-BFGS, with ``cgm.system_weighting="norm"`` (one mixture
   on each point's residual norm) and ``"per_equation"`` (one mixture per equation); the same
   seeds, so the pair decides the default.
 * ``cavity_pinn``: the same budget for PINN (no weighting), the baseline of that pair.
@@ -38,20 +38,27 @@ from benchmarks import runcache
 STUDY = "field_problems"
 RESULTS = Path(__file__).parent / "results"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
+
+
+def _budget(adam: int, second: int) -> dict:
+    return {"adam": {"steps": adam}, "second": {"steps": second}}
+
+
 CELLS: dict[str, dict] = {
-    "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(adam_steps=3000, lbfgs_steps=3000)),
+    "cavity_norm": dict(problem="cavity", method="cgmpinn", config=_budget(3000, 3000)),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn",
-                                config=dict(adam_steps=3000, lbfgs_steps=3000, system_weighting="per_equation")),
-    "cavity_pinn": dict(problem="cavity", method="pinn", config=dict(adam_steps=3000, lbfgs_steps=3000)),
+                                config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
+    "cavity_pinn": dict(problem="cavity", method="pinn", config=_budget(3000, 3000)),
     "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
-                            config=dict(width=40, adam_steps=5000, lbfgs_steps=400)),
+                            config=dict(width=40, **_budget(5000, 400))),
     "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
-                                  config=dict(width=40, adam_steps=5000, lbfgs_steps=800)),
+                                  config=dict(width=40, **_budget(5000, 800))),
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
-    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(lbfgs_steps=300)),
+    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
+                                   config=dict(second={"steps": 300})),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
-    "holes_pinn": dict(problem="holes", method="pinn", config=dict(adam_steps=5000, lbfgs_steps=5000)),
-    "holes_cgmpinn": dict(problem="holes", method="cgmpinn", config=dict(adam_steps=5000, lbfgs_steps=5000)),
+    "holes_pinn": dict(problem="holes", method="pinn", config=_budget(5000, 5000)),
+    "holes_cgmpinn": dict(problem="holes", method="cgmpinn", config=_budget(5000, 5000)),
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
 

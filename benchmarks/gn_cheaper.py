@@ -205,8 +205,9 @@ def run_variant(eng, problem, static, params0, batch, w, lam, variant, *, cfg, s
 
     kind, val = parse_variant(variant)
     rel = _rel_fn(problem, static.model)
-    it = make_iteration(eng, problem, batch, w, lam, kind, val, mu_init=cfg.gn_mu_init, mu_min=cfg.gn_mu_min,
-                        mu_max=cfg.gn_mu_max, max_trials=cfg.gn_max_trials)
+    it = make_iteration(eng, problem, batch, w, lam, kind, val, mu_init=cfg.gauss_newton.mu_init,
+                        mu_min=cfg.gauss_newton.mu_min, mu_max=cfg.gauss_newton.mu_max,
+                        max_trials=cfg.gauss_newton.max_trials)
     value = eng.objective(params0, w, lam, batch)[0]
     dt = value.dtype
     mu, nu = jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt)

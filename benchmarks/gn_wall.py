@@ -84,7 +84,8 @@ def launch(variant: str, core: int, out: Path) -> subprocess.Popen:
 def compact(full: dict) -> dict:
     c = {k: v for k, v in full.items() if k != "error_trace"}
     t = full["error_trace"]
-    adam = int(full.get("adam_steps") or full["config"].get("adam_steps") or 5000)  # heat's default: 5000
+    config = full["config"]  # today's form (adam.steps), or the flat one of the records before it (adam_steps)
+    adam = int(full.get("adam_steps") or (config.get("adam") or {}).get("steps") or config.get("adam_steps") or 5000)
     at = [s for k, s in zip(t["k"], t["seconds"]) if k >= adam]
     c["adam_end_seconds"] = float(at[0]) if at else None  # the first tracked point after Adam
     for thr in (1e-4, 1e-5, 1e-6):

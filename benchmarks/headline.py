@@ -54,9 +54,10 @@ REFERENCE_POINTS = ("Reference points, not measured by this script: the authors'
 
 VARIANTS = {
     "poisson1d": [
-        ("CGMPINN (ReLoBRaLo on)", "cgmpinn", dict(relobralo="both")),
-        ("CGMPINN (ReLoBRaLo off)", "cgmpinn", dict(relobralo="none")),
-        ("CGMPINN (ReLoBRaLo on, L-BFGS lambdas per refresh)", "cgmpinn", dict(relobralo="both", relobralo_lbfgs_apply="refresh")),
+        ("CGMPINN (ReLoBRaLo on)", "cgmpinn", dict(balancing={"stages": "both"})),
+        ("CGMPINN (ReLoBRaLo off)", "cgmpinn", dict(balancing={"stages": "none"})),
+        ("CGMPINN (ReLoBRaLo on, L-BFGS lambdas per refresh)", "cgmpinn",
+         dict(balancing={"stages": "both", "second_stage_apply": "refresh"})),
         ("PINN", "pinn", {}),
     ],
     "heat": [("CGMPINN (ReLoBRaLo on)", "cgmpinn", {})],
@@ -77,7 +78,7 @@ def run_one(problem: str, label: str, method: str, overrides: dict, seed: int, b
 
 
 def _train(slug: str, problem: str, label: str, method: str, overrides: dict, seed: int, backend: str) -> dict:
-    cfg = cj.TrainConfig(lbfgs_backend=backend, **overrides)
+    cfg = cj.TrainConfig(second_stage=backend, **overrides)
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=True)
     wall = time.perf_counter() - t0

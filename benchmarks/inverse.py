@@ -63,8 +63,8 @@ def budget(problem: str, adam: int | None, lbfgs: int | None, preset: str = "fai
     """(Adam steps, second-stage iterations): those given, else the preset's (``accurate``: 1500
     Gauss-Newton iterations), else the problem's."""
     d, c = cj.get_problem(problem).defaults, cj.TrainConfig.preset(preset)
-    adam = adam if adam is not None else (c.adam_steps if c.adam_steps is not None else d.adam_steps)
-    lbfgs = lbfgs if lbfgs is not None else (c.lbfgs_steps if c.lbfgs_steps is not None else d.lbfgs_steps)
+    adam = adam if adam is not None else (c.adam.steps if c.adam.steps is not None else d.adam_steps)
+    lbfgs = lbfgs if lbfgs is not None else (c.second.steps if c.second.steps is not None else d.lbfgs_steps)
     return adam, lbfgs
 
 
@@ -90,7 +90,7 @@ def _budget_label(adam: int, lbfgs: int, preset: str, obs_weight: float = 1.0) -
 
 def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
            preset: str = "faithful", obs_weight: float = 1.0) -> dict:
-    cfg = cj.TrainConfig.preset(preset, adam_steps=adam, lbfgs_steps=lbfgs)
+    cfg = cj.TrainConfig.preset(preset, adam={"steps": adam}, second={"steps": lbfgs})
     t0 = time.perf_counter()
     if noise is None:
         res = cj.train(problem, method, cfg, key=seed, quiet=True)

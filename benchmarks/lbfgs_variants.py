@@ -31,8 +31,8 @@ RESULTS = runcache.RESULTS
 STUDY = "lbfgs_variants"
 VARIANTS = {
     "default (10 ls steps, patience 1000)": {},
-    "patience 300": {"lbfgs_tol_patience": 300},
-    "5 line-search steps": {"lbfgs_max_linesearch": 5},
+    "patience 300": {"second": {"patience": 300}},
+    "5 line-search steps": {"lbfgs": {"max_linesearch": 5}},
 }
 
 
@@ -45,7 +45,7 @@ def run_one(label: str, overrides: dict, seed: int) -> dict:
 
 
 def _train(label: str, overrides: dict, seed: int) -> dict:
-    cfg = cj.TrainConfig(relobralo="none", **overrides)
+    cfg = cj.TrainConfig(balancing={"stages": "none"}, **overrides)
     t0 = time.perf_counter()
     res = cj.train("poisson1d", "cgmpinn", cfg, key=seed, quiet=True)
     wall = time.perf_counter() - t0

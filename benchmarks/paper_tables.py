@@ -7,7 +7,7 @@ call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Var
 * methods table: the eight methods at Adam→L-BFGS with their defaults, and CGMPINN twice:
   ``cgmpinn`` (ReLoBRaLo in both stages, as released) and ``cgmpinn_relobralo_off``;
 * optimizer table (CGMPINN): ``cgmpinn_adam`` (Adam for the whole budget), ``cgmpinn_lbfgs``
-  (L-BFGS for the whole budget, ReLoBRaLo off, ``lbfgs_lr = problem.defaults.lbfgs_only_lr``)
+  (L-BFGS for the whole budget, ReLoBRaLo off, ``lbfgs.lr = problem.defaults.lbfgs_only_lr``)
   and Adam→L-BFGS (= the ``cgmpinn`` runs, reused);
 * ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode reference-code.md §11.3) and
   CGMPINN (= the ``cgmpinn`` runs, reused).
@@ -16,7 +16,7 @@ Record and cache (``benchmarks/runcache.py``, study ``paper_runs``): every finis
 line of the committed compact record ``benchmarks/results/paper_runs.json`` and one full JSON
 file in the git-ignored cache ``benchmarks/cache/paper_runs/``, both under the run key
 ``<problem>__<variant>__seed<s>[__scale<x>]__<key>``, where ``key`` is 16 hex digits
-of sha256 over {problem, problem_params, method, variant, config (TrainConfig.to_dict()),
+of sha256 over {problem, problem_params, method, variant, config (the flat form of ``config.flat_dict``),
 seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every (problem,
 variant, seed, budget scale, dtype) that the record or the cache holds, under any key (a new
 package version or TrainConfig field changes the key, not the run; ``--retrain-stale`` retrains
@@ -110,14 +110,15 @@ def variant_config(problem, variant: str, scale: float = 1.0):
     adam, lbfgs = scaled(d.adam_steps, scale), scaled(d.lbfgs_steps, scale)
     total = scaled(d.adam_steps + d.lbfgs_steps, scale)
     if variant == "cgmpinn_adam":
-        return cj.TrainConfig(adam_steps=total, lbfgs_steps=0)
+        return cj.TrainConfig(adam={"steps": total}, second={"steps": 0})
     if variant == "cgmpinn_lbfgs":
-        return cj.TrainConfig(adam_steps=0, lbfgs_steps=total, relobralo="none", lbfgs_lr=d.lbfgs_only_lr)
+        return cj.TrainConfig(adam={"steps": 0}, second={"steps": total}, balancing={"stages": "none"},
+                              lbfgs={"lr": d.lbfgs_only_lr})
     if variant == "cgmpinn_relobralo_off":
-        return cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs, relobralo="none")
+        return cj.TrainConfig(adam={"steps": adam}, second={"steps": lbfgs}, balancing={"stages": "none"})
     if variant not in tl.VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
-    return cj.TrainConfig(adam_steps=adam, lbfgs_steps=lbfgs)
+    return cj.TrainConfig(adam={"steps": adam}, second={"steps": lbfgs})
 
 
 # TrainConfig fields added after runs of this version were cached, with the default that
@@ -126,7 +127,8 @@ LATER_FIELDS = {"relobralo_lbfgs_apply": "iteration"}
 
 
 def _config_for_key(cfg) -> dict:
-    d = cfg.to_dict()
+    # the flat form the cached runs were keyed by (before the options moved into groups)
+    d = _cj().config.flat_dict(cfg)
     for name, default in LATER_FIELDS.items():
         if d.get(name) == default:
             del d[name]
@@ -259,10 +261,10 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
     problem = cj.get_problem(problem_name)
     method = cj.get_method(tl.VARIANTS[variant][1])
     cfg = variant_config(problem, variant, scale)
-    relo = cfg.relobralo if cfg.relobralo is not None else method.relobralo_stages(problem)
+    relo = cfg.balancing.stages if cfg.balancing.stages is not None else method.relobralo_stages(problem)
     relo = {True: "both", False: "none"}.get(relo, relo)
-    resolved = {"adam_steps": cfg.adam_steps, "lbfgs_steps": cfg.lbfgs_steps,
-                "k_upd": cfg.k_upd if cfg.k_upd is not None else method.k_upd(problem), "relobralo": relo}
+    resolved = {"adam_steps": cfg.adam.steps, "lbfgs_steps": cfg.second.steps,
+                "k_upd": cfg.cgm.k_upd if cfg.cgm.k_upd is not None else method.k_upd(problem), "relobralo": relo}
     emit = _Throttle(progress_seconds, "    ")
     grid = problem.test_grid()
     records = []
@@ -713,8 +715,8 @@ def main(argv: list[str] | None = None) -> int:
                 chunks = [missing[i:i + args.max_vmap] for i in range(0, len(missing), args.max_vmap)]
             for chunk in chunks:
                 cfg = variant_config(cj.get_problem(p), v, scale)
-                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.adam_steps} + "
-                      f"L-BFGS {cfg.lbfgs_steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
+                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.adam.steps} + "
+                      f"L-BFGS {cfg.second.steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
                 tg = time.time()
                 recs = train_group(p, v, chunk, scale, vmap=not args.no_vmap, figure_seed=figure_seed, machine=machine,
                                    progress_seconds=args.progress_seconds, runs_dir=runs_dir, record=record)

@@ -3,7 +3,7 @@ natural gradient, ``jinns.optimizers.vanilla_ngd`` (jinns 1.10.2), from the same
 
 Per problem (``heat``, ``poisson2d``) and seed, PINN, float64, the problem's 50 x 4 tanh MLP:
 
-1. Adam start: ``cj.train(problem, "pinn", TrainConfig.preset("accurate", lbfgs_steps=0))``
+1. Adam start: ``cj.train(problem, "pinn", TrainConfig.preset("accurate", second={"steps": 0}))``
    (5000 Adam steps; ``--quick``: 200). Its model (Adam's best parameters, which are also the
    second stage's start) and its training points ``res.batch`` are the start of both runs.
 2. Ours: ``cj.train(problem, "pinn", TrainConfig.preset("accurate"), track_error_every=25)``,
@@ -144,7 +144,7 @@ def adam_start(problem: str, seed: int, adam_steps, net: dict):
     """The Adam stage alone (its error tracked at chunk ends: Adam's end is among them)."""
     import cgmpinn_jax as cj
 
-    over = {"lbfgs_steps": 0, **net, **({} if adam_steps is None else {"adam_steps": adam_steps})}
+    over = {"second": {"steps": 0}, **net, **({} if adam_steps is None else {"adam": {"steps": adam_steps}})}
     t0 = time.perf_counter()
     res = cj.train(problem, "pinn", cj.TrainConfig.preset("accurate", **over), key=seed, quiet=True,
                    track_error_every=0)
@@ -160,8 +160,8 @@ def run_ours(problem: str, seed: int, adam_steps, iterations, net: dict, track_e
     """``cj.train`` with the accurate preset; the second stage's trace on its own clock."""
     import cgmpinn_jax as cj
 
-    over = {**net, **({} if adam_steps is None else {"adam_steps": adam_steps}),
-            **({} if iterations is None else {"lbfgs_steps": iterations})}
+    over = {**net, **({} if adam_steps is None else {"adam": {"steps": adam_steps}}),
+            **({} if iterations is None else {"second": {"steps": iterations}})}
     cfg = cj.TrainConfig.preset("accurate", **over)
     cache = cj.CompileCache()  # private: its timings are this run's compilations
     t0 = time.perf_counter()

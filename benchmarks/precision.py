@@ -8,7 +8,7 @@ Variants (columns):
 * ``f64-ssbfgs``  -- ``precision="float64"``, dense self-scaled BFGS.
 * ``mixed-ssbfgs`` -- Adam in float32, self-scaled BFGS in float64 (1D Poisson and heat).
 * ``f64-lbfgs-refresh`` -- CGMPINN only: ``f64-lbfgs`` with ReLoBRaLo's L-BFGS lambdas moved
-  once per refresh chunk (``relobralo_lbfgs_apply="refresh"``).
+  once per refresh chunk (``balancing.second_stage_apply="refresh"``).
 
 Retired (never run, and not to be run): ``f64-ssbfgs`` and ``mixed-ssbfgs`` at the paper
 budgets; the Gauss-Newton member replaced them (``benchmarks/accuracy.py``).
@@ -59,7 +59,7 @@ VARIANTS = {
     "mixed-ssbfgs": dict(precision="mixed", second_stage="ssbfgs"),
     # CGMPINN only: ReLoBRaLo's lambdas move once per chunk of k_upd iterations instead of
     # every iteration, so no iteration pays a start-point evaluation of its own
-    "f64-lbfgs-refresh": dict(precision="float64", second_stage="optax", relobralo_lbfgs_apply="refresh"),
+    "f64-lbfgs-refresh": dict(precision="float64", second_stage="optax", balancing={"second_stage_apply": "refresh"}),
 }
 MIXED_PROBLEMS = ("poisson1d", "heat")
 # issue 19's goals: median relative e2 of the accurate setting, and at least 10x below the paper's CGMPINN
@@ -119,7 +119,7 @@ def loss_fall(loss_curve) -> float | None:
 def train_one(problem: str, method: str, variant: str, seed: int, lbfgs_steps: int | None = None) -> dict:
     import cgmpinn_jax as cj
 
-    cfg = cj.TrainConfig(**VARIANTS[variant], **({} if lbfgs_steps is None else {"lbfgs_steps": lbfgs_steps}))
+    cfg = cj.TrainConfig(**VARIANTS[variant], **({} if lbfgs_steps is None else {"second": {"steps": lbfgs_steps}}))
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=True)
     wall = time.perf_counter() - t0
@@ -276,7 +276,7 @@ def probe(problems, variants, steps=(100, 50)) -> None:
         for v in variants:
             if v == "f32-lbfgs":
                 continue
-            cfg = cj.TrainConfig(adam_steps=steps[0], lbfgs_steps=steps[1], k_upd=50, **VARIANTS[v])
+            cfg = cj.TrainConfig(adam={"steps": steps[0]}, second={"steps": steps[1]}, cgm={"k_upd": 50}, **VARIANTS[v])
             res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
             d = cj.get_problem(p).defaults
             per = res.run_seconds / (steps[0] + steps[1] * max(res.evals_per_lbfgs_iteration, 1.0))

@@ -7,7 +7,7 @@ first checkpoint exists (the reference run's wall time after its first checkpoin
 --resume D`` then finishes it. The resumed run's ``metrics.json`` and every entry of
 ``history.json`` are compared with the uninterrupted reference run's (the same command
 without a kill). Three more kills do the same for a short Gauss-Newton run (``--preset
-accurate --adam-steps 1000 --lbfgs-steps 100``).
+accurate --adam-steps 1000 --second-steps 100``).
 
 The checkpoint overhead is measured inside single runs: ``TrainResult.checkpoint_seconds``
 (time spent writing checkpoints) as a share of the run's wall time, at the default interval
@@ -36,7 +36,7 @@ from benchmarks import runcache
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["poisson1d", "--method", "cgmpinn", "--seed", "1224", "--no-plots", "--quiet", "--compile-cache", "off"]
-SETTINGS = {"faithful": [], "gauss_newton": ["--preset", "accurate", "--adam-steps", "1000", "--lbfgs-steps", "100"]}
+SETTINGS = {"faithful": [], "gauss_newton": ["--preset", "accurate", "--adam-steps", "1000", "--second-steps", "100"]}
 KILLS = {"faithful": 10, "gauss_newton": 3}
 
 

@@ -278,7 +278,7 @@ def measure_engine(problem, variant, steps):
     such as the final metrics cancel); includes the engine's refreshes and bookkeeping."""
     runs = {}
     for a in (steps, 2 * steps):
-        r = cj.train(problem, variant, cj.TrainConfig(adam_steps=a, lbfgs_steps=0), key=0, quiet=True)
+        r = cj.train(problem, variant, cj.TrainConfig(adam={"steps": a}, second={"steps": 0}), key=0, quiet=True)
         runs[a] = (r.run_seconds, r.compile_seconds)
     return {"engine_adam_ms": 1e3 * max(runs[2 * steps][0] - runs[steps][0], 0.0) / steps,
             "engine_compile_s": runs[steps][1], "engine_steps": steps}

@@ -229,7 +229,7 @@ def code_commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
                               cwd=BENCH).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "cgmpinn_jax"], cwd=BENCH).returncode != 0
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ":(top)cgmpinn_jax"], cwd=BENCH).returncode != 0
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

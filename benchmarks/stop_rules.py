@@ -1,7 +1,7 @@
 """The measurement behind the second stage's stop rules (``cgmpinn_jax.config.stop_rule``).
 
 Trains 1D Poisson (PINN and CGMPINN, the paper's budget) with the stop rule switched off
-(``lbfgs_tol_patience`` = the whole budget, ``lbfgs_gtol`` = 0) in each precision, then replays
+(``second.patience`` = the whole budget, ``second.gtol`` = 0) in each precision, then replays
 candidate LOSS_TOL rules on the recorded per-iteration unweighted loss: for each rule, the
 iteration where it would have fired and how far the best loss then was above the best loss
 of the full run. A rule "fits" a precision when it fires only where the remaining gain is
@@ -53,8 +53,8 @@ def run_one(method: str, precision: str, seed: int, second_stage: str) -> dict:
 
     problem = cj.get_problem("poisson1d")
     d = problem.defaults
-    cfg = cj.TrainConfig(precision=precision, second_stage=second_stage, lbfgs_gtol=0.0,
-                         lbfgs_tol_patience=d.lbfgs_steps + 1)
+    cfg = cj.TrainConfig(precision=precision, second_stage=second_stage,
+                         second=cj.SecondStageOptions(gtol=0.0, patience=d.lbfgs_steps + 1))
     t0 = time.perf_counter()
     res = cj.train(problem, method, cfg, key=seed, quiet=True)
     wall = time.perf_counter() - t0

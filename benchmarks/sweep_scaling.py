@@ -26,7 +26,7 @@ def main(argv=None):
     ap.add_argument("--seeds", default="1,2,4,8")
     ap.add_argument("--tag", default="", help="machine label (e.g. gpu-h200): writes sweep_scaling-<tag>.{md,json}")
     args = ap.parse_args(argv)
-    cfg = cj.TrainConfig(adam_steps=args.adam_steps, lbfgs_steps=args.lbfgs_steps)
+    cfg = cj.TrainConfig(adam={"steps": args.adam_steps}, second={"steps": args.lbfgs_steps})
     machine = runcache.machine_text("{arch}, {cpu_count} cores, jax {jax}, "
                                     "backend {backend} ({device_kind}), {device_count} device(s)")
     rows = []

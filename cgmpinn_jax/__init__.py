@@ -18,7 +18,7 @@ imports a layer above its own; ``import-linter`` checks it):
 * ``training`` (schedule, objective, engine, driver, records, sweep, checkpoints);
 * ``cli`` (the ``cgmpinn-jax`` command), imported by nothing.
 
-``config`` (``TrainConfig``), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
+``config`` (``TrainConfig`` and its option groups), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
 their own. The flat layout's old module paths (``cgmpinn_jax.driver``, ``cgmpinn_jax.nets``,
 ...) still work, with a ``DeprecationWarning`` (`cgmpinn_jax._deprecated`).
 """
@@ -37,6 +37,13 @@ from . import solvers as solvers
 from . import training as training
 from . import weighting as weighting
 from .config import PRESETS as PRESETS
+from .config import AdamOptions as AdamOptions
+from .config import CGMOptions as CGMOptions
+from .config import DenseOptions as DenseOptions
+from .config import GaussNewtonOptions as GaussNewtonOptions
+from .config import LBFGSOptions as LBFGSOptions
+from .config import ReLoBRaLoOptions as ReLoBRaLoOptions
+from .config import SecondStageOptions as SecondStageOptions
 from .config import TrainConfig as TrainConfig
 from .io import LoadedModel as LoadedModel
 from .io import load_model as load_model
@@ -69,7 +76,8 @@ _deprecated.install()
 __all__ = [
     "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "solvers", "training",
     "weighting",
-    "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "TrainResult", "StageRecord", "History", "StageStatus",
+    "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "AdamOptions", "SecondStageOptions", "LBFGSOptions",
+    "DenseOptions", "GaussNewtonOptions", "CGMOptions", "ReLoBRaLoOptions", "TrainResult", "StageRecord", "History", "StageStatus",
     "SweepResult", "CompileCache", "CheckpointError", "TrainingInterrupted", "refresh_schedule",
     "Problem", "PROBLEMS", "get_problem", "Method", "METHODS", "get_method",
     "Metrics", "error_metrics", "evaluate", "save_result", "load_model", "LoadedModel",

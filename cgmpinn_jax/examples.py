@@ -31,7 +31,8 @@ Examples:
     >>> problem = ViscousBurgers(n_pde=500)
     >>> problem.loss_terms
     ('pde', 'ic', 'bc')
-    >>> res = cj.train(problem, "cgmpinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0), quiet=True)  # doctest: +SKIP
+    >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0))
+    >>> res = cj.train(problem, "cgmpinn", cfg, quiet=True)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ __all__ = ["ViscousBurgers", "Helmholtz2D", "example_source", "readme_block"]
 # What the README runs after the class (tests/test_examples.py runs it at a tiny budget).
 README_USAGE = '''
 problem = ViscousBurgers(n_pde=500)
-config = cj.TrainConfig(adam_steps=300, lbfgs_steps=200, k_upd=100)
+config = cj.TrainConfig(adam=cj.AdamOptions(steps=300), second=cj.SecondStageOptions(steps=200),
+                        cgm=cj.CGMOptions(k_upd=100))
 result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 print(result.metrics)
 '''

@@ -19,7 +19,8 @@ and predicts in float64 in any process: [`load_model`][cgmpinn_jax.load_model] a
 
 Examples:
     ```python
-    res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=10, lbfgs_steps=0), quiet=True)
+    cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=10), second=cj.SecondStageOptions(steps=0))
+    res = cj.train("poisson1d", "pinn", cfg, quiet=True)
     save_result(res, "runs/demo")
     loaded = load_model("runs/demo")
     u = loaded.predict(points)          # (M, d) -> (M,), in the saved precision

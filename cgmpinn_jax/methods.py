@@ -122,12 +122,12 @@ def uniform_weights(cfg, hyper):
 
 
 def cgm_weights(cfg, hyper):
-    return weighting_lib.cgm_weighting(n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps,
-                                       variance_factor=cfg.variance_factor)
+    return weighting_lib.cgm_weighting(n_components=cfg.cgm.n_components, beta=hyper.beta, eps=hyper.eps,
+                                       variance_factor=cfg.cgm.variance_factor)
 
 
 def gmm_weights(cfg, hyper):
-    return weighting_lib.gmmpinn_weighting(n_components=cfg.n_components, beta=hyper.beta, eps=hyper.eps)
+    return weighting_lib.gmmpinn_weighting(n_components=cfg.cgm.n_components, beta=hyper.beta, eps=hyper.eps)
 
 
 def cl_weights(cfg, hyper):

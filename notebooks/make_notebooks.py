@@ -54,7 +54,7 @@ curve and the curriculum weights. The paper's budget is 5000 Adam + 10000 L-BFGS
 the default below takes about half a minute on a laptop-class CPU.
 """),
     _params("""
-BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
+BUDGET = dict(adam={"steps": 1000}, second={"steps": 1000})
 """),
     _code("""
 import matplotlib.pyplot as plt
@@ -131,13 +131,11 @@ curriculum off. `cj.sweep` trains every (seed, $\\beta$) pair as one vmapped bat
 the available devices); the fallback below is a plain Python loop over `cj.train`.
 """),
     _params("""
-BUDGET = dict(adam_steps=500, lbfgs_steps=500)
+BUDGET = dict(adam={"steps": 500}, second={"steps": 500})
 SEEDS = [0, 1, 2]
 BETAS = [0.0, 0.5, 1.0, 2.0, 4.0]
 """),
     _code("""
-import dataclasses
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -151,7 +149,7 @@ if hasattr(cj, "sweep"):
     rel_e2 = np.asarray(sweep.metrics["rel_e2"])  # (n_seeds, n_beta)
 else:  # the same numbers, one training at a time
     rel_e2 = np.array([
-        [cj.train(problem, "cgmpinn", dataclasses.replace(config, beta=b), key=s, quiet=True).metrics.rel_e2
+        [cj.train(problem, "cgmpinn", config.replace(cgm={"beta": b}), key=s, quiet=True).metrics.rel_e2
          for b in BETAS]
         for s in SEEDS
     ])
@@ -197,7 +195,7 @@ Cole-Hopf travelling wave $u^* = \\tfrac12\\left(1 - \\tanh\\frac{x - t/2}{4\\nu
 shock moving right, the kind of localised feature the curriculum is meant for.
 """),
     _params("""
-BUDGET = dict(adam_steps=1000, lbfgs_steps=1000)
+BUDGET = dict(adam={"steps": 1000}, second={"steps": 1000})
 """),
     _code(example_source() + """
 
@@ -250,7 +248,7 @@ fig.tight_layout()
 """),
     _md("""
 To let the number of mixture components follow the residuals instead of the paper's fixed
-K = 4, pass `cj.TrainConfig(..., n_components="bic")`: at every refresh K = 1..6 are fitted
+K = 4, pass `cj.TrainConfig(..., cgm=cj.CGMOptions(n_components="bic"))`: at every refresh K = 1..6 are fitted
 and the one of lowest BIC is used.
 """),
 ]
@@ -275,7 +273,7 @@ deviation of the exact values at the observation points. The default budget belo
 minutes on a CPU; the README's inverse section has the measured accuracy at larger budgets.
 """),
     _params("""
-BUDGET = dict(adam_steps=2000, lbfgs_steps=2000)
+BUDGET = dict(adam={"steps": 2000}, second={"steps": 2000})
 NOISE = 0.01
 N_OBS = 200
 """),
@@ -356,7 +354,7 @@ measured against the reference, and every report says which. The budget below is
 (minutes on a 2-core CPU); `benchmarks/results/field_problems.md` has the long runs.
 """),
     _params("""
-BUDGET = dict(adam_steps=1000, lbfgs_steps=500)
+BUDGET = dict(adam={"steps": 1000}, second={"steps": 500})
 """),
     _code("""
 import matplotlib.pyplot as plt

@@ -7,8 +7,8 @@ from benchmarks import bitwise
 
 
 def test_fingerprint_is_exact_and_compare_finds_any_difference():
-    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", cj.TrainConfig(adam_steps=10, lbfgs_steps=0,
-                   k_upd=5, width=4, depth=1), key=0, quiet=True)
+    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", cj.TrainConfig(adam={"steps": 10}, second={"steps": 0},
+                   cgm={"k_upd": 5}, width=4, depth=1), key=0, quiet=True)
     fp = bitwise.fingerprint(res)
     assert float.fromhex(fp["loss"][0]) == float(res.history.loss[0])  # exact, not rounded
     assert fp["statuses"] == ["COMPLETED", "SKIPPED"]

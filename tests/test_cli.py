@@ -39,12 +39,12 @@ def test_options_become_config_fields():
     args = _run_parser().parse_args(["heat", "--width", "16", "--depth", "3", "--k-upd", "25", "--relobralo", "adam",
                                      "--adam-steps", "7"])
     kw = cli.config_kwargs(args)
-    assert kw["width"] == 16 and kw["depth"] == 3 and kw["k_upd"] == 25 and kw["adam_steps"] == 7
-    assert kw["relobralo"] == "adam"
-    assert "lbfgs_steps" not in kw  # left at the problem's default
+    assert kw["width"] == 16 and kw["depth"] == 3 and kw["cgm"] == {"k_upd": 25} and kw["adam"] == {"steps": 7}
+    assert kw["balancing"] == {"stages": "adam"}
+    assert "second" not in kw  # left at the problem's default
     cfg = cj.TrainConfig(**kw)
-    assert (cfg.width, cfg.depth, cfg.k_upd, cfg.relobralo) == (16, 3, 25, "adam")
-    assert cli.config_kwargs(_run_parser().parse_args(["--relobralo", "off"]))["relobralo"] == "none"
+    assert (cfg.width, cfg.depth, cfg.cgm.k_upd, cfg.balancing.stages) == (16, 3, 25, "adam")
+    assert cli.config_kwargs(_run_parser().parse_args(["--relobralo", "off"]))["balancing"] == {"stages": "none"}
 
 
 def test_stages_and_their_budgets_from_the_command_line():
@@ -63,10 +63,13 @@ def test_preset_settings_survive_unset_options():
         a = _run_parser().parse_args(list(argv))
         return cj.TrainConfig.preset(a.preset, **cli.config_kwargs(a))
 
-    assert cfg().relobralo_lbfgs_apply == "iteration" and cfg().precision == "float32"
+    assert cfg().balancing.second_stage_apply == "iteration" and cfg().precision == "float32"
     acc = cfg("--preset", "accurate")
-    assert (acc.precision, acc.relobralo_lbfgs_apply) == ("float64", "refresh")
-    assert cfg("--preset", "accurate", "--relobralo-lbfgs", "iteration").relobralo_lbfgs_apply == "iteration"
+    assert (acc.precision, acc.balancing.second_stage_apply, acc.second.steps) == ("float64", "refresh", 1500)
+    assert cfg("--preset", "accurate", "--relobralo-second", "iteration").balancing.second_stage_apply == "iteration"
+    # a budget on the command line keeps the preset's other options of that group and of the others
+    budget = cfg("--preset", "accurate", "--second-steps", "7", "--k-upd", "3")
+    assert (budget.second.steps, budget.balancing.second_stage_apply, budget.cgm.k_upd) == (7, "refresh", 3)
     assert cfg("--preset", "accurate", "--precision", "mixed").precision == "mixed"
 
 
@@ -141,14 +144,14 @@ def test_run_a_users_problem_from_the_current_directory(tmp_path, monkeypatch, c
     assert cli.main(["run", "cli_user_pde_mod:Broken", "--quiet"]) == 2
     assert "Broken.sample_points(key)['bc']" in capsys.readouterr().err
     out = tmp_path / "run"
-    rc = cli.main(["run", "cli_user_pde_mod:Tiny", "--method", "pinn", "--adam-steps", "3", "--lbfgs-steps", "0",
+    rc = cli.main(["run", "cli_user_pde_mod:Tiny", "--method", "pinn", "--adam-steps", "3", "--second-steps", "0",
                    "--k-upd", "1", "--width", "5", "--depth", "2", "--out", str(out), "--no-plots", "--quiet"])
     assert rc == 0
     printed = capsys.readouterr().out
     assert "tiny_cli / pinn" in printed and "relative e2" in printed
     model, info = cj.load_model(out)
     assert info["problem_class"] == "cli_user_pde_mod:Tiny"
-    assert info["width"] == 5 and info["depth"] == 2 and info["config"]["k_upd"] == 1
+    assert info["width"] == 5 and info["depth"] == 2 and info["config"]["cgm"]["k_upd"] == 1
     assert model(__import__("jax").numpy.zeros(1)).shape == ()
     sys.modules.pop("cli_user_pde_mod", None)
 
@@ -158,7 +161,7 @@ def test_run_compiles_the_second_stage_in_the_background(tmp_path, capsys):
     ``prefetch_compile``), unless ``--background-compile off``."""
     assert _run_parser().parse_args([]).background_compile == "on"
     assert _run_parser().parse_args(["--background-compile", "off"]).background_compile == "off"
-    rc = cli.main(["run", "poisson1d", "--method", "pinn", "--adam-steps", "4", "--lbfgs-steps", "2", "--k-upd", "1",
+    rc = cli.main(["run", "poisson1d", "--method", "pinn", "--adam-steps", "4", "--second-steps", "2", "--k-upd", "1",
                    "--width", "5", "--depth", "2", "--out", str(tmp_path / "run"), "--no-plots", "--compile-cache", "off"])
     assert rc == 0
     err = capsys.readouterr().err

@@ -44,7 +44,7 @@ def test_cli_bad_cache_dir_is_a_clear_error(tmp_path, capsys):
 
     f = tmp_path / "a-file"
     f.write_text("x")
-    rc = cli.main(["run", "--adam-steps", "1", "--lbfgs-steps", "0", "--compile-cache", str(f), "--out",
+    rc = cli.main(["run", "--adam-steps", "1", "--second-steps", "0", "--compile-cache", str(f), "--out",
                    str(tmp_path / "out"), "--no-plots", "--quiet"])
     assert rc == 2
     assert "not a directory" in capsys.readouterr().err
@@ -52,7 +52,7 @@ def test_cli_bad_cache_dir_is_a_clear_error(tmp_path, capsys):
 
 def _run(cache: Path, out: Path) -> dict:
     cmd = [sys.executable, "-m", "cgmpinn_jax.cli", "run", "poisson1d", "--method", "pinn", "--adam-steps", "30",
-           "--lbfgs-steps", "0", "--seed", "3", "--no-plots", "--quiet", "--compile-cache", str(cache), "--out", str(out)]
+           "--second-steps", "0", "--seed", "3", "--no-plots", "--quiet", "--compile-cache", str(cache), "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert f"compile cache {cache}" in p.stdout
@@ -74,7 +74,7 @@ def test_compile_cache_records_lowering_and_xla_seconds_once_per_program():
     import cgmpinn_jax as cj
 
     cache = cj.CompileCache()
-    cfg = cj.TrainConfig(adam_steps=5, lbfgs_steps=3)
+    cfg = cj.TrainConfig(adam={"steps": 5}, second={"steps": 3})
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, cache=cache)
     names = [t[0] for t in cache.timings]
     # a chunk's programs: the weight refresh (compiled once for both stages), PINN's

@@ -75,7 +75,7 @@ def test_cgmpinn_cuts_the_error():
         cj.error_metrics(np.asarray(jax.vmap(cj.nn.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))), exact).rel_e2
         for s in range(3)
     )
-    cfg = cj.TrainConfig(adam_steps=300, lbfgs_steps=200, k_upd=100)
+    cfg = cj.TrainConfig(adam={"steps": 300}, second={"steps": 200}, cgm={"k_upd": 100})
     res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert np.isfinite(res.metrics.rel_e2)
     assert res.metrics.rel_e2 * 3.0 <= init, (res.metrics, init)
@@ -85,8 +85,9 @@ def test_doc_block_runs(capsys):
     """Execute the docs' code block as a user would, with the training budget cut to a
     tiny one (the block's own budget is exercised by test_cgmpinn_cuts_the_error)."""
     code = doc_code_block()
-    tiny, n = re.subn(r"adam_steps=\d+, lbfgs_steps=\d+", "adam_steps=20, lbfgs_steps=0", code)
-    assert n == 1, "the docs example should state its budget as adam_steps=..., lbfgs_steps=..."
+    tiny, n = re.subn(r"AdamOptions\(steps=\d+\), second=cj\.SecondStageOptions\(steps=\d+\)",
+                      "AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0)", code)
+    assert n == 1, "the docs example should state its budget as adam=cj.AdamOptions(steps=...), second=..."
     ns = {"__name__": "__doc_example__"}
     exec(compile(tiny, str(DOC), "exec"), ns)
     assert "Metrics(" in capsys.readouterr().out

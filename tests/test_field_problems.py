@@ -17,8 +17,9 @@ from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import (Box, Condition, Dirichlet, Disk, Neumann, Problem, Reference, Robin, grid, uniform,
                                   validate_problem)
 
-TINY = cj.TrainConfig(adam_steps=300, lbfgs_steps=60, width=20, depth=2)
-GN = cj.TrainConfig(adam_steps=300, lbfgs_steps=40, width=20, depth=2, second_stage="gauss_newton", precision="float64")
+TINY = cj.TrainConfig(adam={"steps": 300}, second={"steps": 60}, width=20, depth=2)
+GN = cj.TrainConfig(adam={"steps": 300}, second={"steps": 40}, width=20, depth=2, second_stage="gauss_newton",
+                    precision="float64")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +144,8 @@ def test_source_and_targets_given_train_against_the_reference():
 
 
 def test_no_exact_and_no_reference_reports_no_metrics():
-    r = cj.train(NoTruth(), "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0, width=8, depth=1), key=0, quiet=True)
+    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 0}, width=8, depth=1)
+    r = cj.train(NoTruth(), "pinn", cfg, key=0, quiet=True)
     assert r.metrics.against == "none" and np.isnan(r.metrics.rel_e2)
     assert r.summary()["rel_e2"] is None and "no error metrics" in r.metrics.describe()
     json.dumps({k: r.summary()[k] for k in cj.metrics.ERRORS}, allow_nan=False)  # no NaN metric written
@@ -166,7 +168,7 @@ def test_system_residuals_shapes_and_exactness():
 @pytest.mark.parametrize("method,config", [("pinn", TINY), ("cgmpinn", TINY), ("pinn", GN)],
                          ids=["pinn", "cgmpinn", "pinn-gauss-newton"])
 def test_system_trains_every_method_family(method, config):
-    untrained = cj.train(FirstOrder(), method, dataclasses.replace(config, adam_steps=0, lbfgs_steps=0), key=0, quiet=True)
+    untrained = cj.train(FirstOrder(), method, config.replace(adam={"steps": 0}, second={"steps": 0}), key=0, quiet=True)
     r = cj.train(FirstOrder(), method, config, key=0, quiet=True)
     names = [n for n, _ in r.metrics.per_field]
     assert names == ["u", "q"] and r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
@@ -210,7 +212,7 @@ def test_neumann_and_robin_pieces_vanish_on_the_exact_solution(robin):
 
 
 def test_annulus_trains_from_a_geometry():
-    untrained = cj.train(Annulus(), "pinn", dataclasses.replace(TINY, adam_steps=0, lbfgs_steps=0), key=0, quiet=True)
+    untrained = cj.train(Annulus(), "pinn", TINY.replace(adam={"steps": 0}, second={"steps": 0}), key=0, quiet=True)
     r = cj.train(Annulus(), "pinn", TINY, key=0, quiet=True)
     assert r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
     assert Annulus().lower == (-1.0, -1.0) and Annulus().upper == (1.0, 1.0)  # the geometry's bounding box
@@ -228,7 +230,7 @@ def test_condition_piece_pins_a_combination():
 
 def test_data_problem_saves_and_reloads_and_a_changed_reference_is_refused(tmp_path):
     r = cj.train(cj.get_problem("holes", n_pde=200, n_outer=80, n_holes=80), "pinn",
-                 cj.TrainConfig(adam_steps=30, lbfgs_steps=0, width=8, depth=1), key=0, quiet=True)
+                 cj.TrainConfig(adam={"steps": 30}, second={"steps": 0}, width=8, depth=1), key=0, quiet=True)
     cj.save_result(r, tmp_path)
     info = json.loads((tmp_path / "model.json").read_text())
     assert info["reference"]["source"] == "pinnacle/poisson1_cg_data.dat.gz" and len(info["reference"]["sha256"]) == 64
@@ -314,13 +316,13 @@ def test_docs_page_shows_the_worked_examples_verbatim():
 @pytest.mark.parametrize("method", ["lbpinn", "gpinn"] + [pytest.param(m, marks=pytest.mark.slow)
                                                          for m in ("lnn_pinn", "star_pinn", "gmmpinn", "clpinn")])
 def test_every_method_runs_on_a_system(method):
-    cfg = cj.TrainConfig(adam_steps=60, lbfgs_steps=5, width=8, depth=2, k_upd=20)
+    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 5}, width=8, depth=2, cgm={"k_upd": 20})
     r = cj.train(FirstOrder(), method, cfg, key=0, quiet=True)
     assert [n for n, _ in r.metrics.per_field] == ["u", "q"] and np.isfinite(r.metrics.rel_e2)
 
 
 def test_a_sweep_over_a_system_and_a_geometry_stays_vmapped():
-    cfg = cj.TrainConfig(adam_steps=40, lbfgs_steps=0, width=8, depth=1, k_upd=20)
+    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, width=8, depth=1, cgm={"k_upd": 20})
     for problem in (FirstOrder(), Annulus()):
         res = cj.sweep(problem, "cgmpinn", cfg, seeds=[0, 1], quiet=True)
         rel = np.asarray(res.metrics["rel_e2"])
@@ -334,7 +336,7 @@ def test_command_line_lists_and_runs_a_worked_example(tmp_path, capsys):
     listed = capsys.readouterr().out
     assert all(f"  {name} " in listed for name in ("burgers_data", "cavity", "holes"))
     out = tmp_path / "holes"
-    assert main(["run", "holes", "--adam-steps", "20", "--lbfgs-steps", "0", "--width", "8", "--depth", "1",
+    assert main(["run", "holes", "--adam-steps", "20", "--second-steps", "0", "--width", "8", "--depth", "1",
                  "--quiet", "--no-plots", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "errors against the reference pinnacle/poisson1_cg_data.dat.gz" in printed

@@ -26,7 +26,7 @@ from cgmpinn_jax.problems import Heat
 def heat_run():
     """kappa (true 1, guess 0.5) of a smoother heat solution (s = 2) at a tiny budget."""
     prob = inverse.inverse_problem("heat", n_obs=200, noise=0.01, key=0, s=2.0, n_pde=500)
-    cfg = cj.TrainConfig(adam_steps=400, lbfgs_steps=150, k_upd=50, width=20, depth=3, adam_lr=5e-3)
+    cfg = cj.TrainConfig(adam={"steps": 400, "lr": 5e-3}, second={"steps": 150}, cgm={"k_upd": 50}, width=20, depth=3)
     return cj.train(prob, "pinn", cfg, key=0, quiet=True)
 
 
@@ -156,14 +156,14 @@ def test_forward_problems_unchanged():
     a = jax.tree_util.tree_leaves(Trainable(net, None))
     b = jax.tree_util.tree_leaves(Trainable(net, None, init_coeffs(heat)))
     assert len(a) == len(b) and all(x is y for x, y in zip(a, b))
-    res = cj.train(heat, "pinn", cj.TrainConfig(adam_steps=0, lbfgs_steps=0, width=8, depth=1), key=0, quiet=True)
+    res = cj.train(heat, "pinn", cj.TrainConfig(adam={"steps": 0}, second={"steps": 0}, width=8, depth=1), key=0, quiet=True)
     assert res.unknowns is None and res.history.coeffs is None
     assert "unknowns" not in res.summary() and "coeffs" not in res.history.to_dict()
 
 
 def test_infer_command(tmp_path, capsys):
     out = tmp_path / "run"
-    rc = cli.main(["infer", "heat", "--n-obs", "20", "--noise", "0.05", "--adam-steps", "0", "--lbfgs-steps", "0",
+    rc = cli.main(["infer", "heat", "--n-obs", "20", "--noise", "0.05", "--adam-steps", "0", "--second-steps", "0",
                    "--width", "8", "--depth", "1", "--quiet", "--out", str(out), "--obs-weight", "0.5"])
     assert rc == 0
     text = capsys.readouterr().out
@@ -185,7 +185,7 @@ def test_infer_is_only_at_the_top_level():
     from cgmpinn_jax.training import infer
 
     assert cj.infer is infer
-    res = cj.infer("heat", "pinn", cj.TrainConfig(adam_steps=0, lbfgs_steps=0, width=8, depth=1), n_obs=10,
+    res = cj.infer("heat", "pinn", cj.TrainConfig(adam={"steps": 0}, second={"steps": 0}, width=8, depth=1), n_obs=10,
                    quiet=True)
     assert res.unknowns.as_dict()["kappa"]["estimate"] == pytest.approx(0.5, rel=1e-6)
 

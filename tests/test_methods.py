@@ -58,7 +58,7 @@ def test_pinn_bc_is_sum_of_piece_mses():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_lbpinn_log_vars_move():
-    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(adam_steps=100, lbfgs_steps=20), key=0, quiet=True)
+    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(adam={"steps": 100}, second={"steps": 20}), key=0, quiet=True)
     assert res.log_vars is not None and res.log_vars.shape == (3,)
     assert np.all(np.abs(res.log_vars) > 1e-3)
 
@@ -111,7 +111,7 @@ def test_fisher_settings_only_for_cgmpinn_and_ablation():
     assert cj.get_method("gmmpinn").settings(cj.get_problem("heat")).relobralo == "both"
     # a run's Setup takes them (the config may override)
     assert resolve(p, cj.get_method("clpinn"), TrainConfig()).relobralo_stages == "adam"
-    assert resolve(p, cj.get_method("clpinn"), TrainConfig(relobralo=False)).relobralo_stages == "none"
+    assert resolve(p, cj.get_method("clpinn"), TrainConfig(balancing={"stages": False})).relobralo_stages == "none"
 
 
 def test_unknown_method_lists_names():

@@ -1,7 +1,6 @@
 """benchmarks/paper_tables.py and benchmarks/tables_lib.py: tables from hand-written cached
 runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
 
-import dataclasses
 import importlib.util
 import json
 import math
@@ -184,20 +183,20 @@ def test_cache_key_and_variant_configs():
 
     cfg = lambda p, v, sc=1.0: pt.variant_config(pt._cj().get_problem(p), v, sc)
     c = cfg("poisson1d", "cgmpinn")
-    assert (c.adam_steps, c.lbfgs_steps, c.relobralo) == (5000, 10000, None)
-    assert cfg("poisson1d", "cgmpinn_relobralo_off").relobralo == "none"
+    assert (c.adam.steps, c.second.steps, c.balancing.stages) == (5000, 10000, None)
+    assert cfg("poisson1d", "cgmpinn_relobralo_off").balancing.stages == "none"
     a = cfg("fisher_kpp", "cgmpinn_adam")
-    assert (a.adam_steps, a.lbfgs_steps) == (20000, 0)
+    assert (a.adam.steps, a.second.steps) == (20000, 0)
     lb = cfg("damped_wave", "cgmpinn_lbfgs")
-    assert (lb.adam_steps, lb.lbfgs_steps, lb.relobralo, lb.lbfgs_lr) == (0, 15000, "none", 0.1)
+    assert (lb.adam.steps, lb.second.steps, lb.balancing.stages, lb.lbfgs.lr) == (0, 15000, "none", 0.1)
     sc = cfg("poisson1d", "pinn", 0.002)
-    assert (sc.adam_steps, sc.lbfgs_steps) == (10, 20)
+    assert (sc.adam.steps, sc.second.steps) == (10, 20)
     assert pt.planned_variants(["optimizers"], None) == ["cgmpinn", "cgmpinn_adam", "cgmpinn_lbfgs"]
     assert pt.planned_variants(["methods", "ablation"], ["pinn", "cgmpinn"]) == ["cgmpinn", "pinn", "cgmpinn_relobralo_off"]
     # a later TrainConfig field at the default the cached runs used does not change the key
     base = pt._cj().TrainConfig()
     assert "relobralo_lbfgs_apply" not in pt._config_for_key(base)
-    other = dataclasses.replace(base, relobralo_lbfgs_apply="refresh")
+    other = base.replace(balancing={"second_stage_apply": "refresh"})
     assert pt._config_for_key(other)["relobralo_lbfgs_apply"] == "refresh"
 
 

@@ -10,7 +10,7 @@ from cgmpinn_jax.config import stop_rule
 from cgmpinn_jax.training._precision import cast_floats, precision_scope
 from stop_rules import loss_tol_fires_at
 
-TINY = dict(adam_steps=30, lbfgs_steps=20, k_upd=10)
+TINY = dict(adam={"steps": 30}, second={"steps": 20}, cgm={"k_upd": 10})
 
 
 def _problem():
@@ -65,7 +65,8 @@ def test_second_stage_members_cut_the_loss(member):
     """Each member takes the Adam result further down in float64. Measured (1D Poisson,
     64 points, 200 Adam steps, 40 iterations): optax 0.94, jaxopt 0.95, ssbfgs 0.70 of the
     starting loss; jaxopt before its first direction was scaled: 1.38 (a saturating first step)."""
-    cfg = cj.TrainConfig(precision="float64", second_stage=member, adam_steps=200, lbfgs_steps=40, k_upd=20)
+    cfg = cj.TrainConfig(precision="float64", second_stage=member, adam={"steps": 200}, second={"steps": 40},
+                         cgm={"k_upd": 20})
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
     h = res.history
     start = h.loss[h.k == 201][0]
@@ -74,17 +75,17 @@ def test_second_stage_members_cut_the_loss(member):
 
 
 def test_dense_member_refuses_large_networks_before_compiling():
-    cfg = cj.TrainConfig(second_stage="ssbfgs", width=50, depth=4, dense_max_params=1000, **TINY)
-    with pytest.raises(ValueError, match="dense_max_params"):
+    cfg = cj.TrainConfig(second_stage="ssbfgs", width=50, depth=4, dense={"max_params": 1000}, **TINY)
+    with pytest.raises(ValueError, match=r"dense\.max_params"):
         cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
 
 
 def test_presets_and_stop_rules():
     acc = cj.TrainConfig.preset("accurate")
     assert acc.precision == "float64" and acc.second_stage == cj.PRESETS["accurate"]["second_stage"]
-    assert acc.relobralo_lbfgs_apply == "refresh"  # the measured choice (precision.md, 5 seeds)
+    assert acc.balancing.second_stage_apply == "refresh"  # the measured choice (precision.md, 5 seeds)
     assert cj.TrainConfig.preset("faithful") == cj.TrainConfig()
-    assert cj.TrainConfig.preset("accurate", adam_steps=10).adam_steps == 10
+    assert cj.TrainConfig.preset("accurate", adam={"steps": 10}).adam.steps == 10
     with pytest.raises(ValueError, match="preset"):
         cj.TrainConfig.preset("fastest")
     # float32 keeps the tolerances every table run used; float64 stops only on a true stall
@@ -92,14 +93,14 @@ def test_presets_and_stop_rules():
     f64 = stop_rule(cj.TrainConfig(precision="float64"))
     assert f64.ftol < 1e-6 and f64.gtol < 1e-7
     assert stop_rule(cj.TrainConfig(precision="mixed")) == f64
-    assert stop_rule(cj.TrainConfig(precision="float64", lbfgs_ftol=0.1)).ftol == 0.1
+    assert stop_rule(cj.TrainConfig(precision="float64", second={"ftol": 0.1})).ftol == 0.1
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_loss_tol_fires_where_the_rule_says():
     """With a huge ftol almost every iteration is a stall; the stage stops (LOSS_TOL) at the
     iteration a replay of the rule on the recorded unweighted losses gives."""
-    cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=60, k_upd=10, lbfgs_ftol=0.9, lbfgs_tol_patience=7)
+    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 60, "ftol": 0.9, "patience": 7}, cgm={"k_upd": 10})
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
     assert res.statuses["lbfgs"] == cj.StageStatus.LOSS_TOL
     raw = res.history.raw[res.history.k > 20].sum(1)

@@ -39,7 +39,7 @@ from test_schedule import _reference_refreshes
 SEED = 0
 NET = dict(width=8, depth=1)
 ADAM, LBFGS, K_UPD = 390, 200, 20
-BUDGET = dict(adam_steps=ADAM, lbfgs_steps=LBFGS, k_upd=K_UPD, **NET)
+BUDGET = dict(adam={"steps": ADAM}, second={"steps": LBFGS}, cgm={"k_upd": K_UPD}, **NET)
 EASY = dict(n_pde=64, alpha1=1.0, alpha2=1.0, s=1.0)  # u* = sin(pi x) cos(pi x) + tanh(x)
 CACHE = cj.CompileCache()  # this module's compilations, shared by its tests only
 
@@ -148,7 +148,7 @@ def cgm_run():
 
 @pytest.fixture(scope="module")
 def cgm_sweep():
-    beta0 = TrainConfig().beta
+    beta0 = TrainConfig().cgm.beta
     return cj.sweep(_easy(), "cgmpinn", TrainConfig(**BUDGET), seeds=[SEED], grid={"beta": [beta0, 2.0 * beta0]},
                     quiet=True, keep_histories=True, shard=False, cache=CACHE)
 
@@ -165,7 +165,7 @@ def test_sweep_member_follows_train(cgm_run, cgm_sweep):
     first row exactly), the same schedule exactly, the Adam stage and the hand-off to 3e-5; and
     the other beta's member measurably different (the grid reaches the weights, member order)."""
     h, (m0, m1) = cgm_run.history, cgm_sweep.histories
-    assert list(cgm_sweep.axes) == ["seed", "beta"] and cgm_sweep.axes["beta"][0] == TrainConfig().beta
+    assert list(cgm_sweep.axes) == ["seed", "beta"] and cgm_sweep.axes["beta"][0] == TrainConfig().cgm.beta
     assert cgm_sweep.statuses["adam"].shape == (1, 2) and int(cgm_sweep.statuses["adam"][0, 0]) == cgm_run.statuses["adam"]
     for f in ("k", "refresh_k", "refresh_tau"):
         np.testing.assert_array_equal(getattr(m0, f), getattr(h, f), err_msg=f)
@@ -245,7 +245,7 @@ def test_tiny_run_records_the_schedule_and_tau(cgm_run):
     assert h.refresh_k.tolist() == [c.tau_k for c in chunks] == _reference_refreshes(ADAM, LBFGS, K_UPD)[0]
     assert h.refresh_k.tolist()[19:23] == [381, 390, 391, 411]  # across the hand-off
     k_max = ADAM + LBFGS
-    np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (TrainConfig().c_sat * k_max), 1.0), rtol=1e-6)
+    np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (TrainConfig().cgm.c_sat * k_max), 1.0), rtol=1e-6)
     assert h.refresh_tau[-1] == 1.0 and h.k.tolist() == list(range(1, k_max + 1))
     assert cgm_run.statuses["adam"] == StageStatus.COMPLETED and cgm_run.statuses["lbfgs"] == StageStatus.COMPLETED
     assert np.all(h.evals[ADAM:] >= 1) and np.all(h.evals[:ADAM] == 1)
@@ -273,8 +273,8 @@ def guarded_run():
     """PINN, 60 Adam steps at lr 0.05 with divergence_ratio 1.5 (Adam overshoots: measured
     DIVERGED at step 44), then dense BFGS with lbfgs_gtol 1.0 (measured: GRAD_TOL at its 4th
     iteration)."""
-    cfg = TrainConfig(adam_steps=60, lbfgs_steps=30, k_upd=20, adam_lr=0.05, divergence_ratio=RATIO,
-                      second_stage="bfgs", lbfgs_gtol=GTOL, **NET)
+    cfg = TrainConfig(adam={"steps": 60, "lr": 0.05}, second={"steps": 30, "gtol": GTOL}, cgm={"k_upd": 20},
+                      divergence_ratio=RATIO, second_stage="bfgs", **NET)
     return cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
 
 
@@ -324,8 +324,8 @@ def test_loss_tol_takes_its_last_step():
     patience 3: the stall rule replayed on the recorded unweighted losses fires at the last
     iteration, and that iteration's step is kept: the model returned is below every recorded
     loss (neither the start point, as for GRAD_TOL, nor a restored best)."""
-    cfg = TrainConfig(adam_steps=0, lbfgs_steps=30, k_upd=20, second_stage="bfgs", lbfgs_ftol=0.9,
-                      lbfgs_tol_patience=3, **NET)
+    cfg = TrainConfig(adam={"steps": 0}, second={"steps": 30, "ftol": 0.9, "patience": 3}, cgm={"k_upd": 20},
+                      second_stage="bfgs", **NET)
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
     assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     raw = res.history.raw.sum(1)

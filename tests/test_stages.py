@@ -13,7 +13,7 @@ from cgmpinn_jax.training import _checkpoint as ck
 
 from test_checkpoint import assert_same_run, only
 
-F64 = dict(precision="float64", k_upd=5, width=16, depth=2)  # small: Gauss-Newton solves stay cheap
+F64 = dict(precision="float64", cgm={"k_upd": 5}, width=16, depth=2)  # small: Gauss-Newton solves stay cheap
 
 
 def _history_equal(a, b, rows=None):
@@ -50,14 +50,14 @@ def test_a_third_stage_is_configuration(three):
 
 
 def test_the_first_two_stages_are_the_two_stage_run(three):
-    two = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=30, lbfgs_steps=10, **F64), key=0, quiet=True)
+    two = cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 30}, second={"steps": 10}, **F64), key=0, quiet=True)
     _history_equal(three, two, rows=40)
 
 
 def test_stages_spell_the_second_stage_bit_for_bit():
     """``stages=("adam", "gauss_newton")`` is ``second_stage="gauss_newton"`` under another
     stage name: every history entry and the metrics equal."""
-    a = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=6, second_stage="gauss_newton",
+    a = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam={"steps": 20}, second={"steps": 6}, second_stage="gauss_newton",
                                                         **F64), key=1, quiet=True)
     b = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=("adam", "gauss_newton"), stage_steps=(20, 6), **F64),
                  key=1, quiet=True)
@@ -70,7 +70,7 @@ def test_three_stages_resume_bit_for_bit_from_every_boundary(tmp_path, monkeypat
     """A mixed-precision run of three stages, checkpointed at every chunk boundary and
     resumed at both hand-offs and inside the third stage."""
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "ssbfgs"), stage_steps=(20, 11, 11), precision="mixed", k_upd=10,
+    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "ssbfgs"), stage_steps=(20, 11, 11), precision="mixed", cgm={"k_upd": 10},
                          width=16, depth=2)
     plain = cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True)
     folder = tmp_path / "run"
@@ -108,10 +108,10 @@ def test_stages_are_checked():
     with pytest.raises(ValueError, match=r"stage_steps\[0\]"):
         cj.TrainConfig(stage_steps=(-1, 2))
     # a member's own options are accepted when some stage runs that member
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), gn_max_trials=5)
+    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), gauss_newton={"max_trials": 5})
     assert cfg.members == ("optax", "gauss_newton")
     with pytest.raises(ValueError, match="Gauss-Newton option"):
-        cj.TrainConfig(stages=("adam", "lbfgs"), gn_max_trials=5)
+        cj.TrainConfig(stages=("adam", "lbfgs"), gauss_newton={"max_trials": 5})
 
 
 def test_stages_round_trip_and_leave_old_records_alone():
@@ -141,7 +141,7 @@ def test_a_sweep_runs_the_same_stages():
     follows ``cj.train`` (vmapped float64 programs round differently in the last digits, and
     the Gauss-Newton solves amplify that: 1e-6)."""
     cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(20, 6, 5), precision="float64",
-                         k_upd=5, width=8, depth=1)
+                         cgm={"k_upd": 5}, width=8, depth=1)
     sw = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], quiet=True, keep_histories=True)
     one = cj.train("poisson1d", "cgmpinn", cfg, key=1, quiet=True)
     assert list(sw.statuses) == ["adam", "lbfgs", "gauss_newton"] and sw.statuses["gauss_newton"].shape == (2,)

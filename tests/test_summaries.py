@@ -13,8 +13,8 @@ P = cj.get_problem("poisson1d", n_pde=64)
 
 def test_stage_lines_say_what_ran_and_why_it_stopped():
     # a stall rule that fires at once: LOSS_TOL after 3 of 2000 iterations
-    cfg = cj.TrainConfig(adam_steps=20, lbfgs_steps=2000, k_upd=10, width=8, depth=2, lbfgs_ftol=0.99,
-                         lbfgs_tol_patience=3)
+    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 2000, "ftol": 0.99, "patience": 3}, cgm={"k_upd": 10},
+                         width=8, depth=2)
     res = cj.train(P, "pinn", cfg, key=0, quiet=True)
     assert res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     ran = int(np.sum(res.history.k > 20))
@@ -43,7 +43,7 @@ def test_every_status_has_words():
 
 
 def test_progress_shows_tau_only_for_weighting_methods(tmp_path):
-    cfg = cj.TrainConfig(adam_steps=10, lbfgs_steps=0, k_upd=5, width=8, depth=2)
+    cfg = cj.TrainConfig(adam={"steps": 10}, second={"steps": 0}, cgm={"k_upd": 5}, width=8, depth=2)
     lines = {}
     for m in ("pinn", "cgmpinn"):
         out = []
@@ -58,7 +58,8 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     from cgmpinn_jax.plots import plot_result
 
     res = cj.train(cj.get_problem("heat", n_pde=64, n_ic=16, n_bc=16), "pinn",
-                   cj.TrainConfig(adam_steps=10, lbfgs_steps=2, k_upd=5, width=8, depth=2), key=0, quiet=True)
+                   cj.TrainConfig(adam={"steps": 10}, second={"steps": 2}, cgm={"k_upd": 5}, width=8, depth=2), key=0,
+                   quiet=True)
     names = sorted(p.name for p in plot_result(res, tmp_path))
     assert names == ["error.png", "loss.png", "solution.png"]
     import matplotlib.pyplot as plt
@@ -76,7 +77,7 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     finally:
         plt.Axes.legend = orig
     assert "unweighted PDE+IC+BC" in seen and "Adam -> L-BFGS" in seen
-    res1d = cj.train(P, "pinn", cj.TrainConfig(adam_steps=5, lbfgs_steps=0, width=8, depth=2), key=0, quiet=True)
+    res1d = cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 5}, second={"steps": 0}, width=8, depth=2), key=0, quiet=True)
     seen.clear()
     plt.Axes.legend = spy
     try:
@@ -88,8 +89,8 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
 
 def test_progress_lines_have_totals_and_time_left():
     out = []
-    cj.train(P, "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=4, k_upd=10, width=8, depth=2), key=0,
-             print_fn=out.append)
+    cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 20}, second={"steps": 4}, cgm={"k_upd": 10}, width=8, depth=2),
+             key=0, print_fn=out.append)
     steps = [s for s in out if " k=" in s]
     assert "[adam 10/20, " in steps[0] and steps[0].endswith(" left]")
     assert any("[lbfgs 4/4, " in s for s in steps)

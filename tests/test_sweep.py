@@ -11,7 +11,7 @@ import pytest
 
 import cgmpinn_jax as cj
 
-CFG = dict(adam_steps=10, lbfgs_steps=4, k_upd=5)
+CFG = dict(adam={"steps": 10}, second={"steps": 4}, cgm={"k_upd": 5})
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
@@ -20,7 +20,7 @@ def test_sweep_member_equals_plain_train():
     res = cj.sweep(p, "cgmpinn", cj.TrainConfig(**CFG), seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True, shard=False)
     assert res.metrics["rel_e2"].shape == (2, 2)
     assert list(res.axes) == ["seed", "beta"]
-    one = cj.train(p, "cgmpinn", cj.TrainConfig(beta=2.0, **CFG), key=1, quiet=True)
+    one = cj.train(p, "cgmpinn", cj.TrainConfig(**CFG).replace(cgm={"beta": 2.0}), key=1, quiet=True)
     assert res.at(seed=1, beta=2.0)["rel_e2"] == pytest.approx(one.metrics.rel_e2, rel=1e-3)
     # the beta axis matters (different weights) and seeds give different runs
     assert not np.allclose(res.metrics["rel_e2"][0], res.metrics["rel_e2"][1])

@@ -29,7 +29,8 @@ def _initial_rel_e2(problem, method, key):
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
-    res = cj.train("heat", "cgmpinn", TrainConfig(adam_steps=20, lbfgs_steps=21, k_upd=10), key=0, quiet=True)
+    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 21}, cgm={"k_upd": 10})
+    res = cj.train("heat", "cgmpinn", cfg, key=0, quiet=True)
     assert res.statuses["adam"] == StageStatus.COMPLETED and res.statuses["lbfgs"] == StageStatus.COMPLETED
     h = res.history
     # Adam: before epochs 0 and 10; L-BFGS: start refit with Adam's last tau (k=20), then
@@ -47,7 +48,7 @@ def test_recorded_refreshes_follow_schedule():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_determinism():
-    cfg = TrainConfig(adam_steps=30, lbfgs_steps=10, k_upd=10)
+    cfg = TrainConfig(adam={"steps": 30}, second={"steps": 10}, cgm={"k_upd": 10})
     a = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     b = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
@@ -68,7 +69,8 @@ class _NaNPoisson(Poisson1D):
 def test_nonfinite_residual_stops_with_best_params():
     p = _NaNPoisson(n_pde=200)
     # the exact solution reaches |u| ~ 2, so training must cross |u| = 0.6
-    res = cj.train(p, "cgmpinn", TrainConfig(adam_steps=600, lbfgs_steps=50, k_upd=50), key=0, quiet=True)
+    cfg = TrainConfig(adam={"steps": 600}, second={"steps": 50}, cgm={"k_upd": 50})
+    res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert StageStatus.NONFINITE in (res.statuses["adam"], res.statuses["lbfgs"])
     leaves = jax.tree_util.tree_leaves(res.model)
     assert all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
@@ -79,7 +81,7 @@ def test_nonfinite_residual_stops_with_best_params():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_save_load_round_trip(tmp_path):
-    res = cj.train("damped_wave", "pinn", TrainConfig(adam_steps=10, lbfgs_steps=3), key=1, quiet=True)
+    res = cj.train("damped_wave", "pinn", TrainConfig(adam={"steps": 10}, second={"steps": 3}), key=1, quiet=True)
     cj.save_result(res, tmp_path / "run")
     model, info = cj.load_model(tmp_path / "run")
     pts = res.problem.test_grid().points
@@ -92,7 +94,7 @@ def test_cli_run_writes_files(tmp_path, capsys):
     from cgmpinn_jax.cli import main
 
     out = tmp_path / "cli"
-    rc = main(["run", "poisson1d", "--adam-steps", "20", "--lbfgs-steps", "5", "--out", str(out), "--quiet"])
+    rc = main(["run", "poisson1d", "--adam-steps", "20", "--second-steps", "5", "--out", str(out), "--quiet"])
     assert rc == 0
     for name in ("metrics.json", "history.json", "model.eqx", "model.json", "solution.png", "error.png", "loss.png", "weights.png"):
         assert (out / name).exists(), name
@@ -115,23 +117,26 @@ def test_cli_list_and_bad_names(capsys):
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="adam_steps"):
-        TrainConfig(adam_steps=-1)
-    with pytest.raises(ValueError, match="c_sat"):
-        TrainConfig(c_sat=0.0)
+    with pytest.raises(ValueError, match=r"AdamOptions\.steps"):
+        TrainConfig(adam={"steps": -1})
+    with pytest.raises(ValueError, match=r"CGMOptions\.c_sat"):
+        TrainConfig(cgm={"c_sat": 0.0})
     with pytest.raises(ValueError, match="second_stage"):
         TrainConfig(second_stage="scipy")
-    with pytest.raises(ValueError, match="lbfgs_linesearch.*jaxopt"):  # a jaxopt option with the optax member
-        TrainConfig(lbfgs_linesearch="backtracking")
-    TrainConfig(second_stage="jaxopt", lbfgs_linesearch="backtracking")  # fine there
-    for name in ("beta", "eps", "adam_lr", "c_sat", "lbfgs_lr", "divergence_ratio", "relobralo_alpha", "lbfgs_gtol"):
+    with pytest.raises(ValueError, match=r"lbfgs\.linesearch.*jaxopt"):  # a jaxopt option with the optax member
+        TrainConfig(lbfgs={"linesearch": "backtracking"})
+    TrainConfig(second_stage="jaxopt", lbfgs={"linesearch": "backtracking"})  # fine there
+    for group, name, where in (("cgm", "beta", "CGMOptions.beta"), ("cgm", "eps", "CGMOptions.eps"),
+                               ("adam", "lr", "AdamOptions.lr"), ("cgm", "c_sat", "CGMOptions.c_sat"),
+                               ("lbfgs", "lr", "LBFGSOptions.lr"), (None, "divergence_ratio", "TrainConfig.divergence_ratio"),
+                               ("balancing", "alpha", "ReLoBRaLoOptions.alpha"), ("second", "gtol", "SecondStageOptions.gtol")):
         for bad in (float("nan"), float("inf")):
-            with pytest.raises(ValueError, match=name):
-                TrainConfig(**{name: bad})
+            with pytest.raises(ValueError, match=where.replace(".", r"\.")):
+                TrainConfig(**({name: bad} if group is None else {group: {name: bad}}))
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="float16")
-    with pytest.raises(ValueError, match="beta"):
-        TrainConfig(beta=-1.0)
+    with pytest.raises(ValueError, match=r"CGMOptions\.beta must be >= 0"):
+        TrainConfig(cgm={"beta": -1.0})
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
@@ -150,8 +155,8 @@ def test_readme_example_runs():
 # the paper's 5000 Adam steps + 2000 L-BFGS iterations, k_upd 200). Each
 # compiles its own engine (~10-20 s), so all but heat are marked slow and run outside CI:
 # `python -m pytest -m slow tests/test_train.py`.
-TINY = dict(adam_steps=300, lbfgs_steps=300, k_upd=100)
-TINY_POISSON1D = dict(adam_steps=5000, lbfgs_steps=2000, k_upd=200)
+TINY = dict(adam={"steps": 300}, second={"steps": 300}, cgm={"k_upd": 100})
+TINY_POISSON1D = dict(adam={"steps": 5000}, second={"steps": 2000}, cgm={"k_upd": 200})
 
 
 def tiny_budget(problem_name: str) -> dict:
@@ -174,7 +179,8 @@ def test_tiny_run_cuts_error(name):
 def test_relobralo_lbfgs_apply(apply):
     """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
     iterations and move between chunks; 'iteration': they move within a chunk."""
-    cfg = TrainConfig(adam_steps=20, lbfgs_steps=30, k_upd=10, relobralo="both", relobralo_lbfgs_apply=apply)
+    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 30}, cgm={"k_upd": 10},
+                      balancing={"stages": "both", "second_stage_apply": apply})
     res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
     k = np.asarray(res.history.k)
     lam = np.asarray(res.history.lambdas)
@@ -192,12 +198,12 @@ def test_relobralo_lbfgs_apply(apply):
 
 
 def test_relobralo_lbfgs_apply_validated():
-    with pytest.raises(ValueError, match="relobralo_lbfgs_apply"):
-        TrainConfig(relobralo_lbfgs_apply="sometimes")
+    with pytest.raises(ValueError, match=r"ReLoBRaLoOptions\.second_stage_apply"):
+        TrainConfig(balancing={"second_stage_apply": "sometimes"})
 
 
 def _prefetch_pair(method, precision):
-    cfg = TrainConfig(adam_steps=30, lbfgs_steps=20, k_upd=10, precision=precision)
+    cfg = TrainConfig(adam={"steps": 30}, second={"steps": 20}, cgm={"k_upd": 10}, precision=precision)
     lines = []
     a = cj.train("poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False)
     b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache(), prefetch_compile=True)

@@ -1,10 +1,10 @@
 """The ``cgmpinn-jax`` command.
 
-    cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--lbfgs-steps N]
+    cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--second-steps N]
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
                     [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed] [--x64]
                     [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden|gauss_newton] [--relobralo on|off|adam]
-                    [--relobralo-lbfgs iteration|refresh] [--stages NAMES] [--stage-steps N,N,...]
+                    [--relobralo-second iteration|refresh] [--stages NAMES] [--stage-steps N,N,...]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
                     [--background-compile on|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
@@ -34,7 +34,7 @@ compilation and takes no longer as a whole (measured in
 ``run`` defaults to the paper's headline: 1D Poisson, CGMPINN, 5000 Adam + 10000 L-BFGS
 steps, float32. It prints e_loss, e2, relative e2, e_inf and seconds beside the paper's
 numbers and writes metrics.json, the model and PNGs into ``--out``
-(default ``runs/<problem>-<method>-<time>``). ``--adam-steps 15000 --lbfgs-steps 0`` and
+(default ``runs/<problem>-<method>-<time>``). ``--adam-steps 15000 --second-steps 0`` and
 the reverse give the paper's optimizer study.
 """
 

@@ -4,15 +4,21 @@ and its default (the commands themselves are in `cgmpinn_jax.cli._main`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Callable
 
-__all__ = ["build_parser", "config_kwargs", "RELOBRALO_MODES", "EXIT_INTERRUPTED"]
+__all__ = ["build_parser", "config_kwargs", "RELOBRALO_MODES", "EXIT_INTERRUPTED", "DEPRECATED_FLAGS"]
 
 RELOBRALO_MODES = {
     "on": ("both", "ReLoBRaLo rebalances the loss terms in both stages (Adam and the second stage)"),
     "adam": ("adam", "ReLoBRaLo rebalances during Adam only; the second stage keeps the last Adam lambdas fixed"),
     "off": ("none", "no balancing: every loss term has weight 1"),
 }
+
+#: the old spelling of a flag -> (its dest, the new flag's dest and spelling); they work for one
+#: release with a deprecation message on stderr
+DEPRECATED_FLAGS = {"--lbfgs-steps": ("lbfgs_steps", "second_steps", "--second-steps"),
+                    "--relobralo-lbfgs": ("relobralo_lbfgs", "relobralo_second", "--relobralo-second")}
 
 #: exit status after Ctrl-C with a checkpoint written (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
@@ -40,14 +46,20 @@ def _problem_defaults_text(attr: str) -> str:
     return "; ".join([str(common)] + others)
 
 
+def _preset_text(settings: dict) -> str:
+    """``"precision=float64, second.steps=1500"``: a preset's settings, a group's as dotted names."""
+    return ", ".join(f"{k}.{o}={v}" if isinstance(g, dict) else f"{k}={g}"
+                     for k, g in settings.items() for o, v in (g.items() if isinstance(g, dict) else [(None, g)]))
+
+
 def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
     """``run``'s precision, second-stage and ReLoBRaLo options."""
     from ..config import PRESETS
 
     r.add_argument("--preset", choices=tuple(PRESETS), default="faithful",
                    help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
-                        f"setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate'].items())}); 'accurate_lbfgs' = "
-                        f"the float64 L-BFGS setting ({', '.join(f'{k}={v}' for k, v in PRESETS['accurate_lbfgs'].items())}); "
+                        f"setting ({_preset_text(PRESETS['accurate'])}); 'accurate_lbfgs' = "
+                        f"the float64 L-BFGS setting ({_preset_text(PRESETS['accurate_lbfgs'])}); "
                         "other options override it "
                         "(default: %(default)s)")
     r.add_argument("--precision", choices=("float32", "float64", "mixed"), default=None,
@@ -64,17 +76,19 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
                         "stage is lbfgs = the --second-stage member, or a member's name) (default: adam,lbfgs)")
     r.add_argument("--stage-steps", default=None, metavar="N,N,...",
                    help="each stage's budget, comma-separated, in the order of --stages; an empty entry or - keeps "
-                        "the default (default: --adam-steps for adam, --lbfgs-steps for each later stage)")
+                        "the default (default: --adam-steps for adam, --second-steps for each later stage)")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
                    help="older spelling of --second-stage optax|jaxopt")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
                    help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
                         + " (default: the method's; see `cgmpinn-jax list`)")
+    r.add_argument("--relobralo-second", choices=("iteration", "refresh"), default=None,
+                   help="when ReLoBRaLo's lambdas enter the objective of a stage after Adam (L-BFGS or Gauss-Newton): "
+                        "every iteration (as released) or at each weight refresh (about half the L-BFGS evaluations per "
+                        "iteration; in float32 measured less accurate, benchmarks/results/headline.md; in float64 more, "
+                        "benchmarks/results/precision.md) (default: the preset's: faithful iteration, accurate refresh)")
     r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default=None,
-                   help="when ReLoBRaLo's lambdas enter the L-BFGS objective: every iteration (as released) or "
-                        "at each weight refresh (about half the evaluations per iteration; in float32 measured less "
-                        "accurate, benchmarks/results/headline.md; in float64 more, benchmarks/results/precision.md) "
-                        "(default: the preset's: faithful iteration, accurate refresh)")
+                   help="deprecated spelling of --relobralo-second (default: none)")
 
 
 def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
@@ -92,7 +106,7 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
                     "metrics.json, history.json, the model and plots into --out.",
         epilog="examples:\n"
                "  cgmpinn-jax run                                   # the paper's headline run\n"
-               "  cgmpinn-jax run heat --method pinn --adam-steps 2000 --lbfgs-steps 1000\n"
+               "  cgmpinn-jax run heat --method pinn --adam-steps 2000 --second-steps 1000\n"
                "  cgmpinn-jax run cgmpinn_jax.examples:ViscousBurgers --width 32 --depth 3\n"
                "  cgmpinn-jax run mypde:MyProblem                   # ./mypde.py, class MyProblem",
     )
@@ -103,9 +117,12 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
                    help=f"the method: {', '.join(METHODS)}")
     r.add_argument("--adam-steps", type=int, default=None, metavar="N",
                    help=f"Adam steps (default: the problem's: {_problem_defaults_text('adam_steps')})")
+    r.add_argument("--second-steps", type=int, default=None, metavar="N",
+                   help="iterations of the stage after Adam, whichever member (L-BFGS, or Gauss-Newton with --preset "
+                        "accurate) (default: the preset's: accurate 1500; else the problem's: "
+                        f"{_problem_defaults_text('lbfgs_steps')})")
     r.add_argument("--lbfgs-steps", type=int, default=None, metavar="N",
-                   help="second-stage iterations (L-BFGS, or Gauss-Newton with --preset accurate) (default: the preset's: "
-                        f"accurate 1500; else the problem's: {_problem_defaults_text('lbfgs_steps')})")
+                   help="deprecated spelling of --second-steps (default: none)")
     r.add_argument("--k-upd", type=int, default=None, metavar="N",
                    help="steps between refreshes of the per-point weights (default: the method's on this problem: "
                         f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)")
@@ -158,7 +175,7 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
                     "error, and write metrics.json (unknowns.<name>.estimate/.true/.rel_error), history.json, "
                     "observations.json, the model and plots (unknowns.png: the coefficients' trajectories) into --out.",
         epilog="examples:\n"
-               "  cgmpinn-jax infer heat --n-obs 200 --noise 0.01 --adam-steps 3000 --lbfgs-steps 3000\n"
+               "  cgmpinn-jax infer heat --n-obs 200 --noise 0.01 --adam-steps 3000 --second-steps 3000\n"
                "  cgmpinn-jax infer fisher_kpp --unknowns D,r --noise 0.05 --method pinn\n"
                "  cgmpinn-jax infer advection_diffusion --unknowns nu --seed 2",
     )
@@ -183,22 +200,40 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
     return i
 
 
+def _undeprecated(args: argparse.Namespace) -> None:
+    """Move a deprecated flag's value to its new flag (a message on stderr; both given: an error)."""
+    for old, (dest, new_dest, new) in DEPRECATED_FLAGS.items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if getattr(args, new_dest) is not None:
+            raise ValueError(f"{old} is the deprecated spelling of {new}; give only {new}")
+        print(f"cgmpinn-jax: warning: {old} is deprecated and goes in the next release; use {new}", file=sys.stderr)
+        setattr(args, new_dest, value)
+        setattr(args, dest, None)
+
+
 def config_kwargs(args: argparse.Namespace) -> dict:
-    """The [`TrainConfig`][cgmpinn_jax.TrainConfig] keyword arguments the ``run`` options set
-    (options left at their default are left out, so the config's own defaults apply)."""
+    """The [`TrainConfig`][cgmpinn_jax.TrainConfig] keyword arguments the ``run`` options set,
+    a group's as a dict of the options given (options left at their default are left out, so
+    the preset's or the config's own defaults apply)."""
+    _undeprecated(args)
+    groups = {
+        "adam": {"steps": args.adam_steps},
+        "second": {"steps": args.second_steps},
+        "cgm": {"k_upd": args.k_upd},
+        "lbfgs": {"lr": args.lbfgs_lr},
+        "balancing": {"stages": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
+                      "second_stage_apply": args.relobralo_second},
+    }
     kw = {
-        "adam_steps": args.adam_steps,
-        "lbfgs_steps": args.lbfgs_steps,
-        "k_upd": args.k_upd,
         "width": args.width,
         "depth": args.depth,
-        "lbfgs_lr": args.lbfgs_lr,
         "second_stage": args.second_stage or args.lbfgs_backend,
         "precision": args.precision or ("float64" if args.x64 else None),
-        "relobralo": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
-        "relobralo_lbfgs_apply": args.relobralo_lbfgs,
         "stages": _names(args.stages),
         "stage_steps": _budgets(args.stage_steps),
+        **{name: {k: v for k, v in g.items() if v is not None} or None for name, g in groups.items()},
     }
     return {k: v for k, v in kw.items() if v is not None}
 

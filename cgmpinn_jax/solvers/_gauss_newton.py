@@ -6,15 +6,27 @@ CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
 1. ``r`` and the Jacobian ``J`` (``M x P``), once: a ``vmap`` over points of one row's gradient.
 2. The damped normal system ``(J^T J + mu I) d = -J^T r``, in the **kernel (Woodbury) form**
    ``d = -J^T (J J^T + mu I)^{-1} r`` when ``M <= P`` (an ``M x M`` system), else in the
-   **Gramian form** (``P x P``); ``gn_form`` forces either. The product ``J J^T`` (or
+   **Gramian form** (``P x P``); ``gauss_newton.form`` forces either. The product ``J J^T`` (or
    ``J^T J``) is formed once per iteration and each trial value of ``mu`` only refactors it
    (Cholesky, ``s^3 / 3`` flops against the product's ``2 s^2 n``).
 3. The trial ``x + d`` is accepted when the objective falls; ``mu`` adapts by the gain ratio
    ``rho = (f(x) - f(x + d)) / (f(x) - |r + J d|^2)`` (Nielsen's rule: on acceptance
    ``mu *= max(1/3, 1 - (2 rho - 1)^3)``, else ``mu *= nu, nu *= 2``), with at most
-   ``gn_max_trials`` trials per iteration, each one forward pass of the objective. In the
+   ``gauss_newton.max_trials`` trials per iteration, each one forward pass of the objective. In the
    kernel form the model's residual is exact and free: ``r + J d = mu a`` with
    ``a = (J J^T + mu I)^{-1} r``.
+
+**The preconditioned-CG form** (``gauss_newton.form="pcg"``, issue 44): the kernel system
+``(J J^T + mu I) a = r`` solved by conjugate gradients (`_pcg`), preconditioned with the
+Cholesky factor of an earlier iteration's ``J J^T + mu' I``, carried in `PCGState`. A CG
+iteration is two products with the stored ``J`` and two triangular solves (``4 M P + 2 M^2``
+flops) against the product's ``2 M^2 P``; a new factor (product and Cholesky, ``mu`` raised
+100-fold until it factors) is made only at the first iteration and after an iteration whose
+last trial's CG needed more than ``cg_refactor`` iterations (`PCG_REFACTOR`). CG stops at a
+residual below ``cg_tol |r|`` (`PCG_TOL`) or after ``cg_max`` iterations (`PCG_MAX_ITERS`);
+the solve being inexact, the gain ratio's model residual ``r + J d`` is computed with ``J``.
+Where Jacobi-preconditioned CG failed (below), the stale factor carries the spectrum of
+``J J^T``, which changes little from one iteration to the next late in a run.
 
 **Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
 ``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
@@ -22,9 +34,9 @@ PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial:
 grows and the next trial refactors. No silent NaN reaches the parameters.
 
 **Stop rules** (on top of the guards every stage applies, `cgmpinn_jax.solvers._stopping`):
-``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gn_mu_max`` times the
-Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``gn_mu_init`` and
-``gn_mu_min`` are relative to it too): no decrease even at the largest damping, which in
+``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gauss_newton.mu_max`` times the
+Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``mu_init`` and
+``mu_min`` are relative to it too): no decrease even at the largest damping, which in
 float64 is where rounding ends the descent; ``LOSS_TOL`` from the float64 plateau rule
 (`stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the
 previous iteration's start point (the engine sees the stored gradient before the step; this
@@ -37,7 +49,7 @@ across a refresh.
 
 **Memory** is estimated before anything is compiled (`memory_bytes`: ``J`` twice, the
 ``s x s`` product, its factor and the damped copy, ``s = min(M, P)``); above
-``gn_memory_limit_gb`` the engine refuses with the sizes and what to change.
+``gauss_newton.memory_limit_gb`` the engine refuses with the sizes and what to change.
 
 Evaluations: each trial is one forward evaluation of the objective (no gradient); the
 Jacobian is one per iteration. ``evals`` in the history counts the trials.
@@ -91,7 +103,7 @@ from ._stopping import Terminates
 __all__ = ["GaussNewton", "GNState", "PCGState", "memory_bytes", "lm_solve_form"]
 
 HIGHEST = jax.lax.Precision.HIGHEST
-PCG_MAX_ITERS = 50  # CG iterations per trial at most (gn_form="pcg")
+PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 10  # a new factor when the last iteration's CG needed more iterations than this
 
@@ -190,30 +202,10 @@ class GaussNewton(Terminates):
         lo, hi = self.mu_min * scale, self.mu_max * scale  # damping bounds relative to the scale
         mu0 = jnp.where(jnp.isnan(state.mu), self.mu_init * scale, state.mu)
 
-        if form == "pcg":
-            L, made = self._preconditioner(state, J, jnp.clip(mu0, lo, hi))
-            solve = lambda mu: _pcg(J, r, mu, L, self.cg_max, self.cg_tol)
-        else:
-            A = _gram(J, form)
-            eye = jnp.eye(A.shape[0], dtype=dt)
+        direction, L, made = self._solver(form, state, J, r, g, value, jnp.clip(mu0, lo, hi))
 
         def trial(mu):
-            its = jnp.int32(0)
-            if form == "pcg":
-                a, its = solve(mu)
-                d = -jnp.dot(a, J, precision=HIGHEST)
-                m = r + jnp.dot(J, d, precision=HIGHEST)  # the solve is inexact: the model residual from J
-                pred = value - jnp.dot(m, m, precision=HIGHEST)
-            elif form == "kernel":
-                Lc = jnp.linalg.cholesky(A + mu * eye)
-                a = jax.scipy.linalg.cho_solve((Lc, True), r)
-                d = -jnp.dot(a, J, precision=HIGHEST)
-                pred = value - mu * mu * jnp.dot(a, a, precision=HIGHEST)
-            else:
-                Lc = jnp.linalg.cholesky(A + mu * eye)
-                d = -jax.scipy.linalg.cho_solve((Lc, True), g)
-                m = r + jnp.dot(J, d, precision=HIGHEST)
-                pred = value - jnp.dot(m, m, precision=HIGHEST)
+            d, pred, its = direction(mu)
             p_new = unravel(x + d)
             new_value, tv = self.obj_fn(p_new, w, lam, batch)
             rho = (value - new_value) / pred
@@ -243,6 +235,35 @@ class GaussNewton(Terminates):
         if form == "pcg":
             new_state = PCGState(*new_state, L, its, state.factorizations + made)
         return StepResult(p_new, new_state, new_value, trials, status)
+
+    def _solver(self, form, state, J, r, g, value, mu0):
+        """``(direction, L, made)``: ``direction(mu) -> (d, the model's predicted decrease, CG
+        iterations)`` of the form's damped system; ``L`` and ``made`` the preconditioner and
+        whether it was factored here (``pcg`` only, else ``None`` and 0)."""
+        dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+        if form == "pcg":
+            L, made = self._preconditioner(state, J, mu0)
+
+            def direction(mu):
+                a, its = _pcg(J, r, mu, L, self.cg_max, self.cg_tol)
+                d = -dot(a, J)
+                m = r + dot(J, d)  # the solve is inexact: the model residual from J
+                return d, value - dot(m, m), its
+
+            return direction, L, made
+        A = _gram(J, form)
+        eye = jnp.eye(A.shape[0], dtype=A.dtype)
+
+        def direction(mu):
+            Lc = jnp.linalg.cholesky(A + mu * eye)
+            if form == "kernel":
+                a = jax.scipy.linalg.cho_solve((Lc, True), r)
+                return -dot(a, J), value - mu * mu * dot(a, a), jnp.int32(0)
+            d = -jax.scipy.linalg.cho_solve((Lc, True), g)
+            m = r + dot(J, d)
+            return d, value - dot(m, m), jnp.int32(0)
+
+        return direction, None, 0
 
     def _preconditioner(self, state, J, mu):
         """The Cholesky factor the CG solves are preconditioned with: the stored one, or, when

@@ -21,8 +21,8 @@ Members (``TrainConfig.second_stage``):
 * ``"jaxopt"`` -- `jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
   (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
   pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
-  directions non-descent. Its line-search options are its own (``lbfgs_linesearch*``,
-  ``lbfgs_reset_on_failure``). The first trial step is ``lbfgs_lr`` = 1.0 (jaxopt's
+  directions non-descent. Its line-search options are its own (``lbfgs.linesearch``,
+  ``lbfgs.linesearch_init``, ``lbfgs.reset_on_failure``). The first trial step is ``lbfgs.lr`` = 1.0 (jaxopt's
   ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
   lr, made its zoom search fail far more often in our measurements).
 * ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
@@ -30,9 +30,11 @@ Members (``TrainConfig.second_stage``):
   kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.
 * ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
   (`cgmpinn_jax.solvers._ssbfgs`) over the raveled parameters, for networks up to
-  ``dense_max_params`` parameters (an n x n matrix is stored).
+  ``dense.max_params`` parameters (an n x n matrix is stored).
 
-Each member counts loss+gradient evaluations per iteration (its line search's).
+Each member reads only its own options (``TrainConfig.lbfgs``, ``.dense``, ``.gauss_newton``);
+the budget and the stop rule's tolerances of every member are ``TrainConfig.second``'s. Each
+member counts loss+gradient evaluations per iteration (its line search's).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ class JaxoptLBFGS(Terminates):
 
     def set_point(self, state, value, grad, tv):
         # Before the first iteration jaxopt's direction is -gamma g with gamma = 1, and its
-        # zoom search caps the step at lbfgs_lr: from a PINN loss ~3e4 (|g| ~1e4) that step
+        # zoom search caps the step at lbfgs.lr: from a PINN loss ~3e4 (|g| ~1e4) that step
         # saturates the tanh units and the failed search keeps it (seen on 1D Poisson in
         # float64: the loss rose in one iteration, then stayed stuck). As scipy and optax do,
         # the first direction is scaled to length min(1, 1/|g|).
@@ -181,7 +183,7 @@ def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: 
     if kind == "adam":
         from ._adam import Adam
 
-        return Adam(config.adam_lr, divergence_ratio=config.divergence_ratio)
+        return Adam(config.adam.lr, divergence_ratio=config.divergence_ratio)
     kind = config.second_stage if kind == "lbfgs" else kind
     member = _member(kind, config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
     return member.with_stopping(Stopping(config.divergence_ratio, stop_rule(config, kind)))
@@ -196,16 +198,18 @@ def _member(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int
     if kind == "gauss_newton":
         from ._gauss_newton import GaussNewton
 
-        return GaussNewton(obj_fn, lsq, form=config.gn_form, mu_init=config.gn_mu_init, mu_min=config.gn_mu_min,
-                           mu_max=config.gn_mu_max, max_trials=config.gn_max_trials)
+        gn = config.gauss_newton
+        return GaussNewton(obj_fn, lsq, form=gn.form, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
+                           max_trials=gn.max_trials)
+    lb, dense = config.lbfgs, config.dense
     if kind == "optax":
-        return OptaxLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch)
+        return OptaxLBFGS(obj_fn, lr=lb.lr, history=lb.history, max_linesearch=lb.max_linesearch)
     if kind == "jaxopt":
-        return JaxoptLBFGS(obj_fn, lr=config.lbfgs_lr, history=config.lbfgs_history, max_linesearch=config.lbfgs_max_linesearch,
-                           maxiter=max(1, n_steps), linesearch=config.lbfgs_linesearch,
-                           linesearch_init=config.lbfgs_linesearch_init, reset_on_failure=config.lbfgs_reset_on_failure)
-    if n_params > config.dense_max_params:
+        return JaxoptLBFGS(obj_fn, lr=lb.lr, history=lb.history, max_linesearch=lb.max_linesearch, maxiter=max(1, n_steps),
+                           linesearch=lb.linesearch, linesearch_init=lb.linesearch_init,
+                           reset_on_failure=lb.reset_on_failure)
+    if n_params > dense.max_params:
         raise ValueError(f"the {kind!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the network has "
-                         f"{n_params} parameters > TrainConfig.dense_max_params={config.dense_max_params}. Use "
-                         "second_stage='optax' (L-BFGS) or raise dense_max_params.")
-    return DenseQuasiNewton(obj_fn, method=kind, max_params=config.dense_max_params, max_linesearch=config.lbfgs_max_linesearch)
+                         f"{n_params} parameters > TrainConfig.dense.max_params={dense.max_params}. Use "
+                         "second_stage='optax' (L-BFGS) or raise dense.max_params.")
+    return DenseQuasiNewton(obj_fn, method=kind, max_params=dense.max_params, max_linesearch=dense.max_linesearch)

@@ -45,6 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import stored_config
+
 __all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
            "read_meta", "SUBDIR"]
 
@@ -304,7 +306,8 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         except CheckpointError as e:
             warnings.warn(f"skipping a bad checkpoint, using the one before it: {e}", stacklevel=3)
             continue
-        diff = _differences(meta["identity"], ident)
+        saved = meta["identity"]  # a checkpoint of 0.2 holds a flat config: compared in today's form
+        diff = _differences({**saved, "config": stored_config(saved["config"])} if "config" in saved else saved, ident)
         if diff:
             raise CheckpointError(f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff))
         pos = meta["position"]

@@ -130,7 +130,8 @@ def train(
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=20, lbfgs_steps=0), quiet=True)
+        >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0))
+        >>> res = cj.train("poisson1d", "pinn", cfg, quiet=True)
         >>> res.metrics.rel_e2 > 0
         True
     """

@@ -19,7 +19,7 @@ Deliberate deviations from the reference, all listed in docs/reference-code.md Â
   whose first trial step is accepted costs one loss+gradient evaluation. With ReLoBRaLo in
   the L-BFGS stage the lambdas change every iteration, which costs one more and makes the
   solver's curvature pairs mix two objectives (more evaluations per iteration than without
-  ReLoBRaLo). ``relobralo_lbfgs_apply="refresh"`` keeps ReLoBRaLo's state moving every
+  ReLoBRaLo). ``balancing.second_stage_apply="refresh"`` keeps ReLoBRaLo's state moving every
   iteration but gives the objective new lambdas only at the weight refreshes; not the
   default: the released code updates the lambdas every iteration, and on the 1D Poisson
   headline in float32 this option needed fewer evaluations per iteration but ended less
@@ -32,7 +32,7 @@ Deliberate deviations from the reference, all listed in docs/reference-code.md Â
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
   `StopRule` (GRAD_TOL, LOSS_TOL); a stage that runs its budget
   keeps its final parameters, as the reference does.
-* Line search: at most ``lbfgs_max_linesearch`` = 10 evaluations (torch allows 25; in the
+* Line search: at most ``lbfgs.max_linesearch`` = 10 evaluations (torch allows 25; in the
   float32 plateau every extra one is wasted).
 """
 
@@ -75,8 +75,8 @@ def make_balancing(setup: Setup) -> balancing_lib.Balancing:
     if setup.relobralo_stages == "none":
         return balancing_lib.no_balancing(setup.n_terms)
     return balancing_lib.relobralo(
-        setup.n_terms, alpha=cfg.relobralo_alpha, temperature=cfg.relobralo_temperature, rho=cfg.relobralo_rho,
-        history_size=max(2, setup.k_max), variant=cfg.relobralo_variant,
+        setup.n_terms, alpha=cfg.balancing.alpha, temperature=cfg.balancing.temperature, rho=cfg.balancing.rho,
+        history_size=max(2, setup.k_max), variant=cfg.balancing.variant,
     )
 
 
@@ -99,7 +99,7 @@ def restore_best(state: State) -> State:
 
 def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members: int = 1) -> None:
     """Refuse a Gauss-Newton stage whose iteration would hold more than
-    ``cfg.gn_memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
+    ``cfg.gauss_newton.memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
     from ..solvers._gauss_newton import lm_solve_form, memory_bytes
 
     if not any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages):
@@ -107,16 +107,17 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
     batch = jax.eval_shape(setup.problem.sample, jax.random.key(0))
     rows = lsq.n_rows(batch)
     item = 4 if cfg.precision == "float32" else 8
-    need = members * memory_bytes(rows, n_params, item, cfg.gn_form)
-    if need > cfg.gn_memory_limit_gb * 2**30:
-        form = lm_solve_form(rows, n_params, cfg.gn_form)
+    need = members * memory_bytes(rows, n_params, item, cfg.gauss_newton.form)
+    if need > cfg.gauss_newton.memory_limit_gb * 2**30:
+        form = lm_solve_form(rows, n_params, cfg.gauss_newton.form)
         s = rows if form == "kernel" else n_params
         raise ValueError(
             f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
             f"({form} form: a {rows} x {n_params} Jacobian and {s} x {s} matrices"
             f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
-            f"TrainConfig.gn_memory_limit_gb={cfg.gn_memory_limit_gb}. Use fewer collocation points or a smaller "
-            "network, raise gn_memory_limit_gb if the machine has the memory, or use second_stage='optax'")
+            f"TrainConfig.gauss_newton.memory_limit_gb={cfg.gauss_newton.memory_limit_gb}. Use fewer collocation "
+            "points or a smaller network, raise gauss_newton.memory_limit_gb if the machine has the memory, or use "
+            "second_stage='optax'")
 
 
 class Engine:
@@ -127,7 +128,7 @@ class Engine:
         cfg = setup.config
         self.objective = Objective(make_term_fn(setup.problem, setup.method, static))
         eqs = len(setup.problem.equations)
-        self.weight_columns = eqs if eqs > 1 and cfg.system_weighting == "per_equation" else 0
+        self.weight_columns = eqs if eqs > 1 and cfg.cgm.system_weighting == "per_equation" else 0
         self.residual_fn = make_residual_fn(setup.problem, static, per_equation=self.weight_columns > 0)
         self.balancing = make_balancing(setup)
         init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
@@ -217,7 +218,7 @@ class Engine:
         a stage after Adam does, unless ReLoBRaLo changes its lambdas every iteration."""
         if stage == "adam":
             return False
-        return not (self.setup.uses_relobralo(stage) and self.setup.config.relobralo_lbfgs_apply == "iteration")
+        return not (self.setup.uses_relobralo(stage) and self.setup.config.balancing.second_stage_apply == "iteration")
 
     def rebase(self, params, opt, w, lambdas, batch, stage: str | None = None):
         """The solver's state with its stored value and gradient recomputed under the

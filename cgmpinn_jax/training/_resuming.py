@@ -32,7 +32,7 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     prob = _rebuild_problem(ident["problem"], problem, Path(folder))
     seed = meta.get("seed")
     key = seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
-    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig(**ident["config"]), "key": key}
+    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig.from_dict(ident["config"]), "key": key}
 
 
 def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainResult:
@@ -45,7 +45,8 @@ def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainR
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> res = cj.train("poisson1d", "pinn", cj.TrainConfig(adam_steps=40, lbfgs_steps=0, k_upd=20),
+        >>> cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, cgm={"k_upd": 20})
+        >>> res = cj.train("poisson1d", "pinn", cfg,
         ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)  # doctest: +SKIP
         >>> again = cj.resume("runs/ckpt-demo", quiet=True)  # doctest: +SKIP
     """

@@ -90,9 +90,10 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
     """The `Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
     from the problem's defaults and the method's settings there)."""
     d, s = problem.defaults, method.settings(problem)
-    relo = {None: s.relobralo, True: "both", False: "none"}.get(cfg.relobralo, cfg.relobralo)
-    adam_steps = d.adam_steps if cfg.adam_steps is None else int(cfg.adam_steps)
-    lbfgs_steps = d.lbfgs_steps if cfg.lbfgs_steps is None else int(cfg.lbfgs_steps)
+    stages = cfg.balancing.stages
+    relo = {None: s.relobralo, True: "both", False: "none"}.get(stages, stages)
+    adam_steps = d.adam_steps if cfg.adam.steps is None else int(cfg.adam.steps)
+    lbfgs_steps = d.lbfgs_steps if cfg.second.steps is None else int(cfg.second.steps)
     plan = ()
     if cfg.stages is not None or cfg.stage_steps is not None:
         given = cfg.stage_steps or (None,) * len(cfg.stage_names)
@@ -107,7 +108,7 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
         config=cfg,
         adam_steps=adam_steps,
         lbfgs_steps=lbfgs_steps,
-        k_upd=int(cfg.k_upd if cfg.k_upd is not None else (s.k_upd if s.k_upd is not None else d.k_upd)),
+        k_upd=int(cfg.cgm.k_upd if cfg.cgm.k_upd is not None else (s.k_upd if s.k_upd is not None else d.k_upd)),
         width=d.width if cfg.width is None else cfg.width,
         depth=d.depth if cfg.depth is None else cfg.depth,
         relobralo_stages=relo,

@@ -156,7 +156,8 @@ def sweep(
             are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
-        grid: ``{name: values}`` for names in `SWEEPABLE`.
+        grid: ``{name: values}`` for names in `SWEEPABLE`: ``beta``, ``eps``, ``c_sat`` (the
+            options of ``config.cgm``) and ``adam_lr`` (``config.adam.lr``).
         shard: shard the member axis over ``jax.devices()``.
         keep_histories: keep every member's [`History`][cgmpinn_jax.History].
         cache: the [`CompileCache`][cgmpinn_jax.training.CompileCache] to use (shared with ``train``).
@@ -174,8 +175,8 @@ def sweep(
 
     Examples:
         ```python
-        res = cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(adam_steps=200, lbfgs_steps=100),
-                       seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
+        cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=200), second=cj.SecondStageOptions(steps=100))
+        res = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
         res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
         ```
     """
@@ -191,7 +192,7 @@ def sweep(
         if len(values) == 0:
             raise ValueError(f"grid[{name!r}] is empty")
         for v in values:  # validate each value like a TrainConfig would
-            dataclasses.replace(config, **{name: float(v)})
+            Hyper.option(config, name, float(v))
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty")

@@ -1,0 +1,233 @@
+"""The Gauss-Newton member's linear-solve forms side by side, from one Adam start (issue 44, item 1).
+
+Forms (``GaussNewton(form=...)``, `cgmpinn_jax.solvers._gauss_newton`):
+
+* ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the
+  lower tiles only) and one Cholesky factorization per trial damping.
+* ``pcg`` -- the same kernel system solved by conjugate gradients preconditioned with the
+  Cholesky factor of an earlier iteration's ``J J^T + mu I``; a new factor only when the last
+  iteration's CG needed more than ``R`` iterations (``pcg:R``; default the member's).
+
+Every form starts from the same float64 Adam stage (PINN, the accurate preset's Adam, or
+``--adam-steps``; cached on disk) and runs the member's own ``step`` (jitted) in one process,
+one form after the other, so seconds compare on the same machine state. Peak memory is XLA's
+compiled estimate for one iteration (arguments + temporaries + outputs). The error on the
+problem's test grid is read every ``--track-every`` iterations, outside the timed steps.
+
+    python -m benchmarks.gn_scaling --problem heat --forms kernel pcg --budget-s 600
+    python -m benchmarks.gn_scaling --problem fisher_kpp --adam-steps 2000 --forms kernel pcg --cap kernel=3
+
+Writes ``benchmarks/results/gn_scaling.{json,md}`` (one entry per problem and seed, replaced
+when rerun); ``--report-only`` rewrites the report from the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import runcache
+
+RESULTS = Path(__file__).parent / "results"
+THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-7)
+
+
+def parse_form(text: str) -> tuple[str, int | None]:
+    kind, _, val = text.partition(":")
+    if kind == "kernel" and not val:
+        return kind, None
+    if kind == "pcg" and (not val or (val.isdigit() and int(val) >= 1)):
+        return kind, int(val) if val else None
+    raise argparse.ArgumentTypeError(f"a form is 'kernel', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
+
+
+def _start(problem_name: str, seed: int, adam_steps):
+    """``(engine, setup, static, params0, batch, w, lam, adam seconds, Adam's error)``, the Adam
+    parameters cached in the run cache (``gn_scaling/adam-<problem>-seed<s>-<steps>.{eqx,pkl,json}``, local and ignored)."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    import cgmpinn_jax as cj
+    from benchmarks.peer_jinns import adam_start
+    from cgmpinn_jax.training import CompileCache
+    from cgmpinn_jax.training._driver import init_state
+    from cgmpinn_jax.training._schedule import resolve
+
+    cfg = cj.TrainConfig.preset("accurate")
+    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+        setup = resolve(cj.get_problem(problem_name), cj.get_method("pinn"), cfg)
+        static, eng = CompileCache().engine(setup)
+        state, batch0 = init_state(setup, eng, jax.random.key(seed))
+        cache = runcache.CACHE / "gn_scaling" / f"adam-{problem_name}-seed{seed}-{adam_steps or 'preset'}"
+        if cache.with_suffix(".json").exists():
+            meta = json.loads(cache.with_suffix(".json").read_text())
+            model = eqx.tree_deserialise_leaves(cache.with_suffix(".eqx"), eqx.combine(
+                eqx.partition(state.params.model, eqx.is_array)[0], static.model))
+            batch = pickle.loads(cache.with_suffix(".pkl").read_bytes())
+        else:
+            res, wall = adam_start(problem_name, seed, adam_steps, {})
+            model, batch = res.model, jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), res.batch)
+            meta = {"adam_steps": res.adam_steps, "adam_seconds": wall, "rel_e2_adam": float(res.metrics.rel_e2)}
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            eqx.tree_serialise_leaves(cache.with_suffix(".eqx"), model)
+            cache.with_suffix(".pkl").write_bytes(pickle.dumps(batch))
+            cache.with_suffix(".json").write_text(json.dumps(meta))
+        batch = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), batch)
+        params0 = eqx.tree_at(lambda t: t.model, state.params, eqx.partition(model, eqx.is_array)[0])
+        params0 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params0)
+        n = batch["pde"][0].shape[0]
+        w, lam = jnp.ones(n, jnp.float64), jnp.ones(setup.n_terms, jnp.float64)  # PINN: uniform, unbalanced
+    return eng, setup, static, params0, batch, w, lam, meta
+
+
+def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, budget_s, track_every,
+             stop_at) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    import cgmpinn_jax as cj
+    from benchmarks.peer_jinns import _rel_fn, first_reach
+    from cgmpinn_jax.solvers._gauss_newton import GaussNewton
+
+    kind, refactor = parse_form(form)
+    gn = cj.TrainConfig.preset("accurate").gauss_newton
+    extra = {} if refactor is None else {"cg_refactor": refactor}
+    member = GaussNewton(eng.objective, eng.lsq, form=kind, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
+                         max_trials=gn.max_trials, **extra)
+    rel = _rel_fn(setup.problem, static.model)
+    state = member.init(params0, w, lam, batch)
+
+    def step(p, s):
+        out = member.step(p, s, w, lam, batch, s.value, s.grad)
+        return out.params, out.state, out.evals, out.status
+
+    t0 = time.perf_counter()
+    compiled = jax.jit(step).lower(params0, state).compile()
+    compile_s = time.perf_counter() - t0
+    mem = compiled.memory_analysis()
+    peak = None if mem is None else int(mem.argument_size_in_bytes + mem.temp_size_in_bytes + mem.output_size_in_bytes)
+    params, its, secs, errs, mus = params0, [0], [0.0], [float(rel(params0.model))], []
+    step_s, trials, cg, clock = [], [], [], 0.0
+    for k in range(1, max_iters + 1):
+        t = time.perf_counter()
+        params, state, tr, status = jax.block_until_ready(compiled(params, state))
+        dt = time.perf_counter() - t
+        clock += dt
+        step_s.append(dt), trials.append(int(tr))
+        if kind == "pcg":
+            cg.append(int(state.cg_iters))
+        stop = int(status) != 0
+        if k % track_every == 0 or clock >= budget_s or k == max_iters or stop:
+            e = float(rel(params.model))
+            its.append(k), secs.append(clock), errs.append(e), mus.append(float(state.mu))
+            if not np.isfinite(e) or e <= stop_at or clock >= budget_s or stop:
+                break
+    return {
+        "form": form, "kind": kind, "rows": int(eng.lsq.n_rows(batch)),
+        "params": int(jax.flatten_util.ravel_pytree(params0)[0].shape[0]), "compile_seconds": compile_s,
+        "peak_bytes": peak, "iterations": its[-1], "seconds": clock,
+        "seconds_per_iteration_median": float(np.median(step_s)), "trials_mean": float(np.mean(trials)),
+        "cg_iterations_mean": float(np.mean(cg)) if cg else None,
+        "factorizations": int(state.factorizations) if kind == "pcg" else its[-1], "mu_end": mus[-1] if mus else None,
+        "rel_e2_start": errs[0], "rel_e2_end": errs[-1], "rel_e2_best": float(np.min(errs)),
+        "reach": {f"{thr:.0e}": first_reach(its, secs, errs, thr) for thr in THRESHOLDS},
+        "trace": {"iterations": its, "seconds": secs, "rel_e2": errs, "mu": mus},
+    }
+
+
+def study(problem: str, seed: int, forms, *, adam_steps, caps, max_iters, budget_s, track_every, stop_at) -> dict:
+    import jax
+
+    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+        eng, setup, static, params0, batch, w, lam, meta = _start(problem, seed, adam_steps)
+        rows = []
+        for f in forms:
+            r = run_form(eng, setup, static, params0, batch, w, lam, f, max_iters=caps.get(f, max_iters),
+                         budget_s=budget_s, track_every=track_every, stop_at=stop_at)
+            print(json.dumps({k: x for k, x in r.items() if k != "trace"}), flush=True)
+            rows.append(r)
+    return {"problem": problem, "seed": seed, "method": "pinn", **meta, "budget_s": budget_s, "max_iters": max_iters,
+            "caps": caps, "track_every": track_every, "stop_at": stop_at, "forms": rows}
+
+
+def render(doc: dict) -> str:
+    lines = ["# Gauss-Newton forms side by side: seconds, memory and iterations", "",
+             "Script: `benchmarks/gn_scaling.py`; record `benchmarks/results/gn_scaling.json`. One process per "
+             "problem, the same float64 Adam start (PINN) for every form, run one after the other; a form stops at "
+             "the target error, its iteration cap or the seconds of steps (compile apart), whichever comes first. "
+             "`pcg:R`: CG preconditioned by an earlier factor, refactored when the last iteration needed more than R "
+             "CG iterations. Peak memory: XLA's compiled estimate for one iteration.", ""]
+
+    def reach(v, thr):
+        r = v["reach"].get(thr)
+        return "never" if r is None or r["iterations"] is None else f"{r['iterations']} / {r['seconds']:.0f}"
+
+    for name, st in sorted(doc["studies"].items()):
+        s = st["study"]
+        base = next((v for v in s["forms"] if v["kind"] == "kernel"), None)
+        lines += [f"## {s['problem']}, PINN, seed {s['seed']}", "",
+                  f"Command: `{st['command']}`. {s['forms'][0]['rows']} rows x {s['forms'][0]['params']} parameters. "
+                  f"Adam start ({s['adam_steps']} steps): rel. e2 {s['rel_e2_adam']:.3e}. {st['machine_text']}", "",
+                  "| form | s / iteration (median) | vs kernel | peak memory (GB) | trials / it | CG its / it "
+                  "| factorizations | to 1e-5: it / s | to 1e-6: it / s | to 1e-7: it / s | iterations | seconds "
+                  "| final rel. e2 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for v in s["forms"]:
+            ratio = f"{v['seconds_per_iteration_median'] / base['seconds_per_iteration_median']:.3f}" if base else "-"
+            cgm = "-" if v["cg_iterations_mean"] is None else f"{v['cg_iterations_mean']:.1f}"
+            mem = "-" if v["peak_bytes"] is None else f"{v['peak_bytes'] / 1e9:.2f}"
+            lines.append(f"| {v['form']} | {v['seconds_per_iteration_median']:.3f} | {ratio} | {mem} | "
+                         f"{v['trials_mean']:.2f} | {cgm} | {v['factorizations']} | {reach(v, '1e-05')} | "
+                         f"{reach(v, '1e-06')} | {reach(v, '1e-07')} | {v['iterations']} | {v['seconds']:.0f} | "
+                         f"{v['rel_e2_end']:.3e} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--report-only", action="store_true", help="rewrite gn_scaling.md from the record")
+    ap.add_argument("--problem", default="heat")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--forms", type=parse_form, nargs="+", default=None, help="kernel, pcg or pcg:R")
+    ap.add_argument("--cap", nargs="*", default=[], help="FORM=N: at most N iterations of that form")
+    ap.add_argument("--adam-steps", type=int, default=None, help="default: the preset's")
+    ap.add_argument("--max-iters", type=int, default=1500)
+    ap.add_argument("--budget-s", type=float, default=900.0, help="seconds of steps per form")
+    ap.add_argument("--track-every", type=int, default=10)
+    ap.add_argument("--stop-at", type=float, default=1e-7)
+    ap.add_argument("--machine-note", default="", help="how the machine was shared, for the report")
+    args = ap.parse_args(argv)
+    path = RESULTS / "gn_scaling.json"
+    if args.report_only:
+        (RESULTS / "gn_scaling.md").write_text(render(json.loads(path.read_text())))
+        return
+    raw = list(argv if argv is not None else sys.argv[1:])
+    forms = [k if v is None else f"{k}:{v}" for k, v in (args.forms or [("kernel", None), ("pcg", None)])]
+    caps = {c.split("=")[0]: int(c.split("=")[1]) for c in args.cap}
+    s = study(args.problem, args.seed, forms, adam_steps=args.adam_steps, caps=caps, max_iters=args.max_iters,
+              budget_s=args.budget_s, track_every=args.track_every, stop_at=args.stop_at)
+    full = runcache.CACHE / "gn_scaling" / f"{args.problem}-seed{args.seed}.json"
+    full.write_text(json.dumps(runcache.to_json(s)) + "\n")
+    entry = {"study": runcache.to_json({**s, "forms": [{k: x for k, x in r.items() if k != "trace"}
+                                                       for r in s["forms"]]}),
+             "command": shlex.join(["python", "-m", "benchmarks.gn_scaling", *raw]),
+             "machine": runcache.machine_info(), "commit": runcache.code_commit(), "threads": runcache.threads_label(),
+             "machine_text": runcache.machine_text("Machine: {system} {arch}, {cpu_count} CPUs") +
+             f", {runcache.threads_label()}. {args.machine_note}".rstrip()}
+    doc = json.loads(path.read_text()) if path.exists() else {"study": "gn_scaling", "studies": {}}
+    doc["studies"][f"{args.problem}-seed{args.seed}"] = entry
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    (RESULTS / "gn_scaling.md").write_text(render(doc))
+    print(render(doc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""PINNacle's seven problems through the library: PINN and CGMPINN at three settings, beside
+PINNacle's published table (issue 43).
+
+Cells: every problem of ``cgmpinn_jax.problems.PINNACLE`` at ``faithful`` (``TrainConfig()``: our
+default network and budgets at the problem's default points; PINN and CGMPINN), ``pinnacle``
+(PINNacle's ``benchmark.py`` at i207M/PINNacle 6f8d69c: 5 x 100 tanh, Adam lr 1e-3 for 20000
+iterations, no second stage, at its point counts `PINNACLE_POINTS`; PINN only, the like-for-like
+check of our problem statements) and ``accurate`` (``TrainConfig.preset("accurate")``: float64,
+Adam then Gauss-Newton, at the CPU-sized points, network and budget of `ACCURATE`; PINN and
+CGMPINN). L2RE is PINNacle's: ``||U_hat - U||_2 / ||U||_2`` pooled over every field and point
+(``rel_e2``), against PINNacle's reference data or the closed form; ``burgers1d_c`` also against
+our pseudo-spectral reference (``l2re_spectral``). Runs are cached by ``benchmarks/runcache.py``
+(record ``results/pinnacle.json``, with commit and thread setting); report ``results/pinnacle.md``;
+PINNacle's published numbers from ``results/pinnacle_published.json``.
+
+    python -m benchmarks.pinnacle --list
+    python -m benchmarks.pinnacle --problems wave1d_c --presets pinnacle --seeds 0 1 2
+    python -m benchmarks.pinnacle --report-only
+    python -m benchmarks.pinnacle --smoke --problems wave1d_c poisson_nd --out /tmp/pinnacle-smoke
+
+``--smoke``: tiny budgets (points / 64, a 2 x 8 network, 30 Adam steps, 3 second-stage iterations)
+into ``--out`` (a temporary folder if none), never into ``benchmarks/results``. ``--adam-steps`` /
+``--second-steps`` override the budgets (such runs get keys and rows of their own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import runcache
+
+STUDY = "pinnacle"
+RESULTS = Path(__file__).parent / "results"
+PUBLISHED = RESULTS / "pinnacle_published.json"
+PROBLEMS = ("burgers1d_c", "poisson2d_c", "ns2d_c", "wave1d_c", "heat2d_ms", "poisson_nd", "heat_nd")
+PRESETS = {"faithful": ("pinn", "cgmpinn"), "pinnacle": ("pinn",), "accurate": ("pinn", "cgmpinn")}
+# PINNacle's point counts (8192 collocation, 2048 boundary, 2048 initial; x 4 where a class calls
+# training_points(mul=4)) in our problems' parameters; each class's docstring derives them
+PINNACLE_POINTS = {
+    "burgers1d_c": dict(n_pde=8192, n_ic=2048, n_bc=1024), "poisson2d_c": dict(n_pde=8192, n_outer=1256, n_holes=792),
+    "ns2d_c": dict(n_pde=8192, n_lid=512, n_wall=1536), "wave1d_c": dict(n_pde=8192, n_ic=512, n_bc=1024),
+    "heat2d_ms": dict(n_pde=32768, n_ic=8192, n_bc=8192), "poisson_nd": dict(n_pde=32768, n_bc=8192),
+    "heat_nd": dict(n_pde=32768, n_ic=8192, n_bc=8192)}
+PINNACLE_CONFIG = dict(adam_steps=20000, adam_lr=1e-3, stages=("adam",), width=100, depth=5)
+# the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides), a 4 x 40 network and
+# the problem's Adam budget (5000); extrapolated from 200 Adam steps + 5 Gauss-Newton iterations on one loaded
+# core: 10-31 minutes a run (ns2d_c: 30 from field_problems' cavity_accurate at the same size)
+ACCURATE = {
+    "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, lbfgs_steps=400)),
+    "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, lbfgs_steps=300)),
+    "ns2d_c": (dict(n_pde=1000, n_lid=150, n_wall=300), dict(width=40, lbfgs_steps=300)),
+    "wave1d_c": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, lbfgs_steps=300)),
+    "heat2d_ms": (dict(n_pde=1500, n_ic=400, n_bc=400), dict(width=40, lbfgs_steps=300)),
+    "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, lbfgs_steps=400)),
+    "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, lbfgs_steps=500)),
+}
+# cells whose run takes more than ~45 minutes on one core (extrapolated): one seed on the CPU, the rest on a
+# GPU when one is lent. pinnacle: 36 (wave1d_c) to ~800 minutes (heat_nd); faithful: 7-13, ns2d_c ~47.
+ONE_SEED = {("ns2d_c", "faithful")} | {(p, "pinnacle") for p in PROBLEMS if p != "wave1d_c"}
+SMOKE = dict(width=8, depth=2, adam_steps=30, lbfgs_steps=3)
+
+
+def seeds_for(problem: str, preset: str) -> list[int]:
+    return [0] if (problem, preset) in ONE_SEED else [0, 1, 2]
+
+
+# flat option names -> (group, option) of a TrainConfig with option groups (this checkout's, or 0.2's flat fields)
+_GROUPED = {"adam_steps": ("adam", "steps"), "adam_lr": ("adam", "lr"), "lbfgs_steps": ("second", "steps")}
+
+
+def make_config(preset: str = "faithful", **opts):
+    """``TrainConfig.preset(preset, **opts)`` with ``opts`` by their flat names (``adam_steps``,
+    ``adam_lr``, ``lbfgs_steps``, ``width``, ...), spelled as this checkout's TrainConfig takes them."""
+    import cgmpinn_jax as cj
+
+    if hasattr(cj.TrainConfig, "replace"):  # option groups: adam={"steps": ...}
+        grouped: dict = {}
+        for k, v in opts.items():
+            if k in _GROUPED:
+                grouped.setdefault(_GROUPED[k][0], {})[_GROUPED[k][1]] = v
+            else:
+                grouped[k] = v
+        opts = grouped
+    return cj.TrainConfig.preset(preset, **opts)
+
+
+def budgets(cfg) -> dict:
+    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg`` (either spelling)."""
+    if getattr(cfg, "adam", None) is not None:
+        return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
+    return {"adam_steps": cfg.adam_steps, "adam_lr": cfg.adam_lr, "second_steps": cfg.lbfgs_steps}
+
+
+def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None):
+    """(problem parameters, TrainConfig) of a cell."""
+    import cgmpinn_jax as cj
+
+    params, name, opts = {}, preset, {}
+    if preset == "pinnacle":
+        params, name, opts = dict(PINNACLE_POINTS[problem]), "faithful", dict(PINNACLE_CONFIG)
+    elif preset == "accurate":
+        params, opts = dict(ACCURATE[problem][0]), dict(ACCURATE[problem][1])
+    if smoke:
+        base = cj.get_problem(problem, **params)
+        params = {f.name: max(8, getattr(base, f.name) // 64) for f in dataclasses.fields(base)
+                  if f.name.startswith("n_")}
+        opts.update(SMOKE)
+    if adam_steps is not None:
+        opts["adam_steps"] = adam_steps
+    if second_steps is not None:
+        opts["lbfgs_steps"] = second_steps
+    if problem == "burgers1d_c":
+        params["reference_source"] = "pinnacle"  # PINNacle's L2RE; l2re_spectral is measured too
+    return params, make_config(name, **opts)
+
+
+def variant(smoke=False, adam_steps=None, second_steps=None) -> str:
+    parts = (["smoke"] if smoke else []) + ([f"adam{adam_steps}"] if adam_steps is not None else []) \
+        + ([f"second{second_steps}"] if second_steps is not None else [])
+    return ",".join(parts)
+
+
+def run_key(problem, preset, method, seed, var="") -> str:
+    return f"{problem}__{preset}__{method}__seed{seed}" + "".join(f"__{v}" for v in var.split(",") if v)
+
+
+def train_one(problem: str, preset: str, method: str, seed: int, **kw) -> dict:
+    import equinox as eqx
+    import jax
+
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.metrics import compare
+
+    params, cfg = setup(problem, preset, **kw)
+    prob = cj.get_problem(problem, **params)
+    t0 = time.perf_counter()
+    res = cj.train(prob, method, cfg, key=seed, quiet=True)
+    wall = time.perf_counter() - t0
+    m = res.metrics.as_dict()
+    n_params = sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(res.model, eqx.is_array)))
+    out = {"problem": problem, "preset": preset, "method": method, "seed": seed, "variant": variant(**kw),
+           "l2re": m["rel_e2"], "against": m.get("against", "exact"), "metrics": m, "params": params,
+           "network": {"width": cfg.width or prob.defaults.width, "depth": cfg.depth or prob.defaults.depth,
+                       "parameters": int(n_params)},
+           "budgets": budgets(cfg), "config": cfg.to_dict(), "precision": cfg.precision,
+           "second_stage": cfg.second_stage,
+           "stages": [{"name": s.name, "label": s.label, "status": s.status.name, "iterations": s.iterations,
+                       "budget": s.budget, "evaluations": s.evaluations, "seconds": s.seconds} for s in res.stages],
+           "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds, "wall_seconds": wall}
+    if problem == "burgers1d_c":
+        truth = dataclasses.replace(prob, reference_source="spectral").truth()
+        spec = compare(res.predict(truth.points), truth.values, fields=truth.fields, against=truth.against)
+        out["l2re_spectral"], out["against_spectral"] = spec.rel_e2, truth.against
+    return out
+
+
+def load_published(path: Path = PUBLISHED) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {"status": "not found", "problems": {}}
+
+
+def _cell(vals) -> str:
+    a = np.asarray([v for v in vals if v is not None], float)
+    spread = f" [{a.min():.1e} - {a.max():.1e}]" if a.size > 1 else ""
+    return "-" if a.size == 0 else f"{np.median(a):.2e}{spread} (n={a.size})"
+
+
+def _pub(pub: dict, problem: str, key: str) -> str:
+    row = pub.get("problems", {}).get(problem, {})
+    if row.get(key) is None:
+        return "not found"
+    return f"{row[key]:.2e}" + (f" ({row.get('best_method')})" if key == "best" else "")
+
+
+def _ratio_text(ours, ref, fmt: str) -> str:
+    return "n/a" if ref is None else "-" if not ours else fmt.format(float(np.median(ours)) / ref)
+
+
+def _stages_text(runs) -> str:
+    first = runs[0]["stages"]
+    return "; ".join(f"{s['label']} {np.median([r['stages'][i]['iterations'] for r in runs]):.0f}/{s['budget']} "
+                     f"({', '.join(sorted({r['stages'][i]['status'] for r in runs}))})" for i, s in enumerate(first))
+
+
+def render(recs: dict, pub: dict | None = None) -> str:
+    pub = load_published() if pub is None else pub
+    by: dict = {}
+    for r in recs.values():
+        by.setdefault((r["problem"], r["preset"], r["method"], r.get("variant", "")), []).append(r)
+        by[(r["problem"], r["preset"], r["method"], r.get("variant", ""))].sort(key=lambda q: q["seed"])
+    errs = lambda p, s, m, v="": [r["l2re"] for r in by.get((p, s, m, v), [])]  # noqa: E731
+    lines = ["# PINNacle's problems: PINN and CGMPINN beside PINNacle's published table", "",
+             "Written by `python -m benchmarks.pinnacle` from its record `benchmarks/results/pinnacle.json`. L2RE = "
+             "||U_hat - U||_2 / ||U||_2 pooled over every field and point (PINNacle's definition), against PINNacle's "
+             "reference data (burgers1d_c: `ref/burgers1d.dat`; poisson2d_c, ns2d_c: its COMSOL data) or the closed "
+             "form; median [min - max] over the seeds. Settings: `faithful` = `TrainConfig()` at our default points; "
+             "`pinnacle` = PINNacle's `benchmark.py` (5 x 100 tanh, Adam lr 1e-3, 20000 iterations, no second stage) "
+             "at its point counts, PINN only; `accurate` = `TrainConfig.preset(\"accurate\")` (float64, Gauss-Newton) "
+             "at the CPU-sized points and network of `benchmarks/pinnacle.py` (`ACCURATE`).", "",
+             "PINNacle's published numbers: " + ("{citation}, {table} ({url}).".format(**pub["source"])
+                                                 if pub.get("status") == "found" else "**not found** (what was "
+                                                 "searched is in `benchmarks/results/pinnacle_published.json`)."), "",
+             "| problem | PINNacle PINN | PINNacle best (method) | faithful PINN | faithful CGMPINN | pinnacle PINN | "
+             "pinnacle PINN / published PINN | accurate PINN | accurate CGMPINN | accurate (better median) / published "
+             "best |",
+             "|" + "---|" * 10]
+    for p in PROBLEMS:
+        pp = pub.get("problems", {}).get(p, {})
+        acc = min(([float(np.median(e))] for e in (errs(p, "accurate", "pinn"), errs(p, "accurate", "cgmpinn")) if e),
+                  default=[])  # the better method's median
+        lines.append(f"| {p} | {_pub(pub, p, 'pinn')} | {_pub(pub, p, 'best')} | {_cell(errs(p, 'faithful', 'pinn'))} "
+                     f"| {_cell(errs(p, 'faithful', 'cgmpinn'))} | {_cell(errs(p, 'pinnacle', 'pinn'))} | "
+                     f"{_ratio_text(errs(p, 'pinnacle', 'pinn'), pp.get('pinn'), '{:.2f}')} | "
+                     f"{_cell(errs(p, 'accurate', 'pinn'))} | {_cell(errs(p, 'accurate', 'cgmpinn'))} | "
+                     f"{_ratio_text(acc, pp.get('best'), '{:.1e}')} |")
+    lines += ["", "## Runs: points, network, time and iterations", "",
+              "Iterations per stage: median over the seeds / budget (stop statuses). Seconds: the whole `cj.train` "
+              "call, median. burgers1d_c also against our pseudo-spectral reference (`vs spectral`).", "",
+              "| problem | setting | method | seeds | L2RE | vs spectral | points | network (parameters) | stages "
+              "| wall s | compile s | threads | commit |", "|" + "---|" * 13]
+    order = {p: i for i, p in enumerate(PROBLEMS)}
+    rank = lambda kv: (order.get(kv[0][0], 99), list(PRESETS).index(kv[0][1]) if kv[0][1] in PRESETS else 9,  # noqa
+                       kv[0][3], kv[0][2])
+    for (p, s, m, v), runs in sorted(by.items(), key=rank):
+        r0, net = runs[0], runs[0]["network"]
+        pts = ", ".join(f"{k}={x}" for k, x in r0["params"].items() if k.startswith("n_"))
+        lines.append(f"| {p} | {s}{f' ({v})' if v else ''} | {m} | {','.join(str(r['seed']) for r in runs)} | "
+                     f"{_cell([r['l2re'] for r in runs])} | {_cell([r.get('l2re_spectral') for r in runs])} | {pts} | "
+                     f"{net['depth']} x {net['width']} ({net['parameters']:,}) | {_stages_text(runs)} | "
+                     f"{np.median([r['wall_seconds'] for r in runs]):.0f} | "
+                     f"{np.median([r['compile_seconds'] for r in runs]):.0f} | "
+                     f"{', '.join(sorted({r.get('threads', '?') for r in runs}))} | "
+                     f"{', '.join(sorted({r.get('commit', '?') for r in runs}))} |")
+    paired = []
+    for (p, s, m, v), runs in sorted(by.items(), key=rank):
+        pinn = {r["seed"]: r["l2re"] for r in by.get((p, s, "pinn", v), [])}
+        pairs = [(r["seed"], r["l2re"], pinn[r["seed"]]) for r in runs if r["seed"] in pinn and m == "cgmpinn"]
+        if pairs:
+            ratio = np.median([c / q for _, c, q in pairs])
+            paired.append(f"- {p}, {s}{f' ({v})' if v else ''}: CGMPINN lower on {sum(c < q for _, c, q in pairs)} of "
+                          f"{len(pairs)} seeds; median ratio CGMPINN / PINN {ratio:.2f} ("
+                          + ", ".join(f"seed {sd}: {c:.2e} vs {q:.2e}" for sd, c, q in pairs) + ").")
+    lines += ["", "## CGMPINN against PINN, paired by seed", ""] + (paired or ["(no seed has both methods yet)"])
+    machines = sorted({f"{r['machine'].get('processor') or r['machine'].get('platform')}, "
+                       f"{r['machine'].get('cpu_count')} cores, {r['machine'].get('backend')}"
+                       for r in recs.values() if isinstance(r.get("machine"), dict)})
+    lines += ["", "Machine(s): " + ("; ".join(machines) or "-") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    ap.add_argument("--presets", nargs="+", default=list(PRESETS), choices=list(PRESETS))
+    ap.add_argument("--methods", nargs="+", default=["pinn", "cgmpinn"], choices=["pinn", "cgmpinn"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, help="default: seeds_for(problem, preset)")
+    ap.add_argument("--adam-steps", type=int, default=None)
+    ap.add_argument("--second-steps", type=int, default=None, help="second-stage iterations (Gauss-Newton, L-BFGS)")
+    ap.add_argument("--smoke", action="store_true", help="tiny budgets, written to --out (never to results/)")
+    ap.add_argument("--out", type=Path, default=None, help="folder of the record, cache and report (default: "
+                    "benchmarks/results and benchmarks/cache; with --smoke a temporary folder)")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(tempfile.mkdtemp(prefix="pinnacle-smoke-")) if args.smoke and args.out is None else args.out
+    study = runcache.Study(STUDY) if out is None else runcache.Study(STUDY, results_dir=out, cache_dir=out / "cache")
+    report_path = (RESULTS if out is None else out) / f"{STUDY}.md"
+    kw = dict(smoke=args.smoke, adam_steps=args.adam_steps, second_steps=args.second_steps)
+    if not args.report_only:
+        done = study.load()
+        for p in args.problems:
+            for s in args.presets:
+                for m in (m for m in PRESETS[s] if m in args.methods):
+                    for seed in (args.seeds if args.seeds is not None else seeds_for(p, s)):
+                        key = run_key(p, s, m, seed, variant(**kw))
+                        if args.list:
+                            print(f"{key}: {'done' if key in done else 'missing'}")
+                            continue
+                        r = study.run(key, lambda: train_one(p, s, m, seed, **kw))
+                        print(f"{key}: L2RE {r['l2re']:.3e} ({r['wall_seconds']:.0f} s)", flush=True)
+    if not args.list:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(render(study.load()))
+        print(f"wrote {report_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

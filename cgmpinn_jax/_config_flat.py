@@ -1,0 +1,108 @@
+"""The flat option names of [`TrainConfig`][cgmpinn_jax.TrainConfig] before its options moved
+into one group per part (``lbfgs_steps`` is now ``second.steps``, ``gn_mu_init``
+``gauss_newton.mu_init``, ...).
+
+For one release the old names keep working, each with a ``DeprecationWarning`` that names the
+new spelling: as keyword arguments (``TrainConfig(lbfgs_steps=...)``, ``dataclasses.replace``,
+``TrainConfig.preset``) and as attributes (``config.lbfgs_steps``). Stored configs in the flat
+form (records, saved models and checkpoints written before the move) load without a warning
+through ``TrainConfig.from_dict``; ``flat_dict`` gives a config in that form, for keys that
+must stay the same (a study's run keys hash it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from typing import Any, Mapping
+
+from ._options import GROUPS
+
+__all__ = ["FLAT", "new_spelling", "apply_flat", "flat_dict", "warn_read"]
+
+#: every old flat name, in the old field order -> ``(group, option)``; group ``None``: a
+#: TrainConfig field that kept its name
+FLAT: dict[str, tuple] = {
+    "adam_steps": ("adam", "steps"), "lbfgs_steps": ("second", "steps"), "stages": (None, "stages"),
+    "stage_steps": (None, "stage_steps"), "k_upd": ("cgm", "k_upd"), "width": (None, "width"), "depth": (None, "depth"),
+    "adam_lr": ("adam", "lr"), "precision": (None, "precision"), "second_stage": (None, "second_stage"),
+    "lbfgs_lr": ("lbfgs", "lr"), "lbfgs_history": ("lbfgs", "history"), "lbfgs_max_linesearch": ("lbfgs", "max_linesearch"),
+    "lbfgs_linesearch": ("lbfgs", "linesearch"), "lbfgs_linesearch_init": ("lbfgs", "linesearch_init"),
+    "lbfgs_reset_on_failure": ("lbfgs", "reset_on_failure"), "dense_max_params": ("dense", "max_params"),
+    "gn_form": ("gauss_newton", "form"), "gn_mu_init": ("gauss_newton", "mu_init"), "gn_mu_min": ("gauss_newton", "mu_min"),
+    "gn_mu_max": ("gauss_newton", "mu_max"), "gn_max_trials": ("gauss_newton", "max_trials"),
+    "gn_memory_limit_gb": ("gauss_newton", "memory_limit_gb"), "lbfgs_gtol": ("second", "gtol"),
+    "lbfgs_ftol": ("second", "ftol"), "lbfgs_tol_patience": ("second", "patience"),
+    "divergence_ratio": (None, "divergence_ratio"), "n_components": ("cgm", "n_components"), "beta": ("cgm", "beta"),
+    "eps": ("cgm", "eps"), "c_sat": ("cgm", "c_sat"), "variance_factor": ("cgm", "variance_factor"),
+    "system_weighting": ("cgm", "system_weighting"), "relobralo": ("balancing", "stages"),
+    "relobralo_alpha": ("balancing", "alpha"), "relobralo_rho": ("balancing", "rho"),
+    "relobralo_temperature": ("balancing", "temperature"), "relobralo_variant": ("balancing", "variant"),
+    "relobralo_lbfgs_apply": ("balancing", "second_stage_apply"),
+}
+#: the old names that moved into a group (the deprecated ones)
+MOVED = {old: where for old, where in FLAT.items() if where[0] is not None}
+#: an old name that set the option of more than one member: the dense members' line search
+#: was ``lbfgs_max_linesearch`` too
+ALSO = {"lbfgs_max_linesearch": (("dense", "max_linesearch"),)}
+
+
+def new_spelling(old: str) -> str:
+    """``"second.steps (TrainConfig(second=SecondStageOptions(steps=...)))"`` for ``"lbfgs_steps"``."""
+    group, option = MOVED[old]
+    cls = GROUPS[group].__name__
+    also = "".join(f" and {g}.{o}" for g, o in ALSO.get(old, ()))
+    return f"{group}.{option}{also} (TrainConfig({group}={cls}({option}=...)), read as config.{group}.{option})"
+
+
+def _message(old: str) -> str:
+    return (f"TrainConfig option {old!r} is deprecated and goes in the next release; its new spelling is "
+            f"{new_spelling(old)}")
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module, ``cgmpinn_jax.config`` and
+    ``dataclasses`` (the user's call, through ``preset`` / ``replace`` / ``dataclasses.replace``)."""
+    frame, level = sys._getframe(1), 1
+    inside = (__name__, "cgmpinn_jax.config", "dataclasses")
+    while frame is not None and frame.f_globals.get("__name__") in inside:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def apply_flat(groups: dict, flat: Mapping[str, Any], *, warn: bool) -> dict:
+    """``groups`` (name -> options object) with the old flat options ``flat`` set in them
+    (each with a DeprecationWarning when ``warn``). An unknown name is a TypeError."""
+    changes: dict[str, dict] = {}
+    for old, value in flat.items():
+        if old not in MOVED:
+            raise TypeError(f"TrainConfig got an unexpected keyword argument {old!r}")
+        if warn:
+            warnings.warn(_message(old), DeprecationWarning, stacklevel=_caller_level())
+        for group, option in (MOVED[old],) + ALSO.get(old, ()):
+            changes.setdefault(group, {})[option] = value
+    return {name: dataclasses.replace(g, **changes[name]) if name in changes else g for name, g in groups.items()}
+
+
+def warn_read(old: str) -> None:
+    """The DeprecationWarning of reading ``config.<old>``."""
+    warnings.warn(_message(old), DeprecationWarning, stacklevel=_caller_level())
+
+
+def flat_dict(config) -> dict:
+    """``config`` in the flat form ``TrainConfig.to_dict`` wrote before the options moved
+    (``stages`` and ``stage_steps`` only when set, ``system_weighting`` only when not
+    ``"norm"``): the same dict, hence the same hash, for the same settings."""
+    d = {}
+    for old, (group, option) in FLAT.items():
+        d[old] = getattr(config if group is None else getattr(config, group), option)
+    for name in ("stages", "stage_steps"):
+        if d[name] is None:
+            del d[name]
+    if d["system_weighting"] == "norm":
+        del d["system_weighting"]
+    if config.dense.max_linesearch != config.lbfgs.max_linesearch:  # not expressible in the flat form
+        d["dense_max_linesearch"] = config.dense.max_linesearch
+    return d
+

@@ -1,0 +1,87 @@
+"""The PINNacle study (benchmarks/pinnacle.py, issue 43): its cells name every problem of the
+registry with parameters the problems have, one smoke cell runs end to end into a temporary
+folder (record fields, report), and the report renders PINNacle's published numbers, the
+ratios and the pairing by seed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import cgmpinn_jax as cj
+from benchmarks import pinnacle as study
+from cgmpinn_jax.problems.pinnacle import PINNACLE
+
+
+def test_cells_cover_the_registry_with_real_parameters():
+    assert set(study.PROBLEMS) == set(PINNACLE)
+    for table in (study.PINNACLE_POINTS, study.ACCURATE):
+        assert set(table) == set(PINNACLE)
+    for p in study.PROBLEMS:
+        names = {f.name for f in dataclasses.fields(PINNACLE[p])}
+        assert set(study.PINNACLE_POINTS[p]) <= names
+        assert set(study.ACCURATE[p][0]) <= names
+        params, cfg = study.setup(p, "pinnacle")
+        assert (cfg.width, cfg.depth, cfg.stage_names) == (100, 5, ("adam",))
+        assert study.budgets(cfg)["adam_steps"] == 20000 and study.budgets(cfg)["adam_lr"] == 1e-3
+        params, cfg = study.setup(p, "accurate")
+        assert cfg.precision == "float64" and cfg.second_stage == "gauss_newton"
+        assert study.budgets(cfg)["second_steps"] == study.ACCURATE[p][1]["lbfgs_steps"]
+        assert study.setup(p, "faithful")[1] == cj.TrainConfig()
+    assert study.setup("burgers1d_c", "faithful")[0] == {"reference_source": "pinnacle"}
+    assert study.run_key("wave1d_c", "accurate", "pinn", 2, "adam200,second5") == \
+        "wave1d_c__accurate__pinn__seed2__adam200__second5"
+
+
+def test_published_numbers_file_is_well_formed():
+    pub = study.load_published()
+    assert pub["status"] in ("found", "not found") and set(pub["problems"]) == set(PINNACLE)
+    for row in pub["problems"].values():
+        if pub["status"] == "not found":
+            assert row["pinn"] is None and row["best"] is None
+    assert "url" in pub["source"] and pub["searched"]
+
+
+def test_one_smoke_cell_end_to_end(tmp_path):
+    assert study.main(["--smoke", "--problems", "burgers1d_c", "--presets", "pinnacle", "--seeds", "0",
+                       "--out", str(tmp_path)]) == 0
+    runs = json.loads((tmp_path / "pinnacle.json").read_text())["runs"]
+    assert list(runs) == ["burgers1d_c__pinnacle__pinn__seed0__smoke"]
+    r = runs["burgers1d_c__pinnacle__pinn__seed0__smoke"]
+    for key in ("problem", "method", "preset", "seed", "l2re", "l2re_spectral", "stages", "wall_seconds", "commit",
+                "threads", "machine", "params", "network"):
+        assert key in r, key
+    assert (r["problem"], r["method"], r["preset"], r["seed"], r["variant"]) == ("burgers1d_c", "pinn", "pinnacle", 0,
+                                                                                  "smoke")
+    assert 0 < r["l2re"] < 10 and 0 < r["l2re_spectral"] < 10 and "burgers1d.dat" in r["against"]
+    assert [(s["name"], s["iterations"]) for s in r["stages"]] == [("adam", study.SMOKE["adam_steps"])]
+    report = (tmp_path / "pinnacle.md").read_text()
+    assert "| burgers1d_c | pinnacle (smoke) | pinn | 0 |" in report
+    assert (tmp_path / "cache" / "pinnacle" / "burgers1d_c__pinnacle__pinn__seed0__smoke.json").exists()
+
+
+def _rec(problem, preset, method, seed, l2re):
+    stages = [{"name": "adam", "label": "Adam", "status": "COMPLETED", "iterations": 10, "budget": 10}]
+    return {"problem": problem, "preset": preset, "method": method, "seed": seed, "variant": "", "l2re": l2re,
+            "params": {"n_pde": 10}, "network": {"width": 8, "depth": 2, "parameters": 105}, "stages": stages,
+            "wall_seconds": 1.0, "compile_seconds": 0.5, "threads": "one XLA thread", "commit": "abc",
+            "machine": {"processor": "x86_64", "cpu_count": 2, "backend": "cpu"}}
+
+
+@pytest.mark.parametrize("found", [True, False])
+def test_report_renders_published_ratios_and_pairs(found):
+    recs = {f"{m}{s}": _rec("wave1d_c", "accurate", m, s, e) for m, s, e in
+            [("pinn", 0, 1e-3), ("pinn", 1, 2e-3), ("cgmpinn", 0, 5e-4), ("cgmpinn", 1, 4e-3)]}
+    recs["p"] = _rec("wave1d_c", "pinnacle", "pinn", 0, 0.2)
+    pub = {"status": "found" if found else "not found", "source": {"citation": "Hao et al.", "table": "Table 3",
+                                                                   "url": "u"},
+           "problems": {"wave1d_c": {"pinn": 0.1, "best": 0.05, "best_method": "NTK"}} if found else {}}
+    text = study.render(recs, pub)
+    row = next(line for line in text.splitlines() if line.startswith("| wave1d_c | "))
+    if found:
+        assert "| 1.00e-01 | 5.00e-02 (NTK) |" in row and "| 2.00 |" in row and "| 3.0e-02 |" in row
+    else:
+        assert row.count("not found") == 2 and "| n/a |" in row
+    assert "CGMPINN lower on 1 of 2 seeds" in text
