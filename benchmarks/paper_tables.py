@@ -261,10 +261,11 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
     problem = cj.get_problem(problem_name)
     method = cj.get_method(tl.VARIANTS[variant][1])
     cfg = variant_config(problem, variant, scale)
-    relo = cfg.balancing.stages if cfg.balancing.stages is not None else method.relobralo_stages(problem)
-    relo = {True: "both", False: "none"}.get(relo, relo)
-    resolved = {"adam_steps": cfg.adam.steps, "lbfgs_steps": cfg.second.steps,
-                "k_upd": cfg.cgm.k_upd if cfg.cgm.k_upd is not None else method.k_upd(problem), "relobralo": relo}
+    from cgmpinn_jax.training._schedule import resolve
+
+    setup = resolve(problem, method, cfg)  # the budgets, k_upd and ReLoBRaLo stages the run uses
+    resolved = {"adam_steps": setup.adam_steps, "lbfgs_steps": setup.lbfgs_steps, "k_upd": setup.k_upd,
+                "relobralo": setup.relobralo_stages}
     emit = _Throttle(progress_seconds, "    ")
     grid = problem.test_grid()
     records = []

@@ -194,10 +194,10 @@ class GaussNewtonOptions(_Checks):
     ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
 
     Attributes:
-        form: the linear system's form: ``"auto"`` (kernel ``J J^T`` when rows <=
-            parameters, else Gramian ``J^T J``), ``"kernel"``, ``"gramian"``, or ``"pcg"``
-            (the kernel system by conjugate gradients preconditioned with an earlier
-            iteration's Cholesky factor).
+        form: the linear system's form: ``"auto"`` (Gramian ``J^T J`` when rows exceed
+            parameters; else ``"pcg"`` from 4096 rows on, the exact kernel ``J J^T`` below),
+            ``"kernel"``, ``"gramian"``, or ``"pcg"`` (the kernel system by conjugate
+            gradients preconditioned with an earlier iteration's Cholesky factor).
         mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
         mu_min: the damping's lower bound, relative as ``mu_init`` (1e-15).
         mu_max: the damping's upper bound, relative as ``mu_init`` (1e8).

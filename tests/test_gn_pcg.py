@@ -147,3 +147,29 @@ def test_pcg_train_end_to_end_reduces_the_error():
 
 def test_pcg_memory_is_the_kernel_forms():
     assert memory_bytes(9200, 19761, 8, "pcg") == memory_bytes(9200, 19761, 8, "kernel")
+
+
+def test_the_form_is_printed():
+    from cgmpinn_jax.training._engine import gn_form_note
+
+    for form, expect in (("auto", "form (chosen)"), ("pcg", "pcg form (set)")):
+        cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=10, depth=2,
+                             gauss_newton={"form": form})
+        setup = resolve(cj.get_problem("heat"), cj.get_method("pinn"), cfg)
+        static, eng = CompileCache().engine(setup)
+        state, batch = init_state(setup, eng, jax.random.key(0))
+        note = gn_form_note(setup, eng.lsq, batch, state.params)
+        assert "Gauss-Newton: 2400 rows x" in note and note.endswith(expect)
+    cfg = cj.TrainConfig(width=10, depth=2)
+    setup = resolve(cj.get_problem("heat"), cj.get_method("pinn"), cfg)
+    assert gn_form_note(setup, None, None, None) is None
+
+
+def test_auto_form_by_size():
+    from cgmpinn_jax.solvers._gauss_newton import PCG_AUTO_ROWS, lm_solve_form
+
+    assert lm_solve_form(1502, 7801) == "kernel"  # 1D Poisson's accurate runs keep the exact step
+    assert lm_solve_form(9200, 19761) == "pcg"  # Fisher-KPP
+    assert lm_solve_form(PCG_AUTO_ROWS, PCG_AUTO_ROWS + 1) == "pcg"
+    assert lm_solve_form(9000, 5000) == "gramian"
+    assert lm_solve_form(9200, 19761, "kernel") == "kernel"

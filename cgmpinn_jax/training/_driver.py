@@ -23,7 +23,7 @@ from ..methods import Method, build_model, get_method
 from ..problems import Problem, get_problem, validate_problem
 from . import _checkpoint as ckpt_lib
 from ._compile import COMPILE_CACHE, CompileCache
-from ._engine import Engine, State
+from ._engine import Engine, State, gn_form_note
 from ._loop import Interrupted, RunOutput, reset_stage, run_stages
 from ._objective import Trainable, init_coeffs
 from ._precision import cast_floats, precision_scope
@@ -155,6 +155,8 @@ def train(
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
+        if (note := gn_form_note(setup, eng.lsq, batch, state.params)) is not None:
+            emit(note)
         hyper = Hyper.from_config(config)
         snap = None
         if resume is not None:

@@ -110,7 +110,7 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
     need = members * memory_bytes(rows, n_params, item, cfg.gauss_newton.form)
     if need > cfg.gauss_newton.memory_limit_gb * 2**30:
         form = lm_solve_form(rows, n_params, cfg.gauss_newton.form)
-        s = rows if form == "kernel" else n_params
+        s = rows if form in ("kernel", "pcg") else n_params
         raise ValueError(
             f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
             f"({form} form: a {rows} x {n_params} Jacobian and {s} x {s} matrices"
@@ -118,6 +118,19 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
             f"TrainConfig.gauss_newton.memory_limit_gb={cfg.gauss_newton.memory_limit_gb}. Use fewer collocation "
             "points or a smaller network, raise gauss_newton.memory_limit_gb if the machine has the memory, or use "
             "second_stage='optax'")
+
+
+def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str | None:
+    """The line that says which linear-solve form a Gauss-Newton stage uses (None without one)."""
+    from ..solvers._gauss_newton import lm_solve_form
+
+    if lsq is None or not any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages):
+        return None
+    rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
+    form = lm_solve_form(rows, n_params, setup.config.gauss_newton.form)
+    how = "chosen" if setup.config.gauss_newton.form == "auto" else "set"
+    return (f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
+            f"{form} form ({how})")
 
 
 class Engine:
