@@ -207,6 +207,7 @@ def main(argv=None) -> None:
     ap.add_argument("--track-every", type=int, default=10)
     ap.add_argument("--stop-at", type=float, default=1e-7)
     ap.add_argument("--machine-note", default="", help="how the machine was shared, for the report")
+    ap.add_argument("--tag", default="", help="a name for this entry beside the problem's (kept apart from it)")
     args = ap.parse_args(argv)
     path = RESULTS / "gn_scaling.json"
     if args.report_only:
@@ -217,7 +218,8 @@ def main(argv=None) -> None:
     caps = {c.split("=")[0]: int(c.split("=")[1]) for c in args.cap}
     s = study(args.problem, args.seed, forms, adam_steps=args.adam_steps, caps=caps, max_iters=args.max_iters,
               budget_s=args.budget_s, track_every=args.track_every, stop_at=args.stop_at)
-    full = runcache.CACHE / "gn_scaling" / f"{args.problem}-seed{args.seed}.json"
+    name = f"{args.problem}-seed{args.seed}" + (f"-{args.tag}" if args.tag else "")
+    full = runcache.CACHE / "gn_scaling" / f"{name}.json"
     full.write_text(json.dumps(runcache.to_json(s)) + "\n")
     entry = {"study": runcache.to_json({**s, "forms": [{k: x for k, x in r.items() if k != "trace"}
                                                        for r in s["forms"]]}),
@@ -226,7 +228,7 @@ def main(argv=None) -> None:
              "machine_text": runcache.machine_text("Machine: {system} {arch}, {cpu_count} CPUs") +
              f", {runcache.threads_label()}. {args.machine_note}".rstrip()}
     doc = json.loads(path.read_text()) if path.exists() else {"study": "gn_scaling", "studies": {}}
-    doc["studies"][f"{args.problem}-seed{args.seed}"] = entry
+    doc["studies"][name] = entry
     path.write_text(json.dumps(doc, indent=1) + "\n")
     (RESULTS / "gn_scaling.md").write_text(render(doc))
     print(render(doc))
