@@ -68,7 +68,10 @@ def render(doc: dict) -> str:
     lines = ["# Drift: recorded runs retrained at today's code", "",
              f"Command: `{doc['command']}`. Retrained with `{doc['retrain_command']}`. {doc['machine_text']}", "",
              "The old runs name no commit where the record predates commit records (2026-11-26); 'single' is one "
-             "`cj.train` call, 'vmapped-share' a seed of a `cj.sweep` call (same numbers only up to rounding).", "",
+             "`cj.train` call, 'vmapped-share' a seed of a `cj.sweep` call (same numbers only up to rounding). "
+             "Thread setting of the retrained runs: "
+             + ", ".join(sorted({str(r.get('new_threads')) for r in doc["runs"]})) + "; the old runs' is not recorded. "
+             "A retrained run names the commit it started from (+dirty: the package had uncommitted changes).", "",
              "| problem | variant | seeds | old median rel. e2 | new median rel. e2 | new / old |", "|---|---|---|---|---|---|"]
     for m in doc["medians"]:
         lines.append(f"| {m['problem']} | {m['variant']} | {m['seeds']} | {m['old_median']:.3e} | "
