@@ -127,6 +127,9 @@ class _Toy:
         x, unravel = jax.flatten_util.ravel_pytree(params)
         return self.residuals(params), jax.jacfwd(lambda x: self.residuals(unravel(x)))(x)
 
+    def n_rows(self, batch):
+        return 2
+
     def objective(self, params, w, lam, batch):
         r = self.residuals(params)
         v = jnp.sum(r**2)

@@ -9,8 +9,8 @@ import cgmpinn_jax as cj
 from cgmpinn_jax.solvers._gauss_newton import GaussNewton, PCGState, _pcg, memory_bytes
 from cgmpinn_jax.training import CompileCache
 from cgmpinn_jax.training._driver import init_state
-from cgmpinn_jax.training._objective import TermValues
 from cgmpinn_jax.training._schedule import resolve
+from test_gauss_newton import _Toy
 
 
 def _system(m=60, p=150, key=0):
@@ -45,26 +45,6 @@ def test_pcg_with_a_stale_factor_solves_the_new_system():
         assert 1 < int(its) < 50
         _, its_plain = _pcg(J, r, mu, jnp.eye(60), 50, 1e-10)  # identity "factor": plain CG
         assert int(its_plain) == 50
-
-
-class _Toy:
-    """Rosenbrock's residuals (10 (y - x^2), 1 - x) as a least-squares objective."""
-
-    @staticmethod
-    def residuals(p):
-        return jnp.stack([10.0 * (p["y"] - p["x"] ** 2), 1.0 - p["x"]])
-
-    def jacobian(self, params, batch, w, lam):
-        x, unravel = jax.flatten_util.ravel_pytree(params)
-        return self.residuals(params), jax.jacfwd(lambda x: self.residuals(unravel(x)))(x)
-
-    def n_rows(self, batch):
-        return 2
-
-    def objective(self, params, w, lam, batch):
-        r = self.residuals(params)
-        v = jnp.sum(r**2)
-        return v, TermValues(v[None], v[None], jnp.zeros(()))
 
 
 def test_pcg_form_solves_rosenbrock():
