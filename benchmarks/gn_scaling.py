@@ -131,7 +131,8 @@ def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, bud
             if not np.isfinite(e) or e <= stop_at or clock >= budget_s or stop:
                 break
     return {
-        "form": form, "kind": kind, "rows": int(eng.lsq.n_rows(batch)),
+        "form": form, "kind": kind, "cg_refactor": member.cg_refactor if kind == "pcg" else None,
+        "rows": int(eng.lsq.n_rows(batch)),
         "params": int(jax.flatten_util.ravel_pytree(params0)[0].shape[0]), "compile_seconds": compile_s,
         "peak_bytes": peak, "iterations": its[-1], "seconds": clock,
         "seconds_per_iteration_median": float(np.median(step_s)), "trials_mean": float(np.mean(trials)),
@@ -185,7 +186,8 @@ def render(doc: dict) -> str:
             cgm = "-" if v["cg_iterations_mean"] is None else f"{v['cg_iterations_mean']:.1f}"
             mem = "-" if v["peak_bytes"] is None else f"{v['peak_bytes'] / 1e9:.2f}"
             mean = v["seconds"] / max(v["iterations"], 1)
-            lines.append(f"| {v['form']} | {v['seconds_per_iteration_median']:.3f} ({mean:.3f}) | {ratio} | {mem} | "
+            label = v["form"] if v.get("cg_refactor") is None else f"pcg (R = {v['cg_refactor']})"
+            lines.append(f"| {label} | {v['seconds_per_iteration_median']:.3f} ({mean:.3f}) | {ratio} | {mem} | "
                          f"{v['trials_mean']:.2f} | {cgm} | {v['factorizations']} | {reach(v, '1e-04')} | "
                          f"{reach(v, '1e-05')} | "
                          f"{reach(v, '1e-06')} | {reach(v, '1e-07')} | {v['iterations']} | {v['seconds']:.0f} | "

@@ -105,7 +105,7 @@ __all__ = ["GaussNewton", "GNState", "PCGState", "memory_bytes", "lm_solve_form"
 HIGHEST = jax.lax.Precision.HIGHEST
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
-PCG_REFACTOR = 10  # a new factor when the last iteration's CG needed more iterations than this
+PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
 PCG_AUTO_ROWS = 4096  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
 
 
