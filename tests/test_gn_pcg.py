@@ -153,3 +153,24 @@ def test_auto_form_by_size():
     assert lm_solve_form(PCG_AUTO_ROWS, PCG_AUTO_ROWS + 1) == "pcg"
     assert lm_solve_form(9000, 5000) == "gramian"
     assert lm_solve_form(9200, 19761, "kernel") == "kernel"
+
+
+def test_auto_resolving_to_pcg_starts_with_its_state(monkeypatch):
+    """form="auto" that resolves to pcg (here: from 1 row on) gives init the PCGState its step
+    reads, and solves the problem."""
+    from cgmpinn_jax.solvers import _gauss_newton
+
+    monkeypatch.setattr(_gauss_newton, "PCG_AUTO_ROWS", 1)
+    with jax.enable_x64(True):
+        toy = _Toy()
+        gn = GaussNewton(toy.objective, toy, form="auto", mu_init=1e-3, mu_min=1e-15, mu_max=1e8, max_trials=12)
+        params = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
+        state = gn.init(params, None, None, None)
+        assert isinstance(state, PCGState)
+        step = jax.jit(gn.step)
+        for _ in range(80):
+            out = step(params, state, None, None, None, state.value, state.grad)
+            params, state = out.params, out.state
+            if int(out.status):
+                break
+        assert float(params["x"]) == pytest.approx(1.0, abs=1e-8)

@@ -159,7 +159,7 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
 
 
 class PCGState(NamedTuple):
-    """`GNState` and what ``gn_form="pcg"`` carries between iterations."""
+    """`GNState` and what the ``"pcg"`` form carries between iterations."""
 
     value: jax.Array
     grad: Any
@@ -185,9 +185,9 @@ class GaussNewton(Terminates):
         dt = value.dtype
         grad = jax.tree_util.tree_map(jnp.zeros_like, params)
         base = GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
-        if self.form != "pcg":
-            return base
         m = self.lsq.n_rows(batch)
+        if lm_solve_form(m, ravel_pytree(params)[0].shape[0], self.form) != "pcg":  # as `step` resolves it
+            return base
         return PCGState(*base, jnp.full((m, m), jnp.nan, dt), jnp.int32(self.cg_max), jnp.int32(0))
 
     def set_point(self, state, value, grad, tv):
