@@ -48,54 +48,32 @@ PINNACLE_POINTS = {
     "ns2d_c": dict(n_pde=8192, n_lid=512, n_wall=1536), "wave1d_c": dict(n_pde=8192, n_ic=512, n_bc=1024),
     "heat2d_ms": dict(n_pde=32768, n_ic=8192, n_bc=8192), "poisson_nd": dict(n_pde=32768, n_bc=8192),
     "heat_nd": dict(n_pde=32768, n_ic=8192, n_bc=8192)}
-PINNACLE_CONFIG = dict(adam_steps=20000, adam_lr=1e-3, stages=("adam",), width=100, depth=5)
+PINNACLE_CONFIG = dict(adam={"steps": 20000, "lr": 1e-3}, stages=("adam",), width=100, depth=5)
 # the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides), a 4 x 40 network and
 # the problem's Adam budget (5000); extrapolated from 200 Adam steps + 5 Gauss-Newton iterations on one loaded
 # core: 10-31 minutes a run (ns2d_c: 30 from field_problems' cavity_accurate at the same size)
 ACCURATE = {
-    "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, lbfgs_steps=400)),
-    "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, lbfgs_steps=300)),
-    "ns2d_c": (dict(n_pde=1000, n_lid=150, n_wall=300), dict(width=40, lbfgs_steps=300)),
-    "wave1d_c": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, lbfgs_steps=300)),
-    "heat2d_ms": (dict(n_pde=1500, n_ic=400, n_bc=400), dict(width=40, lbfgs_steps=300)),
-    "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, lbfgs_steps=400)),
-    "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, lbfgs_steps=500)),
+    "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, second={"steps": 400})),
+    "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, second={"steps": 300})),
+    "ns2d_c": (dict(n_pde=1000, n_lid=150, n_wall=300), dict(width=40, second={"steps": 300})),
+    "wave1d_c": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second={"steps": 300})),
+    "heat2d_ms": (dict(n_pde=1500, n_ic=400, n_bc=400), dict(width=40, second={"steps": 300})),
+    "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, second={"steps": 400})),
+    "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second={"steps": 500})),
 }
 # cells whose run takes more than ~45 minutes on one core (extrapolated): one seed on the CPU, the rest on a
 # GPU when one is lent. pinnacle: 36 (wave1d_c) to ~800 minutes (heat_nd); faithful: 7-13, ns2d_c ~47.
 ONE_SEED = {("ns2d_c", "faithful")} | {(p, "pinnacle") for p in PROBLEMS if p != "wave1d_c"}
-SMOKE = dict(width=8, depth=2, adam_steps=30, lbfgs_steps=3)
+SMOKE = dict(width=8, depth=2, adam={"steps": 30}, second={"steps": 3})
 
 
 def seeds_for(problem: str, preset: str) -> list[int]:
     return [0] if (problem, preset) in ONE_SEED else [0, 1, 2]
 
 
-# flat option names -> (group, option) of a TrainConfig with option groups (this checkout's, or 0.2's flat fields)
-_GROUPED = {"adam_steps": ("adam", "steps"), "adam_lr": ("adam", "lr"), "lbfgs_steps": ("second", "steps")}
-
-
-def make_config(preset: str = "faithful", **opts):
-    """``TrainConfig.preset(preset, **opts)`` with ``opts`` by their flat names (``adam_steps``,
-    ``adam_lr``, ``lbfgs_steps``, ``width``, ...), spelled as this checkout's TrainConfig takes them."""
-    import cgmpinn_jax as cj
-
-    if hasattr(cj.TrainConfig, "replace"):  # option groups: adam={"steps": ...}
-        grouped: dict = {}
-        for k, v in opts.items():
-            if k in _GROUPED:
-                grouped.setdefault(_GROUPED[k][0], {})[_GROUPED[k][1]] = v
-            else:
-                grouped[k] = v
-        opts = grouped
-    return cj.TrainConfig.preset(preset, **opts)
-
-
 def budgets(cfg) -> dict:
-    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg`` (either spelling)."""
-    if getattr(cfg, "adam", None) is not None:
-        return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
-    return {"adam_steps": cfg.adam_steps, "adam_lr": cfg.adam_lr, "second_steps": cfg.lbfgs_steps}
+    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg``."""
+    return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
 
 
 def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None):
@@ -104,21 +82,22 @@ def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_ste
 
     params, name, opts = {}, preset, {}
     if preset == "pinnacle":
-        params, name, opts = dict(PINNACLE_POINTS[problem]), "faithful", dict(PINNACLE_CONFIG)
+        params, name, opts = dict(PINNACLE_POINTS[problem]), "faithful", PINNACLE_CONFIG
     elif preset == "accurate":
-        params, opts = dict(ACCURATE[problem][0]), dict(ACCURATE[problem][1])
+        params, opts = dict(ACCURATE[problem][0]), ACCURATE[problem][1]
+    cfg = cj.TrainConfig.preset(name, **opts)
     if smoke:
         base = cj.get_problem(problem, **params)
         params = {f.name: max(8, getattr(base, f.name) // 64) for f in dataclasses.fields(base)
                   if f.name.startswith("n_")}
-        opts.update(SMOKE)
+        cfg = cfg.replace(**SMOKE)  # only the options SMOKE names change (Adam's lr stays)
     if adam_steps is not None:
-        opts["adam_steps"] = adam_steps
+        cfg = cfg.replace(adam={"steps": adam_steps})
     if second_steps is not None:
-        opts["lbfgs_steps"] = second_steps
+        cfg = cfg.replace(second={"steps": second_steps})
     if problem == "burgers1d_c":
         params["reference_source"] = "pinnacle"  # PINNacle's L2RE; l2re_spectral is measured too
-    return params, make_config(name, **opts)
+    return params, cfg
 
 
 def variant(smoke=False, adam_steps=None, second_steps=None) -> str:

@@ -28,7 +28,7 @@ def test_cells_cover_the_registry_with_real_parameters():
         assert study.budgets(cfg)["adam_steps"] == 20000 and study.budgets(cfg)["adam_lr"] == 1e-3
         params, cfg = study.setup(p, "accurate")
         assert cfg.precision == "float64" and cfg.second_stage == "gauss_newton"
-        assert study.budgets(cfg)["second_steps"] == study.ACCURATE[p][1]["lbfgs_steps"]
+        assert study.budgets(cfg)["second_steps"] == study.ACCURATE[p][1]["second"]["steps"]
         assert study.setup(p, "faithful")[1] == cj.TrainConfig()
     assert study.setup("burgers1d_c", "faithful")[0] == {"reference_source": "pinnacle"}
     assert study.run_key("wave1d_c", "accurate", "pinn", 2, "adam200,second5") == \
@@ -56,7 +56,7 @@ def test_one_smoke_cell_end_to_end(tmp_path):
     assert (r["problem"], r["method"], r["preset"], r["seed"], r["variant"]) == ("burgers1d_c", "pinn", "pinnacle", 0,
                                                                                   "smoke")
     assert 0 < r["l2re"] < 10 and 0 < r["l2re_spectral"] < 10 and "burgers1d.dat" in r["against"]
-    assert [(s["name"], s["iterations"]) for s in r["stages"]] == [("adam", study.SMOKE["adam_steps"])]
+    assert [(s["name"], s["iterations"]) for s in r["stages"]] == [("adam", study.SMOKE["adam"]["steps"])]
     report = (tmp_path / "pinnacle.md").read_text()
     assert "| burgers1d_c | pinnacle (smoke) | pinn | 0 |" in report
     assert (tmp_path / "cache" / "pinnacle" / "burgers1d_c__pinnacle__pinn__seed0__smoke.json").exists()
