@@ -10,7 +10,7 @@ from cgmpinn_jax.solvers._gauss_newton import GaussNewton, PCGState, _pcg, memor
 from cgmpinn_jax.training import CompileCache
 from cgmpinn_jax.training._driver import init_state
 from cgmpinn_jax.training._schedule import resolve
-from test_gauss_newton import _Toy
+from test_gauss_newton import _toy_run
 
 
 def _system(m=60, p=150, key=0):
@@ -49,17 +49,8 @@ def test_pcg_with_a_stale_factor_solves_the_new_system():
 
 def test_pcg_form_solves_rosenbrock():
     with jax.enable_x64(True):
-        toy = _Toy()
-        gn = GaussNewton(toy.objective, toy, form="pcg", mu_init=1e-3, mu_min=1e-15, mu_max=1e8, max_trials=12)
-        params = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
-        state = gn.init(params, None, None, None)
+        params, state, _ = _toy_run("pcg", (-1.2, 1.0), iters=80)
         assert isinstance(state, PCGState) and state.L.shape == (2, 2)
-        step = jax.jit(gn.step)
-        for _ in range(80):
-            out = step(params, state, None, None, None, state.value, state.grad)
-            params, state = out.params, out.state
-            if int(out.status):
-                break
         assert float(params["x"]) == pytest.approx(1.0, abs=1e-8)
         assert float(params["y"]) == pytest.approx(1.0, abs=1e-8)
         assert 1 <= int(state.factorizations)
@@ -157,20 +148,11 @@ def test_auto_form_by_size():
 
 def test_auto_resolving_to_pcg_starts_with_its_state(monkeypatch):
     """form="auto" that resolves to pcg (here: from 1 row on) gives init the PCGState its step
-    reads, and solves the problem."""
+    reads (a GNState would fail in the first step), and solves the problem."""
     from cgmpinn_jax.solvers import _gauss_newton
 
     monkeypatch.setattr(_gauss_newton, "PCG_AUTO_ROWS", 1)
     with jax.enable_x64(True):
-        toy = _Toy()
-        gn = GaussNewton(toy.objective, toy, form="auto", mu_init=1e-3, mu_min=1e-15, mu_max=1e8, max_trials=12)
-        params = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
-        state = gn.init(params, None, None, None)
+        params, state, _ = _toy_run("auto", (-1.2, 1.0), iters=80)
         assert isinstance(state, PCGState)
-        step = jax.jit(gn.step)
-        for _ in range(80):
-            out = step(params, state, None, None, None, state.value, state.grad)
-            params, state = out.params, out.state
-            if int(out.status):
-                break
         assert float(params["x"]) == pytest.approx(1.0, abs=1e-8)
