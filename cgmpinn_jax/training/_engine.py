@@ -97,12 +97,17 @@ def restore_best(state: State) -> State:
     return eqx.tree_at(lambda s: s.params, state, params)
 
 
+def _runs_gauss_newton(setup: Setup) -> bool:
+    """Whether a stage with steps is the Gauss-Newton member."""
+    return any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages)
+
+
 def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members: int = 1) -> None:
     """Refuse a Gauss-Newton stage whose iteration would hold more than
     ``cfg.gauss_newton.memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
     from ..solvers._gauss_newton import lm_solve_form, memory_bytes
 
-    if not any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages):
+    if not _runs_gauss_newton(setup):
         return
     batch = jax.eval_shape(setup.problem.sample, jax.random.key(0))
     rows = lsq.n_rows(batch)
@@ -124,7 +129,7 @@ def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str |
     """The line that says which linear-solve form a Gauss-Newton stage uses (None without one)."""
     from ..solvers._gauss_newton import lm_solve_form
 
-    if lsq is None or not any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages):
+    if lsq is None or not _runs_gauss_newton(setup):
         return None
     rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
     form = lm_solve_form(rows, n_params, setup.config.gauss_newton.form)
