@@ -27,14 +27,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks import runcache
+from benchmarks import runcache, tracking
 
 STUDY = "accuracy"
-RESULTS = Path(__file__).parent / "results"
+RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 PROBLEMS = ("poisson1d", "heat", "advection_diffusion", "poisson2d", "damped_wave", "fisher_kpp")
 METHODS = ("pinn", "cgmpinn")
 THRESHOLDS = (1e-4, 1e-5, 1e-6)
@@ -49,15 +48,6 @@ def seeds_for(problem: str) -> list[int]:
 
 def run_key(problem, method, seed, lbfgs_steps=None) -> str:
     return f"{problem}__{method}__seed{seed}" + ("" if lbfgs_steps is None else f"__gn{lbfgs_steps}")
-
-
-def first_reach(err_k, err_s, err_e, thr, adam_steps):
-    """(second-stage iterations, seconds) at the first tracked error <= thr, or (None, None)."""
-    idx = np.nonzero(np.asarray(err_e) <= thr)[0]
-    if idx.size == 0:
-        return None, None
-    i = int(idx[0])
-    return int(max(0, err_k[i] - adam_steps)), float(err_s[i])
 
 
 def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, track_every: int) -> dict:
@@ -83,7 +73,7 @@ def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, tra
     n_second = int(np.sum(h.k > res.adam_steps))
     reach = {}
     for thr in THRESHOLDS:
-        it, sec = first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
+        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
         reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
     adam_end = h.error_rel_e2[np.searchsorted(h.error_k, res.adam_steps)] if len(h.error_k) else None
     return {

@@ -18,20 +18,16 @@ aliasing), and the equation in Fourier space is::
 
 In t the exponential integrator ETDRK4 (Cox and Matthews 2002, with the coefficient functions
 of Kassam and Trefethen 2005) with a fixed step h: the stiff diffusion ``L`` is integrated
-exactly, only the non-stiff quadratic term is approximated (fourth order in h). An explicit
-Runge-Kutta method (DOP853 in solve_ivp) would have its step held by the stability of the
-diffusion at the highest kept mode, h ~ 1/(nu (pi K)^2), four times smaller at each doubling of
-N (and the 2N run of the study needs it); with ETDRK4 the same step serves every N, set by the
-accuracy of the quadratic term (and its explicit stability, h pi K max|u| = O(1), which the
-step chosen meets with room at 2N). A fixed step puts every output time on the step grid and
-gives a clean error estimate by step halving. The phi-functions
+exactly, only the non-stiff quadratic term is approximated (fourth order in h), so the step is
+not held by the diffusion's stability at the highest mode, h ~ 1/(nu (pi K)^2), as an explicit
+Runge-Kutta step would be; the same step serves N and 2N. A fixed step puts every output time
+on the step grid and gives a clean error estimate by step halving. The phi-functions
 phi_1..phi_3 of the real arguments z = h L_k are summed from their Taylor series for |z| < 1
 and from their closed forms otherwise (no cancellation there), so they are exact to round-off.
 
-The output grid is x = linspace(-1, 1, 256), t = linspace(0, 1, 101): every output time is an
-integer number of steps, and the solution there is the sine series
-u(x, t) = sum_k b_k(t) sin(pi k x) (b_k = -(2/N)(-1)^k Im v_k) summed at the output points, so
-going from the spectral solution to the output grid adds only round-off.
+The output grid is x = linspace(-1, 1, 256), t = linspace(0, 1, 101), every output time a whole
+number of steps; the sine series u(x, t) = sum_k b_k(t) sin(pi k x), b_k = -(2/N)(-1)^k Im v_k, is
+summed at the output points (adding only round-off).
 
 Checks (``--check``; the numbers go to ``benchmarks/results/burgers_reference.{md,json}``):
 
@@ -56,11 +52,10 @@ Checks (``--check``; the numbers go to ``benchmarks/results/burgers_reference.{m
     python -m benchmarks.burgers_reference                    # both viscosities: the npz files
     python -m benchmarks.burgers_reference --nu 0.01/pi --check
 
-Writes ``cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz`` and ``burgers_nu0.01.npz`` (keys
-``x`` (256,), ``t`` (101,), ``u`` (256, 101) with ``u[i, j] = u(x_i, t_j)``, ``nu``, ``modes``,
-``method``, ``rtol``: the relative L2 error the settings are checked (``--check``) to stay
-below, ``step``: h), and with ``--check`` the results files. Everything is float64 numpy; the
-FFTs run on one thread, and the one BLAS call (the series sum) does with OMP_NUM_THREADS=1.
+Writes ``cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz`` and ``burgers_nu0.01.npz`` (``x`` (256,),
+``t`` (101,), ``u[i, j] = u(x_i, t_j)``, ``nu``, ``modes``, ``method``, ``step``: h, ``rtol``: the
+relative L2 error ``--check`` shows the settings stay below), with ``--check`` the results files.
+Float64 numpy throughout, on one thread (OMP_NUM_THREADS=1 for the series sum's BLAS call).
 """
 
 from __future__ import annotations
@@ -69,8 +64,6 @@ import argparse
 import datetime as _dt
 import json
 import math
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -78,6 +71,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks import machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -293,18 +288,6 @@ def write_npz(key: str, u: np.ndarray) -> Path:
     return path
 
 
-def _machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, one thread (numpy {np.__version__})"
-
-
 def _fmt(d: dict) -> str:
     return f"{d['rel_l2']:.1e} / {d['max']:.1e}"
 
@@ -319,7 +302,8 @@ def write_results(records: dict, command: str | None) -> None:
     rows.update(records)
     if records or not old:
         doc = {"study": "burgers_reference", "date": _dt.date.today().isoformat(),
-               "machine": _machine(), "command": command, "rows": rows}
+               "machine": machine.machine_text("{cpu_model}, {cpu_count} cores")
+               + f", one thread (numpy {np.__version__})", "command": command, "commit": machine.code_commit(), "rows": rows}
         jpath.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     else:
         doc = old
@@ -350,9 +334,8 @@ def write_results(records: dict, command: str | None) -> None:
         "Estimated error: difference to 2N plus the time-step error of ETDRK4 (fourth order: the",
         "difference to step 2h / 15, or to step h/2 x 16/15, the larger). Wall: the shipped",
         "computation alone (numpy, one thread; the machine is shared, so timings vary by up to 2x).",
-        "Cole-Hopf: the integral",
-        "formula (heat-kernel convolution, trapezoidal rule) at every grid point with t > 0,",
-        "an independent solution; its own quadrature (spacing halved) changes it by at most "
+        "Cole-Hopf: the integral formula (heat-kernel convolution, trapezoidal rule) at every grid point",
+        "with t > 0, an independent solution; its own quadrature (spacing halved) changes it by at most "
         + ", ".join(f"{rows[k]['cole_hopf']['quadrature_self']:.0e} (nu = {k})" for k in ("0.01/pi", "0.01")
                     if k in rows) + ".",
     ]
@@ -408,9 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_write:
             print("  wrote", write_npz(key, u).relative_to(ROOT), flush=True)
     if args.check:
-        cmd = "OMP_NUM_THREADS=1 python -m benchmarks.burgers_reference " + shlex.join(
-            sys.argv[1:] if argv is None else argv)
-        write_results(records, cmd.strip())
+        argv = sys.argv[1:] if argv is None else argv
+        write_results(records, ("OMP_NUM_THREADS=1 python -m benchmarks.burgers_reference " + shlex.join(argv)).strip())
     return 0
 
 

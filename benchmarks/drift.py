@@ -1,15 +1,19 @@
 """Drift of recorded runs: the same runs retrained at today's code against their record (issue 45, item 5).
 
-Retrain some runs of a study into a scratch folder (``paper_tables`` takes ``--runs-dir`` and
-``--results-dir``), then compare that record with the committed one run by run (same problem,
-variant and seed): the relative e2 of each, their ratio, the medians per (problem, variant), and
-the commit each side names. ``--adopt`` replaces the committed runs by the retrained ones (the
-tables and the README are then rebuilt from the record by ``paper_tables --build-only`` and
-``readme_tables``).
+Any study on ``runcache`` can retrain recorded runs beside its committed record:
+``CGMPINN_BENCH_OUT=DIR`` sends the study's record, cache and report to ``DIR`` (the committed
+ones are left alone). This script then compares that record with the committed one run by run
+(paper runs by problem, variant and seed, whose keys hash the config; every other study by run
+key): the relative e2 of each, their ratio, the medians per (problem, method), and the commit
+each side names. ``--adopt`` replaces the committed runs by the retrained ones (the tables and
+the README are then rebuilt from the record by the study's ``--build-only`` / ``--report-only``
+and ``readme_tables``).
 
-    python -m benchmarks.paper_tables --problems poisson1d,heat --variants pinn,cgmpinn --no-vmap \\
-        --runs-dir /tmp/drift/runs --results-dir /tmp/drift/results --no-figures
+    CGMPINN_BENCH_OUT=/tmp/drift python -m benchmarks.paper_tables --problems poisson1d,heat \
+        --variants pinn,cgmpinn --no-vmap --no-figures
     python -m benchmarks.drift --new /tmp/drift/results/paper_runs.json [--adopt]
+    CGMPINN_BENCH_OUT=/tmp/drift python -m benchmarks.accuracy --problems poisson1d --seeds 0
+    python -m benchmarks.drift --record benchmarks/results/accuracy.json --new /tmp/drift/results/accuracy.json
 
 Writes ``benchmarks/results/drift.{json,md}``.
 """
@@ -29,26 +33,31 @@ from benchmarks import runcache
 RESULTS = Path(__file__).parent / "results"
 
 
-def _cell(run_key: str) -> tuple[str, str, int] | None:
-    """``(problem, variant, seed)`` of a paper run key; None for scaled runs."""
+def _cell(run_key: str, run: dict) -> tuple:
+    """What matches a run across records: ``(problem, variant, seed)`` of a paper run key (None
+    for scaled runs), else the run key itself."""
     parts = run_key.split("__")
-    if len(parts) != 4 or not parts[2].startswith("seed"):
-        return None
-    return parts[0], parts[1], int(parts[2][4:])
+    if run.get("format") == "cgmpinn-jax/paper-run/1":
+        return (parts[0], parts[1], int(parts[2][4:])) if len(parts) == 4 and parts[2].startswith("seed") else None
+    return (run.get("problem", "?"), run.get("method", run.get("variant", "?")), run.get("seed"), run_key)
+
+
+def _rel_e2(run: dict) -> float:
+    return float(run["metrics"]["rel_e2"] if "metrics" in run else run["rel_e2"])
 
 
 def compare(old: dict, new: dict) -> list[dict]:
-    by_cell = {_cell(k): (k, r) for k, r in old["runs"].items() if _cell(k)}
+    by_cell = {_cell(k, r): (k, r) for k, r in old["runs"].items() if _cell(k, r)}
     rows = []
     for k, r in sorted(new["runs"].items()):
-        cell = _cell(k)
+        cell = _cell(k, r)
         if cell is None or cell not in by_cell:
             continue
         ok, o = by_cell[cell]
-        a, b = o["metrics"]["rel_e2"], r["metrics"]["rel_e2"]
+        a, b = _rel_e2(o), _rel_e2(r)
         rows.append({"problem": cell[0], "variant": cell[1], "seed": cell[2], "old_key": ok, "new_key": k,
                      "same_key": ok == k, "old_rel_e2": a, "new_rel_e2": b, "ratio": b / a,
-                     "old_commit": o.get("commit"), "old_finished": o.get("finished_at"),
+                     "old_commit": o.get("commit", old.get("commit")), "old_finished": o.get("finished_at"),
                      "old_timing": o.get("timing"), "new_commit": r.get("commit"), "new_timing": r.get("timing"),
                      "new_threads": r.get("threads")})
     return rows

@@ -29,14 +29,13 @@ adds the commit and thread setting to every record.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks import runcache
+from benchmarks import runcache, tracking
 
 STUDY = "field_problems"
-RESULTS = Path(__file__).parent / "results"
+RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
 
 
@@ -79,8 +78,8 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
     h, s = res.history, res.summary()
     reach = {}
     for thr in THRESHOLDS:
-        idx = np.nonzero(np.asarray(h.error_rel_e2) <= thr)[0]
-        reach[f"{thr:g}"] = None if idx.size == 0 else {"k": int(h.error_k[idx[0]]), "seconds": float(h.error_seconds[idx[0]])}
+        k, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr)
+        reach[f"{thr:g}"] = None if k is None else {"k": k, "seconds": sec}
     return {"cell": name, "problem": problem.name, "params": cell.get("params", {}), "method": cell["method"],
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,

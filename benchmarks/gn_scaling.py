@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import shlex
 import sys
 import time
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import runcache
+from benchmarks import runcache, tracking
 
 RESULTS = Path(__file__).parent / "results"
 THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-7)
@@ -48,53 +47,11 @@ def parse_form(text: str) -> tuple[str, int | None]:
     raise argparse.ArgumentTypeError(f"a form is 'kernel', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
 
 
-def _start(problem_name: str, seed: int, adam_steps):
-    """``(engine, setup, static, params0, batch, w, lam, adam seconds, Adam's error)``, the Adam
-    parameters cached in the run cache (``gn_scaling/adam-<problem>-seed<s>-<steps>.{eqx,pkl,json}``, local and ignored)."""
-    import equinox as eqx
-    import jax
-    import jax.numpy as jnp
-
-    import cgmpinn_jax as cj
-    from benchmarks.peer_jinns import adam_start
-    from cgmpinn_jax.training import CompileCache
-    from cgmpinn_jax.training._driver import init_state
-    from cgmpinn_jax.training._schedule import resolve
-
-    cfg = cj.TrainConfig.preset("accurate")
-    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
-        setup = resolve(cj.get_problem(problem_name), cj.get_method("pinn"), cfg)
-        static, eng = CompileCache().engine(setup)
-        state, batch0 = init_state(setup, eng, jax.random.key(seed))
-        cache = runcache.CACHE / "gn_scaling" / f"adam-{problem_name}-seed{seed}-{adam_steps or 'preset'}"
-        if cache.with_suffix(".json").exists():
-            meta = json.loads(cache.with_suffix(".json").read_text())
-            model = eqx.tree_deserialise_leaves(cache.with_suffix(".eqx"), eqx.combine(
-                eqx.partition(state.params.model, eqx.is_array)[0], static.model))
-            batch = pickle.loads(cache.with_suffix(".pkl").read_bytes())
-        else:
-            res, wall = adam_start(problem_name, seed, adam_steps, {})
-            model, batch = res.model, jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), res.batch)
-            meta = {"adam_steps": res.adam_steps, "adam_seconds": wall, "rel_e2_adam": float(res.metrics.rel_e2)}
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            eqx.tree_serialise_leaves(cache.with_suffix(".eqx"), model)
-            cache.with_suffix(".pkl").write_bytes(pickle.dumps(batch))
-            cache.with_suffix(".json").write_text(json.dumps(meta))
-        batch = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), batch)
-        params0 = eqx.tree_at(lambda t: t.model, state.params, eqx.partition(model, eqx.is_array)[0])
-        params0 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params0)
-        n = batch["pde"][0].shape[0]
-        w, lam = jnp.ones(n, jnp.float64), jnp.ones(setup.n_terms, jnp.float64)  # PINN: uniform, unbalanced
-    return eng, setup, static, params0, batch, w, lam, meta
-
-
 def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, budget_s, track_every,
              stop_at) -> dict:
     import jax
-    import jax.numpy as jnp
 
     import cgmpinn_jax as cj
-    from benchmarks.peer_jinns import _rel_fn, first_reach
     from cgmpinn_jax.solvers._gauss_newton import GaussNewton
 
     kind, refactor = parse_form(form)
@@ -102,7 +59,7 @@ def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, bud
     extra = {} if refactor is None else {"cg_refactor": refactor}
     member = GaussNewton(eng.objective, eng.lsq, form=kind, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
                          max_trials=gn.max_trials, **extra)
-    rel = _rel_fn(setup.problem, static.model)
+    rel = tracking.rel_fn(setup.problem, static.model)
     state = member.init(params0, w, lam, batch)
 
     def step(p, s):
@@ -139,7 +96,8 @@ def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, bud
         "cg_iterations_mean": float(np.mean(cg)) if cg else None,
         "factorizations": int(state.factorizations) if kind == "pcg" else its[-1], "mu_end": mus[-1] if mus else None,
         "rel_e2_start": errs[0], "rel_e2_end": errs[-1], "rel_e2_best": float(np.min(errs)),
-        "reach": {f"{thr:.0e}": first_reach(its, secs, errs, thr) for thr in THRESHOLDS},
+        "reach": {f"{thr:.0e}": dict(zip(("iterations", "seconds"), tracking.first_reach(its, secs, errs, thr)))
+                  for thr in THRESHOLDS},
         "trace": {"iterations": its, "seconds": secs, "rel_e2": errs, "mu": mus},
     }
 
@@ -148,7 +106,7 @@ def study(problem: str, seed: int, forms, *, adam_steps, caps, max_iters, budget
     import jax
 
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
-        eng, setup, static, params0, batch, w, lam, meta = _start(problem, seed, adam_steps)
+        eng, setup, static, params0, batch, w, lam, meta = tracking.second_stage_start(problem, seed, adam_steps)
         rows = []
         for f in forms:
             r = run_form(eng, setup, static, params0, batch, w, lam, f, max_iters=caps.get(f, max_iters),

@@ -6,9 +6,8 @@ heat (kappa = 1) and advection-diffusion (a = 1, nu = 0.01) -- x {PINN, CGMPINN}
 the exact values there; the observations of seed s are drawn with key s), every unknown the
 problem declares, float32. Each cell reports the coefficients' relative errors and the
 solution's relative e2 as median [min - max] over seeds, and the median wall seconds
-(compile + run of ``cj.train``). With ``--forward`` the forward problem is trained at the
-same budget and seeds (the issue's "within 2x of the forward problem's e2"); at the paper's
-budget the forward numbers come from ``benchmarks/results/paper_runs.json`` as well.
+(compile + run of ``cj.train``). ``--forward`` trains the forward problem at the same budget
+and seeds; at the paper's budget the forward numbers also come from ``paper_runs.json``.
 
     python -m benchmarks.inverse                                  # everything, paper budgets (long)
     python -m benchmarks.inverse --only heat --adam-steps 3000 --lbfgs-steps 3000 --noises 0.01 --seeds 0
@@ -16,11 +15,9 @@ budget the forward numbers come from ``benchmarks/results/paper_runs.json`` as w
     python -m benchmarks.inverse --list                           # what is recorded, what is missing
     python -m benchmarks.inverse --report-only                    # rewrite inverse.md from the record
 
-Each run is one entry of the committed record ``benchmarks/results/inverse.json`` (study
-"inverse" of ``benchmarks/runcache.py``; full files with the coefficient trajectories and loss
-curves go to the ignored ``benchmarks/cache/inverse/``); the run key names the problem, the
-method, the noise, the budget and the seed, so the script resumes where it stopped and runs at
-different budgets sit side by side (every table row names its budget).
+Each run is one entry of the record ``benchmarks/results/inverse.json`` (full files in the
+ignored cache); the run key names the problem, method, noise, budget and seed, so the study
+resumes where it stopped and every table row names its budget.
 """
 
 from __future__ import annotations
@@ -50,18 +47,13 @@ GOALS = {
 }
 
 
-def study() -> runcache.Study:
-    return runcache.Study(STUDY)
-
-
 def machine() -> str:
     return runcache.machine_text("{arch}, {cpu_count} cores, {system}, Python {python}, "
                                  "jax {jax}, backend {backend} ({device_kind})")
 
 
 def budget(problem: str, adam: int | None, lbfgs: int | None, preset: str = "faithful") -> tuple[int, int]:
-    """(Adam steps, second-stage iterations): those given, else the preset's (``accurate``: 1500
-    Gauss-Newton iterations), else the problem's."""
+    """(Adam steps, second-stage iterations): those given, else the preset's, else the problem's."""
     d, c = cj.get_problem(problem).defaults, cj.TrainConfig.preset(preset)
     adam = adam if adam is not None else (c.adam.steps if c.adam.steps is not None else d.adam_steps)
     lbfgs = lbfgs if lbfgs is not None else (c.second.steps if c.second.steps is not None else d.lbfgs_steps)
@@ -121,21 +113,14 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
 
 def run_one(problem, method, noise, adam, lbfgs, seed, preset="faithful", obs_weight=1.0) -> dict:
     key = run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)
-    return study().run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed, preset, obs_weight))
+    return runcache.Study(STUDY).run(key, lambda: _train(problem, method, noise, adam, lbfgs, seed, preset, obs_weight))
 
-
-# --------------------------------------------------------------------------------------
-# report
-
-
-def _f(v):
-    return float(v)  # the record stores non-finite floats as "nan" / "inf" strings
 
 
 def _stat(xs: list[float], fmt="{:.2e}") -> str:
     if not xs:
         return "-"
-    xs = [_f(x) for x in xs]
+    xs = [float(x) for x in xs]
     med = statistics.median(xs)
     if len(xs) == 1:
         return fmt.format(med)
@@ -152,7 +137,7 @@ def paper_forward() -> dict:
         s = r.get("spec", {})
         if s.get("variant") in METHODS and s.get("problem") in PROBLEMS and s.get("budget_scale") == 1.0 \
                 and not s.get("x64"):
-            out.setdefault((s["problem"], s["variant"]), []).append(_f(r["metrics"]["rel_e2"]))
+            out.setdefault((s["problem"], s["variant"]), []).append(float(r["metrics"]["rel_e2"]))
     return out
 
 
@@ -200,7 +185,7 @@ def render(recs: list[dict]) -> list[str]:
             rs = groups[(problem, adam, lbfgs, preset, obsw)]
             cells: dict = {}
             for r in rs:
-                cells.setdefault((r["method"], _f(r["noise"])), []).append(r)
+                cells.setdefault((r["method"], float(r["noise"])), []).append(r)
             for (method, noise), cr in sorted(cells.items(), key=lambda kv: (METHODS.index(kv[0][0]), kv[0][1])):
                 cr = sorted(cr, key=lambda r: r["seed"])
                 errs = [_stat([r["unknowns"][u.name]["rel_error"] for r in cr]) for u in names]
@@ -225,7 +210,7 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
     cells: dict = {}
     for r in inv:
         cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _obsw(r),
-                          _f(r["noise"])), []).append(r)
+                          float(r["noise"])), []).append(r)
     any_row = False
     for (problem, method, adam, lbfgs, preset, obsw, noise), cr in sorted(cells.items()):
         goal = GOALS.get(noise, {}).get(problem)
@@ -233,16 +218,16 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
             continue
         parts, ok, e2_checked = [], True, noise != 0.01
         for name, g in goal.items():
-            med = statistics.median(_f(r["unknowns"][name]["rel_error"]) for r in cr)
+            med = statistics.median(float(r["unknowns"][name]["rel_error"]) for r in cr)
             ok &= med <= g
             parts.append(f"{name} {med:.2e} (<= {g:g})")
         if noise == 0.01:
             f = [r["rel_e2"] for r in fwd_by.get((problem, method, adam, lbfgs, preset), [])]
             if not f and (adam, lbfgs) == budget(problem, None, None) and preset == "faithful":
                 f = paper.get((problem, method), [])
-            e2 = statistics.median(_f(r["rel_e2"]) for r in cr)
+            e2 = statistics.median(float(r["rel_e2"]) for r in cr)
             if f:
-                fm = statistics.median(_f(x) for x in f)
+                fm = statistics.median(float(x) for x in f)
                 ok &= e2 <= 2 * fm
                 e2_checked = True
                 parts.append(f"solution e2 {e2:.2e} (<= 2 x forward {fm:.2e})")
@@ -295,14 +280,14 @@ def main(argv=None) -> int:
         ap.error("--obs-weight applies to inverse runs; a forward run has no observation term")
     plan = [] if args.report_only else planned(args)
     if args.list:
-        have = study().load()
+        have = runcache.Study(STUDY).load()
         for p in plan:
             print(("recorded " if run_key(*p) in have else "missing  ") + run_key(*p))
         return 0
     for p in plan:
         run_one(*p)
-    study().sync()
-    lines = render(list(study().load().values()))
+    runcache.Study(STUDY).sync()
+    lines = render(list(runcache.Study(STUDY).load().values()))
     runcache.RESULTS.mkdir(exist_ok=True)
     (runcache.RESULTS / f"{STUDY}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

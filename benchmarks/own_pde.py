@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks import runcache
+from benchmarks import runcache, tracking
 
 STUDY = "own_pde"
-RESULTS = Path(__file__).parent / "results"
+RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 PROBLEMS = ("burgers", "helmholtz2d")
 PRESETS = ("faithful", "accurate")
 THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
@@ -47,15 +46,6 @@ def run_key(problem: str, preset: str, seed: int) -> str:
     return f"{problem}__{preset}__seed{seed}"
 
 
-def first_reach(err_k, err_s, err_e, thr):
-    """(step, seconds) of the first tracked error <= thr, or (None, None)."""
-    idx = np.nonzero(np.asarray(err_e) <= thr)[0]
-    if idx.size == 0:
-        return None, None
-    i = int(idx[0])
-    return int(err_k[i]), float(err_s[i])
-
-
 def derived(full: dict) -> dict:
     """From the tracked error: when it first fell below each threshold, and the error and
     seconds after ``MILESTONES`` second-stage iterations (the first tracked point at or past)."""
@@ -63,7 +53,7 @@ def derived(full: dict) -> dict:
     k, s, e = (np.asarray(tr[n]) for n in ("k", "seconds", "rel_e2"))
     reach = {}
     for thr in THRESHOLDS:
-        step, sec = first_reach(k, s, e, thr)
+        step, sec = tracking.first_reach(k, s, e, thr)
         reach[f"{thr:.0e}"] = {"step": step, "seconds": sec}
     after = {}
     for m in MILESTONES:

@@ -37,8 +37,8 @@ import numpy as np
 from benchmarks import runcache
 
 STUDY = "pinnacle"
-RESULTS = Path(__file__).parent / "results"
-PUBLISHED = RESULTS / "pinnacle_published.json"
+RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
+PUBLISHED = runcache.BENCH / "results" / "pinnacle_published.json"  # committed, wherever the runs go
 PROBLEMS = ("burgers1d_c", "poisson2d_c", "ns2d_c", "wave1d_c", "heat2d_ms", "poisson_nd", "heat_nd")
 PRESETS = {"faithful": ("pinn", "cgmpinn"), "pinnacle": ("pinn",), "accurate": ("pinn", "cgmpinn")}
 # PINNacle's point counts (8192 collocation, 2048 boundary, 2048 initial; x 4 where a class calls

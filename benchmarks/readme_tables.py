@@ -116,12 +116,12 @@ def overview_table(results: Path = RESULTS) -> str:
 
 def precision_goals_table(results: Path = RESULTS) -> str:
     """The accurate preset against float32 and issue 19's goals: the table of that name in
-    ``precision.md`` (``benchmarks/precision.py`` writes it from ``precision.json`` and
-    ``paper_runs.json``)."""
+    ``precision.md`` (written from ``precision.json`` and ``paper_runs.json`` by the retired
+    study ``precision``: ``python -m benchmarks.retired precision -- --build-only``)."""
     text = (results / "precision.md").read_text()
     head = "## The accurate preset against float32 and the goals"
     if head not in text:
-        raise ValueError(f"precision.md has no section {head!r}: run `python -m benchmarks.precision --build-only`")
+        raise ValueError(f"precision.md has no section {head!r}: run `python -m benchmarks.retired precision -- --build-only`")
     lines = [ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")]
     return "\n".join(lines) + "\n"
 

@@ -42,20 +42,17 @@ take ``results_dir`` / ``cache_dir`` roots, or exact ``record`` / ``folder`` pat
     Study(study).sync(accept=None) -> [run_key]  # add cached full runs missing from the record
     machine_info() -> dict                       # platform, CPUs, jax version, backend, devices
 
-The studies' shared harness (run them as ``python -m benchmarks.<study>`` from the repository
-root)::
-
-    host(*names) -> dict            # named facts of this machine (``arch``, ``system``, ``cpu_count``, ...)
-    machine_text(template) -> str   # those facts in a study's own one-line format
-    ONE_THREAD_XLA_FLAGS            # XLA_FLAGS for one XLA thread
-    threads_label() -> str          # "one XLA thread" / "XLA default threads" (from XLA_FLAGS)
+The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``,
+``ONE_THREAD_XLA_FLAGS``, ``threads_label``) live in :mod:`benchmarks.machine` and are importable
+from here too; the error tracking the studies share (first reach of a threshold, a cached Adam
+start) in :mod:`benchmarks.tracking`.
 
 ``fn`` takes no arguments and returns a JSON-able dict (numpy/jax arrays and scalars are
 converted); ``accept(compact) -> bool`` rejects a recorded run (e.g. of an older package
 version), which is then trained again and replaces it. Several processes may add runs to the
 same study at once (the record is updated under a file lock, written atomically).
 
-Example, a precision study (``benchmarks/precision.py``)::
+Example, a precision study::
 
     from benchmarks import runcache
     import cgmpinn_jax as cj
@@ -80,16 +77,21 @@ import datetime as _dt
 import json
 import math
 import os
-import platform
-import string
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+# the machine facts live in benchmarks.machine; re-exported here for the studies that read them from the record module
+from benchmarks.machine import (ONE_THREAD_XLA_FLAGS, code_commit, host, machine_info, machine_text,  # noqa: F401
+                                threads_label)
+
 BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"  # committed compact records
-CACHE = BENCH / "cache"  # ignored full per-run files
+# committed compact records and the ignored full per-run files; CGMPINN_BENCH_OUT=DIR sends both
+# (and the reports of the studies that write next to their record) to DIR/results and DIR/cache,
+# so that a study can retrain recorded runs beside the committed record (benchmarks/drift.py)
+_OUT = os.environ.get("CGMPINN_BENCH_OUT")
+RESULTS = Path(_OUT) / "results" if _OUT else BENCH / "results"
+CACHE = Path(_OUT) / "cache" if _OUT else BENCH / "cache"
 
 RECORD_FORMAT = "cgmpinn-jax/study-record/1"
 BULKY_KEYS = frozenset({"loss_curve", "loss_curves", "history", "histories", "prediction", "predictions",
@@ -141,98 +143,6 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-# ------------------------------------------------------------------------------------------
-# machine and threads
-
-ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-
-
-def threads_label(flags: str | None = None) -> str:
-    """``"one XLA thread"`` when ``flags`` (default: the environment's ``XLA_FLAGS``) pin one
-    intra-op thread, else ``"XLA default threads"``."""
-    flags = os.environ.get("XLA_FLAGS", "") if flags is None else flags
-    return "one XLA thread" if "intra_op_parallelism_threads=1" in flags else "XLA default threads"
-
-
-def _cpus_available() -> int | None:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count()
-
-
-def _jax():
-    import jax
-
-    return jax
-
-
-def _jaxlib_version() -> str:
-    import jaxlib
-
-    return getattr(jaxlib, "__version__", "?")
-
-
-# every fact of this machine a study records, by name; the jax ones import jax when asked for
-_HOST: dict[str, Callable[[], Any]] = {
-    "platform": platform.platform,                                  # Linux-6.1...-x86_64-with-glibc2.36
-    "processor": lambda: platform.processor() or platform.machine(),
-    "arch": platform.machine,                                       # x86_64
-    "system": platform.system,                                      # Linux
-    "cpu_count": os.cpu_count,
-    "cpus_available": _cpus_available,                              # this process's CPU affinity
-    "python": platform.python_version,
-    "jax": lambda: _jax().__version__,
-    "jaxlib": _jaxlib_version,
-    "backend": lambda: _jax().default_backend(),
-    "devices": lambda: [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in _jax().devices()],
-    "device_kind": lambda: _jax().devices()[0].device_kind,
-    "device_count": lambda: len(_jax().devices()),
-}
-
-
-def host(*names: str) -> dict:
-    """``{name: value}`` of the named facts of this machine (keys of ``_HOST``: ``platform``,
-    ``processor``, ``arch``, ``system``, ``cpu_count``, ``cpus_available``, ``python``, ``jax``,
-    ``jaxlib``, ``backend``, ``devices``, ``device_kind``, ``device_count``)."""
-    unknown = [n for n in names if n not in _HOST]
-    if unknown:
-        raise KeyError(f"unknown machine facts {unknown}; known: {sorted(_HOST)}")
-    return {n: _HOST[n]() for n in names}
-
-
-def machine_text(template: str) -> str:
-    """``template`` with its ``{fact}`` fields (:func:`host`) filled in, e.g.
-    ``machine_text("{arch}, {cpu_count} cores, {system}")``; jax is imported only when the
-    template names a jax fact."""
-    names = {field.split(".")[0].split("[")[0]
-             for _, field, _, _ in string.Formatter().parse(template) if field}
-    return template.format(**host(*sorted(names)))
-
-
-def machine_info() -> dict:
-    """Where a run ran: platform, processor, CPU counts, Python, jax/jaxlib versions, jax
-    backend and device kinds (no host names, paths or device ids)."""
-    info = host("platform", "processor", "cpu_count", "cpus_available", "python")
-    try:
-        info.update(host("jax", "jaxlib", "backend", "devices"))
-    except ImportError:  # pragma: no cover
-        pass
-    return info
-
-
-def code_commit() -> str:
-    """The commit of this checkout (short hash), with ``+dirty`` when the package's tracked
-    files differ from it; ``"unknown"`` outside a git checkout."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=BENCH).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ":(top)cgmpinn_jax"], cwd=BENCH).returncode != 0
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _now() -> str:

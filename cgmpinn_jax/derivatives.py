@@ -3,7 +3,7 @@
 Every problem writes its differential operator with `partial`, which builds
 ``z -> d^n u / dz_{a1} ... dz_{an}`` by nesting forward-mode ``jax.jvp`` along unit
 vectors. For the small tanh MLPs of the benchmarks (1-2 inputs) nested forward mode is
-the fastest general form we measured (see ``benchmarks/derivatives.py`` and
+the fastest general form we measured (see
 ``benchmarks/results/derivatives.md``): it avoids the reverse pass over the network that
 ``jax.grad``-of-``jax.grad`` needs and vectorises cleanly under ``vmap``.
 

@@ -1,12 +1,12 @@
-"""benchmarks/inverse.py (run keys and rows of the observation weight) and
-benchmarks/inverse_oracle.py (the least-squares oracle's solvers and fit)."""
+"""benchmarks/inverse.py: run keys and rows of the observation weight, its arguments and budget.
+
+The least-squares oracle (benchmarks/inverse_oracle.py) is retired with its tests
+(benchmarks/retired.py names the commit that holds both)."""
 
 
-import numpy as np
 import pytest
 
 from benchmarks import inverse as ib
-from benchmarks import inverse_oracle as orc
 
 
 def _rec(seed, d_err, **kw):
@@ -33,34 +33,6 @@ def test_observation_weight_arguments(argv, msg, capsys):
     with pytest.raises(SystemExit):
         ib.main(argv + ["--list"])
     assert msg in capsys.readouterr().err
-
-
-def test_oracle_recovers_the_truth_without_noise():
-    """With noiseless data the least-squares fit returns the true coefficients; the closed form
-    (advection-diffusion) has no solver error."""
-    c = orc.oracle_cell("advection_diffusion", 0.0, 0)
-    assert c["solver_max_abs_error_at_truth"] == 0.0
-    for v in c["coefficients"].values():
-        assert v["rel_error"] < 1e-7 and v["crb_rel_std"] == 0.0
-    assert c["solution_rel_e2"] < 1e-7
-
-
-def test_method_of_lines_matches_the_exact_solution():
-    """The heat solver at the true kappa against u* (its error must be far below any noise)."""
-    rng = np.random.default_rng(0)
-    pts = np.stack([rng.uniform(0, 1, 30), rng.uniform(0, 1, 30)], axis=1)
-    f, truth, names = orc.model("heat", pts)
-    assert names == ("kappa",) and truth.tolist() == [1.0]
-    assert np.max(np.abs(f(truth) - orc.exact_at("heat", pts))) < 1e-4
-    # and it depends on kappa: a 10% larger diffusivity moves the solution by far more
-    assert np.max(np.abs(f(1.1 * truth) - f(truth))) > 1e-2
-
-
-def test_oracle_bound_scales_with_the_noise():
-    a, b = (orc.oracle_cell("advection_diffusion", nz, 1) for nz in (0.01, 0.05))
-    for name in ("a", "nu"):
-        assert b["coefficients"][name]["crb_rel_std"] == pytest.approx(5 * a["coefficients"][name]["crb_rel_std"],
-                                                                       rel=0.05)
 
 
 def test_budget_takes_the_presets_second_stage():

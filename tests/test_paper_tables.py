@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cost_probe as cp
 from benchmarks import paper_tables as pt
 from benchmarks import tables_lib as tl
 
@@ -327,23 +326,3 @@ def test_hardware_label():
     assert tl.hardware_label({"backend": "cpu", "cpus_available": 2, "platform": "Linux-6.1-x86_64"}) == "2 CPU cores"
     assert tl.hardware_label({"backend": "cpu", "cpus_available": 2, "platform": "Linux-fc-gpu-x86_64"}) == "2 CPU cores of the GPU host"
     assert tl.hardware_label({}) == "?"
-
-
-def test_cost_probe_extrapolation_and_table():
-    # 100 Adam steps at 10 ms + 50 L-BFGS iterations at 40 ms
-    assert cp.extrapolate(100, 50, 0.01, 0.04, 3.0) == pytest.approx(3.0)
-    # an iteration with 7 evaluations (+1 forward) costs twice one with 3 (+1)
-    assert cp.extrapolate(100, 50, 0.01, 0.04, 3.0, 7.0) == pytest.approx(5.0)
-    rec = {
-        "problem": "heat", "variant": "pinn", "probe_adam_steps": 400, "probe_lbfgs_steps": 200,
-        "full_adam_steps": 5000, "full_lbfgs_steps": 10000, "adam_seconds_per_step": 0.012,
-        "lbfgs_seconds_per_iteration": 0.03, "probe_evals_per_iteration": 2.0,
-        "assumed_evals_per_iteration": None, "estimate_seconds_at_probe_evals": 360.0,
-        "estimate_seconds_at_assumed_evals": None, "cached_full_runs": 2, "cached_median_wall_seconds": 300.0,
-        "machine": {"backend": "cpu", "cpus_available": 1, "devices": ["cpu:cpu"]},
-        "command": "python -m benchmarks.cost_probe --problems heat", "finished_at": "2026-11-26T10:00:00",
-    }
-    row = [ln for ln in cp.render([rec]).splitlines() if ln.startswith("| heat |")]
-    assert len(row) == 1
-    cells = [c.strip() for c in row[0].strip("|").split("|")]
-    assert cells[3:11] == ["12.0", "30.0", "2.00", "5000 + 10000", "6.0", "—", "—", "5.0 (2)"]

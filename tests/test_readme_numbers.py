@@ -71,5 +71,5 @@ def test_unknown_block_is_an_error():
 
 
 def test_docs_figure_is_the_study_figure():
-    """docs/img/gn_wall_heat.png is a copy of the figure benchmarks/gn_wall.py writes."""
+    """docs/img/gn_wall_heat.png is a copy of the figure the (retired) gn_wall study wrote."""
     assert (ROOT / "docs/img/gn_wall_heat.png").read_bytes() == (ROOT / "benchmarks/results/gn_wall_heat.png").read_bytes()

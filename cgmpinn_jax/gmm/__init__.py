@@ -63,7 +63,7 @@ Differences from sklearn (deliberate):
   / (sum(resp) + 10 eps)``, which shrinks towards the previous mean and has
   the exact weighted mean as its fixed point.
 
-Speed (CPU; see benchmarks/gmm_speed.py): the sort uses an order-preserving
+Speed (CPU; see benchmarks/results/gmm_speed.md): the sort uses an order-preserving
 integer key (XLA sorts integers faster than floats), Lloyd's k-means moves
 K - 1 block edges over the sorted data with a prefix sum, and every EM
 iteration is a single fused pass over a ``(K, N)`` array (long axis minor),

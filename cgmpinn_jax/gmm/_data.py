@@ -7,7 +7,7 @@ residuals from ``1e-30`` up to spreads of about ``1e18``.  Non-finite samples ar
 (the fit's status then reports ``NONFINITE``).
 
 The sort uses an order-preserving integer key (XLA sorts integers faster than floats;
-``benchmarks/gmm_speed.py``).
+``benchmarks/results/gmm_speed.md``).
 """
 
 from __future__ import annotations

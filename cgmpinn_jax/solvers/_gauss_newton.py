@@ -54,13 +54,13 @@ across a refresh.
 Evaluations: each trial is one forward evaluation of the objective (no gradient); the
 Jacobian is one per iteration. ``evals`` in the history counts the trials.
 
-**Cost, and the decisions it made** (measured by ``benchmarks/gn_cost.py`` in
+**Cost, and the decisions it made** (measured by the retired study ``gn_cost``,
 ``benchmarks/results/gn_cost.md``, against a floor of the plain product's ``2 M^2 P`` flops
 at the machine's measured matmul rate): the product ``J J^T`` dominates an iteration, ahead
 of the Jacobian, the Cholesky factorizations and the trials' solves and forward passes, so
 cutting its flops was the lever: it is formed from the 10 lower tiles of 16 (kept). An
 iteration runs close to the floor. Cheaper iterations, tried from the same Adam start on heat
-(PINN, seed 0; ``benchmarks/gn_cheaper.py``, ``benchmarks/results/gn_cheaper.md``): a step
+(PINN, seed 0; the retired study ``gn_cheaper``, ``benchmarks/results/gn_cheaper.md``): a step
 from **sampled rows** (half or a quarter of every group's rows per iteration, judged on the
 full objective) costs 0.28x or 0.10x an iteration but did not move the error in 1253 or 3000
 iterations (1.716e-02 to 1.714e-02 and 1.712e-02), where the full step reached 1e-5 in 350
@@ -143,7 +143,7 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
     upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
     faster than the plain product, and ``blocks = 8`` gained almost nothing more
-    (``benchmarks/gn_cost.py``)."""
+    (``benchmarks/results/gn_cost.md``)."""
     A = J if form == "kernel" else J.T  # rows of A are the matrix's index
     n = A.shape[0]
     b = blocks if n >= 128 * blocks else 1

@@ -20,7 +20,7 @@ version) is refused with the differing fields named.
 Resuming is exact: every chunk is a deterministic compiled program, and a checkpoint holds
 everything the next chunk reads, so a resumed run's parameters, metrics and every history
 entry equal an uninterrupted run's on the same machine (``tests/test_checkpoint.py``,
-``benchmarks/resume.py``).
+``benchmarks/results/resume.md``).
 """
 
 from __future__ import annotations

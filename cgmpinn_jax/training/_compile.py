@@ -42,7 +42,7 @@ class CompileCache:
         #: waited for a `prefetch` (else None)
         self.last_background_seconds: float | None = None
         #: ``(chunk name, seconds tracing and lowering, seconds in XLA's compiler)`` of every
-        #: compilation, in order (``benchmarks/compile_time.py`` reads it)
+        #: compilation, in order (the compile-time study read it; ``benchmarks/results/compile_time.md``)
         self.timings: list[tuple[str, float, float]] = []
 
     def __len__(self) -> int:
