@@ -1,10 +1,7 @@
-"""Pure helpers behind ``benchmarks/paper_tables.py``: the run catalogue, the cache key, the
-cached-run format, and the table building / rendering (no jax import; tests call these).
-
-A run is one line of the committed record ``benchmarks/results/paper_runs.json`` and, on the
-machine that trained it, one full JSON file in the git-ignored ``benchmarks/cache/paper_runs/``
-(see :data:`RUN_FORMAT` and ``paper_tables.py``'s docstring for the fields; the record drops the
-loss curve and the predictions). Tables are built from a list of such dicts:
+"""The paper tables' data (no jax import; tests call these): the run catalogue, cache key, run
+loading and selection, statistics, verdicts and tables (``tables_render.py`` writes the markdown).
+A run is a dict in the format :data:`RUN_FORMAT` (fields in ``paper_runs.py``'s docstring): a line
+of the record ``benchmarks/results/paper_runs.json`` or a full file in ``benchmarks/cache/paper_runs/``.
 
 >>> runs = [fake_run("poisson1d", "cgmpinn", 0, 1e-4), fake_run("poisson1d", "pinn", 0, 1e-3)]
 >>> verdict(runs, "poisson1d")["wins"]
@@ -13,10 +10,10 @@ loss curve and the predictions). Tables are built from a list of such dicts:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
-import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -82,11 +79,6 @@ VERDICTS: dict[str, list[tuple[str, str]]] = {
     "ablation": [("cgmpinn", "gmmpinn"), ("cgmpinn", "clpinn")],
 }
 
-TABLE_TITLES = {
-    "methods": "Method comparison (Adam→L-BFGS)",
-    "optimizers": "CGMPINN optimizer study",
-    "ablation": "Ablation: GMM-only and curriculum-only weighting",
-}
 
 # reference-code.md §13: the authors' PyTorch code rerun on 1D Poisson over five seeds
 # (1, 2, 3, 4, 1224; released settings otherwise; one torch thread; 2-core CPU; torch 2.13).
@@ -99,22 +91,6 @@ AUTHORS_RERUN: dict[str, dict[str, dict[str, Any]]] = {
 }
 AUTHORS_RERUN_NOTE = ("authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch thread, "
                       "2-core CPU); a NaN run ranks worst")
-
-PROBLEM_ISSUES = {
-    "ablation": ("e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: curriculum-"
-                 "weighted, with ReLoBRaLo weights where on), whereas the paper's ablation e_loss was recomputed unweighted "
-                 "(plain PDE+IC+BC, reference-code.md §11.3), so the e_loss columns are not comparable; the loss-curve figures show "
-                 "the unweighted loss. For 1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."),
-    "optimizers": ("L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave 0.1); Adam only: "
-                   "ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the method table's CGMPINN runs."),
-    "methods": ("The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (reference-code.md §13); "
-                "the released code, which our `CGMPINN` row follows, has it on in both stages. GMMPINN/CLPINN paper numbers "
-                "come from the paper's ablation table."),
-}
-
-
-# ------------------------------------------------------------------------------------------
-# JSON encoding of floats (non-finite as strings, as cgmpinn_jax.io does)
 
 
 def enc(x: Any) -> Any:
@@ -137,13 +113,7 @@ def enc(x: Any) -> Any:
 
 def dec(x: Any) -> float:
     """A float from a JSON value (None -> nan, "nan"/"inf" strings -> floats)."""
-    if x is None:
-        return float("nan")
-    return float(x)
-
-
-# ------------------------------------------------------------------------------------------
-# cache key
+    return float("nan") if x is None else float(x)
 
 
 def cache_key(spec: dict) -> str:
@@ -157,25 +127,6 @@ def run_filename(spec: dict) -> str:
     scale = spec["budget_scale"]
     tag = "" if scale == 1 else f"__scale{scale:g}"
     return f"{spec['problem']}__{spec['variant']}__seed{spec['seed']}{tag}__{cache_key(spec)}.json"
-
-
-# ------------------------------------------------------------------------------------------
-# cached runs
-
-
-def downsample_curve(k: Iterable, *series: Iterable, every: int = 10, digits: int = 6) -> dict:
-    """Every ``every``-th step (k = 1, 1+every, ...) and the last one, rounded to ``digits``
-    significant digits; non-finite -> None."""
-    k = np.asarray(list(k), dtype=np.int64)
-    if k.size == 0:
-        return {"every": every, "k": [], **{f"s{i}": [] for i in range(len(series))}}
-    keep = ((k - k[0]) % every == 0)
-    keep[-1] = True
-    out = {"every": every, "k": k[keep].tolist()}
-    for i, s in enumerate(series):
-        arr = np.asarray(s, dtype=np.float64)[keep]
-        out[f"s{i}"] = [float(f"{v:.{digits}g}") if math.isfinite(v) else None for v in arr]
-    return out
 
 
 def load_runs(directory: str | Path) -> list[dict]:
@@ -227,10 +178,6 @@ def select_runs(runs: list[dict], expected_keys: Iterable[str] = (), version: Op
 
 def _selected(runs) -> dict:
     return runs if isinstance(runs, dict) else select_runs(runs)
-
-
-# ------------------------------------------------------------------------------------------
-# statistics
 
 
 def stats(values: Iterable) -> dict:
@@ -329,10 +276,6 @@ def authors_verdict(problem: str, a: str, b: str) -> Optional[dict]:
     return _verdict_from(ra, rb, a, b)
 
 
-# ------------------------------------------------------------------------------------------
-# tables
-
-
 def build_table(name: str, runs, paper: dict, problems: Iterable[str] = PROBLEM_ORDER) -> dict:
     """``{problem: {"rows": [row...], "verdicts": [...], "authors_verdicts": [...]}}`` for the
     table ``name`` ("methods", "optimizers" or "ablation"); ``runs`` is a list of cached runs
@@ -359,20 +302,9 @@ def build_table(name: str, runs, paper: dict, problems: Iterable[str] = PROBLEM_
     return out
 
 
-def build_methods_table(runs, paper: dict, problems: Iterable[str] = PROBLEM_ORDER) -> dict:
-    return build_table("methods", runs, paper, problems)
-
-
-def build_optimizers_table(runs, paper: dict, problems: Iterable[str] = PROBLEM_ORDER) -> dict:
-    return build_table("optimizers", runs, paper, problems)
-
-
-def build_ablation_table(runs, paper: dict, problems: Iterable[str] = PROBLEM_ORDER) -> dict:
-    return build_table("ablation", runs, paper, problems)
-
-
-# ------------------------------------------------------------------------------------------
-# rendering
+build_methods_table = functools.partial(build_table, "methods")  # (runs, paper, problems=PROBLEM_ORDER)
+build_optimizers_table = functools.partial(build_table, "optimizers")
+build_ablation_table = functools.partial(build_table, "ablation")
 
 
 def fmt_sci(x: Any, digits: int = 2) -> str:
@@ -388,218 +320,11 @@ def fmt_sci(x: Any, digits: int = 2) -> str:
     return f"{m}e{int(e):+d}" if int(e) >= 0 else f"{m}e{int(e)}"
 
 
-def fmt_short(x: Any) -> str:
-    """Up to three significant digits, trailing zeros dropped: 2.4e-4, 1.05e-3."""
-    s = fmt_sci(x, 2)
-    if "e" not in s:
-        return s
-    m, e = s.split("e")
-    return (m.rstrip("0").rstrip(".") if "." in m else m) + "e" + e
-
-
-def fmt_seconds(x: Any) -> str:
-    if x is None:
-        return "—"
-    x = dec(x)
-    if not math.isfinite(x):
-        return "—"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
-
-
 def scale_mark(cell: dict) -> str:
     scales = [s for s in cell["budget_scales"] if s != 1.0]
     if not scales:
         return ""
     return " (scale " + ", ".join(f"{s:g}" for s in cell["budget_scales"]) + ")"
-
-
-def fmt_range(st: dict) -> str:
-    """"median [min–max]" of a :func:`stats` dict."""
-    if not st or st["n"] == 0:
-        return "—"
-    if st["n"] == 1:
-        return fmt_sci(st["median"])
-    return f"{fmt_sci(st['median'])} [{fmt_sci(st['min'])}–{fmt_sci(st['max'])}]"
-
-
-def cell_text(cell: Optional[dict]) -> str:
-    if cell is None:
-        return "not run"
-    return fmt_range(cell["rel_e2"]) + scale_mark(cell)
-
-
-def _notes(cell: Optional[dict]) -> str:
-    if cell is None:
-        return ""
-    parts = []
-    if cell["rel_e2"]["n_nonfinite"]:
-        parts.append(f"{cell['rel_e2']['n_nonfinite']} non-finite")
-    parts += [f"{k} ×{v}" for k, v in cell["stage_stops"].items()]
-    if "vmapped-share" in cell["timing"]:
-        parts.append("time: vmapped share" if len(cell["timing"]) == 1 else "time: mixed single/vmapped")
-    return "; ".join(parts)
-
-
-def _verdict_text(v: dict, labels: Optional[dict] = None) -> str:
-    labels = labels or {}
-    la = labels.get(v["a"], VARIANTS[v["a"]][0])
-    lb = labels.get(v["b"], VARIANTS[v["b"]][0])
-    if v["n"] == 0:
-        return f"{la} vs {lb}: no paired seeds yet"
-    seeds = ", ".join(str(s) for s in v["seeds_won"]) or "none"
-    return f"{la} beats {lb} in **{v['wins']} of {v['n']}** seeds (paired by seed; won: {seeds})"
-
-
-def render_markdown(name: str, table: dict, header: dict) -> str:
-    """One table's markdown file; ``header`` carries machine(s), commands, generation time."""
-    lines = [f"# {TABLE_TITLES[name]}: cgmpinn-jax vs the paper", ""]
-    lines += _header_lines(header)
-    lines += [
-        "Cells: relative e2 = RMS(û−u)/RMS(u) on the reference test grid, **median [min–max] over seeds** "
-        "(a non-finite run ranks worst; max shows inf if any run is non-finite). e_inf, e_loss and seconds are medians. "
-        "Seconds = run + compile seconds of the training call (the first seed of a configuration trained alone pays the "
-        "compilation, later ones reuse it); for seeds trained together in one vmapped call both are the call's seconds "
-        "divided by the number of seeds (noted). Paper numbers: one PyTorch CPU run each, hardware not stated. "
-        "Cells marked (scale s) come from runs with Adam/L-BFGS budgets scaled by s and are not comparable to the paper.",
-        "",
-    ]
-    if name in PROBLEM_ISSUES:
-        lines += [PROBLEM_ISSUES[name], ""]
-    if name == "methods":
-        lines += _overview(table)
-    for p, block in table.items():
-        lines += [f"## {PROBLEM_TITLES.get(p, p)} (`{p}`)", ""]
-        has_authors = any(r["authors_rerun"] for r in block["rows"])
-        cols = ["method" if name != "optimizers" else "optimizer", "rel. e2: median [min–max]", "paper rel. e2"]
-        if has_authors:
-            cols.append("authors' code, 5 seeds (median)")
-        cols += ["e_inf (median)", "paper e_inf", "e_loss (median)", "paper e_loss", "seconds: run + compile (medians)", "paper CPU s",
-                 "seeds", "notes"]
-        lines.append("| " + " | ".join(cols) + " |")
-        lines.append("|" + "|".join("---" for _ in cols) + "|")
-        for r in block["rows"]:
-            c, pr = r["ours"], r["paper"] or {}
-            vals = [r["label"], cell_text(c), fmt_sci(pr.get("rel_e2"))]
-            if has_authors:
-                a = r["authors_rerun"]
-                vals.append("—" if not a else fmt_sci(a["median"]) + " (" + ", ".join(fmt_short(v) for v in a["rel_e2"]) + ")")
-            vals += [
-                fmt_sci(c["e_inf"]["median"]) if c else "—",
-                fmt_sci(pr.get("e_inf")),
-                fmt_sci(c["e_loss"]["median"]) if c else "—",
-                fmt_sci(pr.get("e_loss")),
-                (fmt_seconds(c["run_seconds"]["median"]) + " + " + fmt_seconds(c["compile_seconds"]["median"])
-                 + " (" + ", ".join(c.get("hardware", ["?"])) + ")") if c else "—",
-                fmt_seconds(pr.get("cpu_s")),
-                str(c["n_seeds"]) if c else "0",
-                _notes(c),
-            ]
-            lines.append("| " + " | ".join(vals) + " |")
-        lines.append("")
-        labels = {r["variant"]: r["label"] for r in block["rows"]}
-        lines.append(f"**Verdict ({PROBLEM_TITLES.get(p, p)}):** "
-                     + "; ".join(_verdict_text(v, labels) for v in block["verdicts"]) + ".")
-        if block["authors_verdicts"]:
-            lines.append("")
-            lines.append("Authors' code over its five seeds (reference-code.md §13): "
-                         + "; ".join(_verdict_text(v, labels).replace("**", "") for v in block["authors_verdicts"]) + ".")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _overview(table: dict) -> list[str]:
-    probs = list(table)
-    lines = ["## Overview: median relative e2 over seeds (paper in parentheses)", ""]
-    lines.append("| method | " + " | ".join(PROBLEM_TITLES.get(p, p) for p in probs) + " |")
-    lines.append("|---|" + "|".join("---" for _ in probs) + "|")
-    labels = [r["label"] for r in table[probs[0]]["rows"]] if probs else []
-    for i, label in enumerate(labels):
-        cells = []
-        for p in probs:
-            r = table[p]["rows"][i]
-            c = r["ours"]
-            ours = "—" if c is None else fmt_sci(c["rel_e2"]["median"]) + scale_mark(c)
-            paper = (r["paper"] or {}).get("rel_e2")
-            cells.append(ours + (f" ({fmt_sci(paper)})" if paper is not None else ""))
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines.append("")
-    head = VERDICTS["methods"][0]
-    lines.append(f"{VARIANTS[head[0]][0]} beats {VARIANTS[head[1]][0]} (seeds won / paired seeds): "
-                 + ", ".join(f"{PROBLEM_TITLES.get(p, p)} {table[p]['verdicts'][0]['wins']}/{table[p]['verdicts'][0]['n']}"
-                             for p in probs) + ".")
-    lines.append("")
-    return lines
-
-
-def _header_lines(header: dict) -> list[str]:
-    lines = []
-    if header.get("generated"):
-        lines.append(f"Generated {header['generated']} by `{header.get('build_command', '')}`.")
-        lines.append("")
-    if header.get("reproduce_command"):
-        lines.append(f"Reproduce (trains what is missing from the cache, then rebuilds): `{header['reproduce_command']}`")
-        lines.append("")
-    if header.get("machines"):
-        lines.append("Machine(s) of the runs:")
-        lines.append("")
-        lines += [f"- {machine_text(m)}" for m in header["machines"]]
-        lines.append("")
-    if header.get("build_machine"):
-        lines.append(f"Tables built on: {machine_text(header['build_machine'])}")
-        lines.append("")
-    if header.get("versions"):
-        lines.append("cgmpinn_jax version(s) of the runs: " + ", ".join(header["versions"]))
-        lines.append("")
-    return lines
-
-
-def machine_text(m: dict) -> str:
-    return (f"{m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs ({m.get('cpus_available', '?')} available), "
-            f"jax {m.get('jax', '?')} (jaxlib {m.get('jaxlib', '?')}), backend {m.get('backend', '?')} "
-            f"[{', '.join(m.get('devices', []))}], python {m.get('python', '?')}")
-
-
-def machines_of(runs: Iterable[dict]) -> list[dict]:
-    seen, out = set(), []
-    for r in runs:
-        m = r.get("machine") or {}
-        key = json.dumps({k: m.get(k) for k in ("platform", "cpu_count", "jax", "backend", "devices")}, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            out.append(m)
-    return out
-
-
-# ------------------------------------------------------------------------------------------
-# loss curves
-
-
-def median_curve(runs: list[dict], series: str = "raw_total", min_fraction: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """Median over runs of a downsampled loss curve, aligned on k (missing / None -> NaN).
-
-    Only steps where at least ``min_fraction`` of the runs still have a value get a median (NaN
-    elsewhere): runs stop at different steps (loss tolerance, divergence guard), and the tail
-    where one run is left would otherwise show that run alone, e.g. the rejected trial loss a
-    diverged L-BFGS stage records last."""
-    curves = [r.get("loss_curve") or {} for r in runs]
-    ks = sorted({int(k) for c in curves for k in c.get("k", [])})
-    if not ks:
-        return np.zeros(0), np.zeros(0)
-    pos = {k: i for i, k in enumerate(ks)}
-    mat = np.full((len(curves), len(ks)), np.nan)
-    for j, c in enumerate(curves):
-        for k, v in zip(c.get("k", []), c.get(series, [])):
-            mat[j, pos[int(k)]] = np.nan if v is None else dec(v)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        med = np.nanmedian(mat, axis=0)
-    present = np.isfinite(mat).sum(axis=0)
-    med[present < math.ceil(min_fraction * len(curves))] = np.nan
-    return np.asarray(ks), med
-
-
-# ------------------------------------------------------------------------------------------
-# a fake run (tests, doctest)
 
 
 def fake_run(problem: str, variant: str, seed: int, rel_e2: float, *, e_inf: float = None, wall: float = 1.0,

@@ -1,5 +1,5 @@
-"""benchmarks/paper_tables.py and benchmarks/tables_lib.py: tables from hand-written cached
-runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
+"""benchmarks/paper_tables.py and its modules (paper_runs, tables_lib, tables_render, paper_figures):
+tables from hand-written cached runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
 
 import importlib.util
 import json
@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import paper_figures as pf
+from benchmarks import paper_runs as pr
 from benchmarks import paper_tables as pt
 from benchmarks import tables_lib as tl
+from benchmarks import tables_render as tr
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -126,61 +129,61 @@ def test_verdicts(runs_dir):
 def test_markdown(runs_dir):
     runs = tl.load_runs(runs_dir)
     header = {"generated": "now", "build_command": "python -m benchmarks.paper_tables --build-only",
-              "reproduce_command": "python -m benchmarks.paper_tables", "machines": tl.machines_of(runs), "versions": ["0.1.0"]}
-    md = tl.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
+              "reproduce_command": "python -m benchmarks.paper_tables", "machines": tr.machines_of(runs), "versions": ["0.1.0"]}
+    md = tr.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
     assert ("| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | 9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 "
             "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 (2 CPU cores) | 1018 | 3 |  |") in md
     assert "| CGMPINN | 3.00e-3 [1.00e-4–inf] | 1.81e-4 | 1.05e-3" in md
     assert "CGMPINN beats PINN in **1 of 3** seeds" in md
     assert "3.00e-1 [2.00e-1–4.00e-1] (scale 0.1)" in md  # heat PINN, scaled
     assert "Linux-test, 2 CPUs" in md and "python -m benchmarks.paper_tables --build-only" in md
-    md_opt = tl.render_markdown("optimizers", tl.build_optimizers_table(runs, PAPER), header)
+    md_opt = tr.render_markdown("optimizers", tl.build_optimizers_table(runs, PAPER), header)
     assert "| Adam→L-BFGS | 3.00e-3 [1.00e-4–inf] | 1.81e-4 |" in md_opt  # reuses the cgmpinn runs
     assert "| Adam | not run | 1.57e+0 |" in md_opt
-    md_abl = tl.render_markdown("ablation", tl.build_ablation_table(runs, PAPER), header)
+    md_abl = tr.render_markdown("ablation", tl.build_ablation_table(runs, PAPER), header)
     assert "| CLPINN | not run | 3.04e-3 |" in md_abl
 
 
 def test_median_curve():
     a, b = tl.fake_run("heat", "pinn", 0, 1.0), tl.fake_run("heat", "pinn", 1, 1.0)
     b["loss_curve"] = {"every": 10, "k": [1, 11, 21], "raw_total": [3.0, None, 0.5], "objective": [3.0, None, 0.5]}
-    k, med = tl.median_curve([a, b])
+    k, med = pf.median_curve([a, b])
     assert k.tolist() == [1, 11, 21]
     assert med.tolist() == pytest.approx([2.0, 0.1, 0.5])
     # three runs: a step that only one of them reached gets no median
     c = tl.fake_run("heat", "pinn", 2, 1.0)
     c["loss_curve"] = {"every": 10, "k": [1, 11], "raw_total": [1.0, 0.2], "objective": [1.0, 0.2]}
-    k, med = tl.median_curve([a, b, c])
+    k, med = pf.median_curve([a, b, c])
     assert k.tolist() == [1, 11, 21]
     assert med[:2].tolist() == pytest.approx([1.0, 0.15]) and math.isnan(med[2])
 
 
 def test_downsample_curve():
-    c = tl.downsample_curve(range(1, 26), [float(i) for i in range(25)], every=10)
+    c = pr.downsample_curve(range(1, 26), [float(i) for i in range(25)], every=10)
     assert c["k"] == [1, 11, 21, 25] and c["s0"] == [0.0, 10.0, 20.0, 24.0]
-    assert tl.downsample_curve([1, 2], [1.23456789, float("nan")], every=10)["s0"] == [1.23457, None]
+    assert pr.downsample_curve([1, 2], [1.23456789, float("nan")], every=10)["s0"] == [1.23457, None]
 
 
 def test_cache_key_and_variant_configs():
-    s = pt.run_spec("poisson1d", "cgmpinn", 0, 1.0)
-    assert tl.cache_key(s) == tl.cache_key(pt.run_spec("poisson1d", "cgmpinn", 0, 1.0))
+    s = pr.run_spec("poisson1d", "cgmpinn", 0, 1.0)
+    assert tl.cache_key(s) == tl.cache_key(pr.run_spec("poisson1d", "cgmpinn", 0, 1.0))
     assert tl.cache_key(s) == tl.cache_key(json.loads(json.dumps(s)))  # stable through a JSON round trip
     others = [
-        pt.run_spec("poisson1d", "cgmpinn", 1, 1.0),
-        pt.run_spec("poisson1d", "cgmpinn", 0, 0.5),
-        pt.run_spec("poisson1d", "cgmpinn_relobralo_off", 0, 1.0),
-        pt.run_spec("poisson1d", "pinn", 0, 1.0),
-        pt.run_spec("poisson2d", "cgmpinn", 0, 1.0),
-        pt.run_spec("poisson1d", "cgmpinn", 0, 1.0, problem_params={"n_pde": 100}),
+        pr.run_spec("poisson1d", "cgmpinn", 1, 1.0),
+        pr.run_spec("poisson1d", "cgmpinn", 0, 0.5),
+        pr.run_spec("poisson1d", "cgmpinn_relobralo_off", 0, 1.0),
+        pr.run_spec("poisson1d", "pinn", 0, 1.0),
+        pr.run_spec("poisson2d", "cgmpinn", 0, 1.0),
+        pr.run_spec("poisson1d", "cgmpinn", 0, 1.0, problem_params={"n_pde": 100}),
         {**s, "config": {**s["config"], "adam_lr": 2e-3}},
         {**s, "version": "9.9.9"},
     ]
     keys = {tl.cache_key(o) for o in others}
     assert len(keys) == len(others) and tl.cache_key(s) not in keys
-    assert pt.run_path(s).name.startswith("poisson1d__cgmpinn__seed0__") and "scale" not in pt.run_path(s).name
-    assert "__scale0.5__" in pt.run_path(others[1]).name
+    assert pr.run_path(s).name.startswith("poisson1d__cgmpinn__seed0__") and "scale" not in pr.run_path(s).name
+    assert "__scale0.5__" in pr.run_path(others[1]).name
 
-    cfg = lambda p, v, sc=1.0: pt.variant_config(pt._cj().get_problem(p), v, sc)
+    cfg = lambda p, v, sc=1.0: pr.variant_config(pr._cj().get_problem(p), v, sc)
     c = cfg("poisson1d", "cgmpinn")
     assert (c.adam.steps, c.second.steps, c.balancing.stages) == (5000, 10000, None)
     assert cfg("poisson1d", "cgmpinn_relobralo_off").balancing.stages == "none"
@@ -190,13 +193,13 @@ def test_cache_key_and_variant_configs():
     assert (lb.adam.steps, lb.second.steps, lb.balancing.stages, lb.lbfgs.lr) == (0, 15000, "none", 0.1)
     sc = cfg("poisson1d", "pinn", 0.002)
     assert (sc.adam.steps, sc.second.steps) == (10, 20)
-    assert pt.planned_variants(["optimizers"], None) == ["cgmpinn", "cgmpinn_adam", "cgmpinn_lbfgs"]
-    assert pt.planned_variants(["methods", "ablation"], ["pinn", "cgmpinn"]) == ["cgmpinn", "pinn", "cgmpinn_relobralo_off"]
+    assert pr.planned_variants(["optimizers"], None) == ["cgmpinn", "cgmpinn_adam", "cgmpinn_lbfgs"]
+    assert pr.planned_variants(["methods", "ablation"], ["pinn", "cgmpinn"]) == ["cgmpinn", "pinn", "cgmpinn_relobralo_off"]
     # a later TrainConfig field at the default the cached runs used does not change the key
-    base = pt._cj().TrainConfig()
-    assert "relobralo_lbfgs_apply" not in pt._config_for_key(base)
+    base = pr._cj().TrainConfig()
+    assert "relobralo_lbfgs_apply" not in pr._config_for_key(base)
     other = base.replace(balancing={"second_stage_apply": "refresh"})
-    assert pt._config_for_key(other)["relobralo_lbfgs_apply"] == "refresh"
+    assert pr._config_for_key(other)["relobralo_lbfgs_apply"] == "refresh"
 
 
 def test_variants_flag_selects_exact_ids(capsys, tmp_path):
@@ -249,26 +252,26 @@ def test_build_outputs(runs_dir, tmp_path):
 
 def test_recorded_run_counts_as_done(tmp_path):
     """A run in the compact record is not trained again, although no cache file exists."""
-    spec = pt.run_spec("heat", "pinn", 1, 1.0)
+    spec = pr.run_spec("heat", "pinn", 1, 1.0)
     rec = tl.fake_run("heat", "pinn", 1, 1e-3)
     rec.update(key=tl.cache_key(spec), spec=spec)
     record = tmp_path / "results" / "paper_runs.json"
-    pt.study(tmp_path / "cache", record).save(pt.run_key(spec), rec)
-    (tmp_path / "cache" / f"{pt.run_key(spec)}.json").unlink()  # only the record is left
-    todo = pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record)
+    pr.study(tmp_path / "cache", record).save(pr.run_key(spec), rec)
+    (tmp_path / "cache" / f"{pr.run_key(spec)}.json").unlink()  # only the record is left
+    todo = pr.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record)
     assert todo == [("heat", "pinn", [0], [1])]
-    assert [r["seed"] for r in pt.all_runs(tmp_path / "cache", record)] == [1]
+    assert [r["seed"] for r in pr.all_runs(tmp_path / "cache", record)] == [1]
     # a run recorded under another key (older package version, other TrainConfig fields) is done
     # too, unless exact keys are asked for (--retrain-stale); another budget scale or dtype is not
-    spec2 = {**pt.run_spec("heat", "pinn", 0, 1.0), "version": "0.0.1", "config": {"renamed_field": 1}}
+    spec2 = {**pr.run_spec("heat", "pinn", 0, 1.0), "version": "0.0.1", "config": {"renamed_field": 1}}
     rec2 = tl.fake_run("heat", "pinn", 0, 2e-3)
     rec2.update(key=tl.cache_key(spec2), spec=spec2)
-    pt.study(tmp_path / "cache", record).save(pt.run_key(spec2), rec2)
-    assert pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record) == [("heat", "pinn", [], [0, 1])]
-    assert pt.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record, exact_keys=True) == [
+    pr.study(tmp_path / "cache", record).save(pr.run_key(spec2), rec2)
+    assert pr.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record) == [("heat", "pinn", [], [0, 1])]
+    assert pr.plan(["heat"], ["pinn"], [0, 1], 1.0, tmp_path / "cache", record, exact_keys=True) == [
         ("heat", "pinn", [0], [1])]
-    assert pt.plan(["heat"], ["pinn"], [0], 0.5, tmp_path / "cache", record) == [("heat", "pinn", [0], [])]
-    assert pt.run_identity({**spec2, "x64": True}) != pt.run_identity(spec2)
+    assert pr.plan(["heat"], ["pinn"], [0], 0.5, tmp_path / "cache", record) == [("heat", "pinn", [0], [])]
+    assert pr.run_identity({**spec2, "x64": True}) != pr.run_identity(spec2)
 
 
 def test_committed_results_are_compact():
