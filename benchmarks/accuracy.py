@@ -33,7 +33,6 @@ import numpy as np
 from benchmarks import runcache, tracking
 
 STUDY = "accuracy"
-RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 PROBLEMS = ("poisson1d", "heat", "advection_diffusion", "poisson2d", "damped_wave", "fisher_kpp")
 METHODS = ("pinn", "cgmpinn")
 THRESHOLDS = (1e-4, 1e-5, 1e-6)
@@ -274,10 +273,7 @@ def main(argv=None) -> None:
                     r = get(p, m, s, train=not args.list, lbfgs_steps=args.lbfgs_steps, track_every=args.track_every)
                     if args.list:
                         print(f"{run_key(p, m, s, args.lbfgs_steps)}: {'done' if r else 'missing'}")
-    recs = runcache.Study(STUDY).load()
-    if recs:
-        (RESULTS / f"{STUDY}.md").write_text(render(recs))
-        print(render(recs))
+    runcache.Study(STUDY).write_report(render, echo=True)
 
 
 if __name__ == "__main__":

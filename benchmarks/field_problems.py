@@ -35,7 +35,6 @@ import numpy as np
 from benchmarks import runcache, tracking
 
 STUDY = "field_problems"
-RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
 
 
@@ -145,8 +144,8 @@ def main(argv=None) -> int:
                 r = study.run(f"{name}__seed{seed}", lambda: train_cell(name, seed, args.track_every))
                 print(f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} "
                       f"({r['compile_seconds'] + r['run_seconds']:.0f} s)", flush=True)
-    (RESULTS / f"{STUDY}.md").write_text(report(study.load()))
-    print(f"wrote {RESULTS / (STUDY + '.md')}")
+    if study.write_report(report) is not None:
+        print(f"wrote {study.record_path.with_suffix('.md')}")
     return 0
 
 

@@ -287,10 +287,7 @@ def main(argv=None) -> int:
     for p in plan:
         run_one(*p)
     runcache.Study(STUDY).sync()
-    lines = render(list(runcache.Study(STUDY).load().values()))
-    runcache.RESULTS.mkdir(exist_ok=True)
-    (runcache.RESULTS / f"{STUDY}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    runcache.Study(STUDY).write_report(lambda runs: "\n".join(render(list(runs.values()))) + "\n", echo=True)
     return 0
 
 

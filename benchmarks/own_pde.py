@@ -28,7 +28,6 @@ import numpy as np
 from benchmarks import runcache, tracking
 
 STUDY = "own_pde"
-RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 PROBLEMS = ("burgers", "helmholtz2d")
 PRESETS = ("faithful", "accurate")
 THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
@@ -163,10 +162,7 @@ def main(argv=None) -> None:
         for p in args.problems:
             for s in args.presets:
                 get(p, s, args.seed, track_every=args.track_every)
-    recs = runcache.Study(STUDY).load()
-    if recs:
-        (RESULTS / f"{STUDY}.md").write_text(render(recs))
-        print(render(recs))
+    runcache.Study(STUDY).write_report(render, echo=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ import numpy as np
 from benchmarks import runcache
 
 STUDY = "pinnacle"
-RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 PUBLISHED = runcache.BENCH / "results" / "pinnacle_published.json"  # committed, wherever the runs go
 PROBLEMS = ("burgers1d_c", "poisson2d_c", "ns2d_c", "wave1d_c", "heat2d_ms", "poisson_nd", "heat_nd")
 PRESETS = {"faithful": ("pinn", "cgmpinn"), "pinnacle": ("pinn",), "accurate": ("pinn", "cgmpinn")}
@@ -249,7 +248,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(tempfile.mkdtemp(prefix="pinnacle-smoke-")) if args.smoke and args.out is None else args.out
     study = runcache.Study(STUDY) if out is None else runcache.Study(STUDY, results_dir=out, cache_dir=out / "cache")
-    report_path = (RESULTS if out is None else out) / f"{STUDY}.md"
     kw = dict(smoke=args.smoke, adam_steps=args.adam_steps, second_steps=args.second_steps)
     if not args.report_only:
         done = study.load()
@@ -264,9 +262,8 @@ def main(argv=None) -> int:
                         r = study.run(key, lambda: train_one(p, s, m, seed, **kw))
                         print(f"{key}: L2RE {r['l2re']:.3e} ({r['wall_seconds']:.0f} s)", flush=True)
     if not args.list:
-        report_path.parent.mkdir(parents=True, exist_ok=True)
-        report_path.write_text(render(study.load()))
-        print(f"wrote {report_path}")
+        if study.write_report(render) is not None:
+            print(f"wrote {study.record_path.with_suffix('.md')}")
     return 0
 
 

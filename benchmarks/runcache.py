@@ -40,6 +40,7 @@ take ``results_dir`` / ``cache_dir`` roots, or exact ``record`` / ``folder`` pat
     Study(study).load_full(run_key) -> dict | None   # the full file, only where it was run
     Study(study).save(run_key, full, *, compact=None) -> dict   # store a run computed elsewhere
     Study(study).sync(accept=None) -> [run_key]  # add cached full runs missing from the record
+    Study(study).write_report(render) -> str     # render(runs) into <record>.md beside the record
     machine_info() -> dict                       # platform, CPUs, jax version, backend, devices
 
 The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``,
@@ -278,6 +279,18 @@ class Study:
         full.setdefault("call_seconds", seconds)
         full.setdefault("commit", started_at)
         return self.save(run_key, full, compact=compact)
+
+    def write_report(self, render: Callable[[dict], str], *, echo: bool = False) -> Optional[str]:
+        """``render(record runs)`` written to ``<record>.md`` beside the record (atomically) and
+        returned, printed too with ``echo``; None, and nothing written, while the record is empty."""
+        runs = self.load()
+        if not runs:
+            return None
+        text = render(runs)
+        _write_atomic(self.record_path.with_suffix(".md"), text)
+        if echo:
+            print(text)
+        return text
 
     def sync(self, accept: Optional[Callable[[dict], bool]] = None,
              compact: Optional[Callable[[dict], dict]] = None) -> list[str]:

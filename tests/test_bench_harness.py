@@ -91,7 +91,7 @@ def test_bench_out_sends_records_and_cache_elsewhere(tmp_path):
     import os
     import sys
 
-    code = "from benchmarks import runcache, accuracy; print(runcache.RESULTS, runcache.CACHE, accuracy.RESULTS)"
+    code = "from benchmarks import runcache; print(runcache.RESULTS, runcache.CACHE, runcache.Study(\"accuracy\").record_path.parent)"
     env = {**os.environ, "CGMPINN_BENCH_OUT": str(tmp_path), "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(tmp_path / "results"), str(tmp_path / "cache"), str(tmp_path / "results")]
@@ -113,3 +113,14 @@ def test_drift_matches_study_runs_by_key_and_paper_runs_by_cell():
     paper_new = {"runs": {"heat__pinn__seed2__k2": {"format": fmt, "metrics": {"rel_e2": 5e-4}}}}
     (row,) = drift.compare(paper_old, paper_new)  # another config hash, the same cell
     assert (row["same_key"], row["ratio"]) == (False, 0.5)
+
+
+def test_write_report_renders_the_record_beside_it(tmp_path):
+    from benchmarks import runcache
+
+    study = runcache.Study("demo", results_dir=tmp_path / "results", cache_dir=tmp_path / "cache")
+    assert study.write_report(lambda runs: "never") is None and not (tmp_path / "results" / "demo.md").exists()
+    study.save("a", {"x": 1.5})
+    text = study.write_report(lambda runs: "| run | x |\n" + "".join(f"| {k} | {r['x']} |\n" for k, r in runs.items()))
+    assert text == "| run | x |\n| a | 1.5 |\n" == (tmp_path / "results" / "demo.md").read_text()
+    assert json.loads((tmp_path / "results" / "demo.json").read_text())["runs"]["a"]["commit"]  # stamped
