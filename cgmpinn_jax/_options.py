@@ -19,7 +19,7 @@ __all__ = ["AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", 
            "ReLoBRaLoOptions", "GN_FORMS", "GROUPS"]
 
 #: the Gauss-Newton member's system forms (see `GaussNewtonOptions`)
-GN_FORMS = ("auto", "kernel", "gramian", "pcg")
+GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree")
 
 
 def _is_int(v) -> bool:
@@ -195,15 +195,18 @@ class GaussNewtonOptions(_Checks):
 
     Attributes:
         form: the linear system's form: ``"auto"`` (Gramian ``J^T J`` when rows exceed
-            parameters; else ``"pcg"`` from 4096 rows on, the exact kernel ``J J^T`` below),
-            ``"kernel"``, ``"gramian"``, or ``"pcg"`` (the kernel system by conjugate
-            gradients preconditioned with an earlier iteration's Cholesky factor).
+            parameters; else ``"pcg"`` from 4096 rows on, the exact kernel ``J J^T`` below;
+            ``"matfree"`` where that form would need more than ``memory_limit_gb``),
+            ``"kernel"``, ``"gramian"``, ``"pcg"`` (the kernel system by conjugate
+            gradients preconditioned with an earlier iteration's Cholesky factor), or
+            ``"matfree"`` (conjugate gradients on products with ``J`` and ``J^T`` from
+            automatic differentiation: no Jacobian and no matrix is stored).
         mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
         mu_min: the damping's lower bound, relative as ``mu_init`` (1e-15).
         mu_max: the damping's upper bound, relative as ``mu_init`` (1e8).
         max_trials: trials of the damping per iteration (12).
         memory_limit_gb: the memory an iteration may hold, GiB (16); a larger system is
-            refused before anything is compiled.
+            refused before anything is compiled (``form="auto"`` takes ``"matfree"`` instead).
 
     Options set while no stage runs Gauss-Newton are an error (they would have no effect).
 

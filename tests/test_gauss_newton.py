@@ -90,7 +90,8 @@ def test_lbpinn_is_refused_by_name():
 def test_memory_limit_gives_sizes_before_compiling():
     with pytest.raises(ValueError, match=r"1502 residual rows x 7801 parameters.*gauss_newton\.memory_limit_gb"):
         cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 2}, second={"steps": 2},
-                                                     gauss_newton={"memory_limit_gb": 0.01}, **GN), quiet=True)
+                                                     gauss_newton={"memory_limit_gb": 0.01, "form": "kernel"}, **GN),
+                 quiet=True)
     assert memory_bytes(1502, 7801) == 8 * (2 * 1502 * 7801 + 3 * 1502**2)
     assert lm_solve_form(100, 50) == "gramian" and lm_solve_form(50, 100) == "kernel"
 

@@ -28,6 +28,19 @@ the solve being inexact, the gain ratio's model residual ``r + J d`` is computed
 Where Jacobi-preconditioned CG failed (below), the stale factor carries the spectrum of
 ``J J^T``, which changes little from one iteration to the next late in a run.
 
+**The matrix-free form** (``gauss_newton.form="matfree"``, issue 44 item 2): the same kernel
+system by plain conjugate gradients (`_cg`) on products with ``J`` and ``J^T`` from automatic
+differentiation: ``J^T u`` is the residuals' vector-Jacobian product, ``J v`` its linear
+transpose (`jax.linear_transpose`; the Taylor fast path has no forward mode to give it
+directly). No Jacobian and no matrix is stored, so an iteration holds a few residual and
+parameter vectors and the backward pass's activations; the Jacobian's scale ``|J|_F^2 / P``
+that the damping is relative to is estimated from `MATFREE_PROBES` fixed Rademacher probes
+(Hutchinson: ``E |J v|^2 = |J|_F^2``). CG stops at ``cg_tol |r|`` or after `MATFREE_MAX_ITERS`
+iterations. ``form="auto"`` takes it only where the form it would choose needs more than
+``gauss_newton.memory_limit_gb`` (`memory_bytes`), which the engine refused before: a
+fallback for size, not for speed (without a preconditioner CG solves only well-damped systems
+in few iterations; see the matrix-free CG measurement below).
+
 **Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
 ``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
 PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
@@ -107,6 +120,8 @@ PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
 PCG_AUTO_ROWS = 4096  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
+MATFREE_MAX_ITERS = 200  # CG iterations per trial at most (gauss_newton.form="matfree")
+MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.form="matfree")
 
 
 class GNState(NamedTuple):
@@ -117,23 +132,31 @@ class GNState(NamedTuple):
     nu: jax.Array  # () growth factor of mu after a rejected trial
 
 
-def lm_solve_form(rows: int, params: int, form: str = "auto") -> str:
+def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float | None = None,
+                  itemsize: int = 8) -> str:
     """``form``, or for ``"auto"``: ``"gramian"`` (``params x params`` system) when
     ``rows > params``, else ``"pcg"`` from `PCG_AUTO_ROWS` rows on and the exact ``"kernel"``
     step below (the accuracy study's problems, 1502 to 3900 rows, keep the step their records
-    were made with)."""
+    were made with); ``"matfree"`` where that form would hold more than ``limit_bytes``."""
     if form != "auto":
         return form
-    if rows > params:
-        return "gramian"
-    return "pcg" if rows >= PCG_AUTO_ROWS else "kernel"
+    chosen = "gramian" if rows > params else ("pcg" if rows >= PCG_AUTO_ROWS else "kernel")
+    if limit_bytes is not None and memory_bytes(rows, params, itemsize, chosen) > limit_bytes:
+        return "matfree"
+    return chosen
 
 
 def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") -> int:
     """Bytes one iteration holds at its peak: the Jacobian twice (the per-group pieces and
     their concatenation), and three ``s x s`` matrices (the product, the damped copy, the
-    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form."""
-    s = rows if lm_solve_form(rows, params, form) in ("kernel", "pcg") else params
+    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form. The
+    matrix-free form holds vectors only: about ten of ``rows`` (CG's and the trial's) and six
+    of ``params``; the backward pass's activations, which every form holds too, are not
+    counted (``benchmarks/results/gn_scaling.md`` measures a 50 000 x 50 000 case)."""
+    form = lm_solve_form(rows, params, form)
+    if form == "matfree":
+        return itemsize * (10 * rows + 6 * params)
+    s = rows if form in ("kernel", "pcg") else params
     return itemsize * (2 * rows * params + 3 * s * s)
 
 
@@ -175,10 +198,16 @@ class GaussNewton(Terminates):
     """Levenberg-Marquardt on the least-squares view of the objective (module docstring)."""
 
     def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int,
-                 cg_max: int = PCG_MAX_ITERS, cg_tol: float = PCG_TOL, cg_refactor: int = PCG_REFACTOR):
+                 cg_max: int = PCG_MAX_ITERS, cg_tol: float = PCG_TOL, cg_refactor: int = PCG_REFACTOR,
+                 limit_bytes: float | None = None, matfree_max: int = MATFREE_MAX_ITERS):
         self.obj_fn, self.lsq = obj_fn, lsq
         self.form, self.mu_init, self.mu_min, self.mu_max, self.max_trials = form, mu_init, mu_min, mu_max, max_trials
         self.cg_max, self.cg_tol, self.cg_refactor = cg_max, cg_tol, cg_refactor
+        self.limit_bytes, self.matfree_max = limit_bytes, matfree_max
+
+    def resolve_form(self, rows: int, params: int, itemsize: int) -> str:
+        """The form an iteration with ``rows x params`` uses (`lm_solve_form`)."""
+        return lm_solve_form(rows, params, self.form, self.limit_bytes, itemsize)
 
     def init(self, params, w, lam, batch):
         value, tv = self.obj_fn(params, w, lam, batch)
@@ -186,7 +215,7 @@ class GaussNewton(Terminates):
         grad = jax.tree_util.tree_map(jnp.zeros_like, params)
         base = GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
         m = self.lsq.n_rows(batch)
-        if lm_solve_form(m, ravel_pytree(params)[0].shape[0], self.form) != "pcg":  # as `step` resolves it
+        if self.resolve_form(m, ravel_pytree(params)[0].shape[0], dt.itemsize) != "pcg":  # as `step` resolves it
             return base
         return PCGState(*base, jnp.full((m, m), jnp.nan, dt), jnp.int32(self.cg_max), jnp.int32(0))
 
@@ -198,12 +227,14 @@ class GaussNewton(Terminates):
 
     def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         x, unravel = ravel_pytree(params)
-        r, J = self.lsq.jacobian(params, batch, w, lam)
-        M, P = J.shape
-        form = lm_solve_form(M, P, self.form)
-        g = jnp.dot(r, J, precision=HIGHEST)  # J^T r (half the objective's gradient)
-        scale = jnp.sum(J * J) / P  # mean diagonal of J^T J
         dt = x.dtype
+        form = self.resolve_form(self.lsq.n_rows(batch), x.shape[0], dt.itemsize)
+        if form == "matfree":
+            r, J, g, scale = self._products(x, unravel, batch, w, lam)
+        else:
+            r, J = self.lsq.jacobian(params, batch, w, lam)
+            g = jnp.dot(r, J, precision=HIGHEST)  # J^T r (half the objective's gradient)
+            scale = jnp.sum(J * J) / J.shape[1]  # mean diagonal of J^T J
         lo, hi = self.mu_min * scale, self.mu_max * scale  # damping bounds relative to the scale
         mu0 = jnp.where(jnp.isnan(state.mu), self.mu_init * scale, state.mu)
 
@@ -241,11 +272,34 @@ class GaussNewton(Terminates):
             new_state = PCGState(*new_state, L, its, state.factorizations + made)
         return StepResult(p_new, new_state, new_value, trials, status)
 
+    def _products(self, x, unravel, batch, w, lam):
+        """The matrix-free form's ``(r, (Jv, Jt), J^T r, |J|_F^2 / P)``: ``Jt(u) = J^T u`` by the
+        residuals' vector-Jacobian product, ``Jv(v) = J v`` its linear transpose; the scale
+        from `MATFREE_PROBES` fixed Rademacher probes."""
+        r, vjp = jax.vjp(lambda y: self.lsq.residuals(unravel(y), batch, w, lam), x)
+        Jt = lambda u: vjp(u)[0]
+        Jv_t = jax.linear_transpose(Jt, r)
+        Jv = lambda v: Jv_t(v)[0]
+        probes = jax.random.rademacher(jax.random.key(0), (MATFREE_PROBES, x.shape[0]), x.dtype)
+        scale = jnp.mean(jax.vmap(lambda v: jnp.sum(Jv(v) ** 2))(probes)) / x.shape[0]
+        return r, (Jv, Jt), Jt(r), scale
+
     def _solver(self, form, state, J, r, g, value, mu0):
         """``(direction, L, made)``: ``direction(mu) -> (d, the model's predicted decrease, CG
         iterations)`` of the form's damped system; ``L`` and ``made`` the preconditioner and
-        whether it was factored here (``pcg`` only, else ``None`` and 0)."""
+        whether it was factored here (``pcg`` only, else ``None`` and 0). ``J`` is the matrix,
+        or for ``matfree`` the pair of products ``(Jv, Jt)``."""
         dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+        if form == "matfree":
+            Jv, Jt = J
+
+            def direction(mu):
+                a, its = _cg(lambda u: Jv(Jt(u)) + mu * u, lambda v: v, r, self.matfree_max, self.cg_tol)
+                d = -Jt(a)
+                m = r + Jv(d)
+                return d, value - dot(m, m), its
+
+            return direction, None, 0
         if form == "pcg":
             L, made = self._preconditioner(state, J, mu0)
 
@@ -297,8 +351,15 @@ def _pcg(J, r, mu, L, max_iters: int, tol: float):
     ``tol * |r|`` or ``max_iters`` iterations: ``(a, iterations)``. Each iteration is two
     products with ``J`` (``4 M P`` flops) and two triangular solves (``2 M^2``)."""
     dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
-    op = lambda u: dot(J, dot(u, J)) + mu * u
-    prec = lambda v: jax.scipy.linalg.cho_solve((L, True), v)
+    return _cg(lambda u: dot(J, dot(u, J)) + mu * u, lambda v: jax.scipy.linalg.cho_solve((L, True), v), r,
+               max_iters, tol)
+
+
+def _cg(op, prec, r, max_iters: int, tol: float):
+    """``op(a) = r`` (``op`` symmetric positive definite) by conjugate gradients preconditioned
+    with ``prec``, from ``a = 0``, until the residual is below ``tol * |r|`` or ``max_iters``
+    iterations (or a breakdown: a non-finite or non-positive ``r . z``): ``(a, iterations)``."""
+    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
     stop = (tol * tol) * dot(r, r)
 
     def body(c):

@@ -200,7 +200,7 @@ def _member(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int
 
         gn = config.gauss_newton
         return GaussNewton(obj_fn, lsq, form=gn.form, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
-                           max_trials=gn.max_trials)
+                           max_trials=gn.max_trials, limit_bytes=gn.memory_limit_gb * 2**30)
     lb, dense = config.lbfgs, config.dense
     if kind == "optax":
         return OptaxLBFGS(obj_fn, lr=lb.lr, history=lb.history, max_linesearch=lb.max_linesearch)

@@ -112,13 +112,15 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
     batch = jax.eval_shape(setup.problem.sample, jax.random.key(0))
     rows = lsq.n_rows(batch)
     item = 4 if cfg.precision == "float32" else 8
-    need = members * memory_bytes(rows, n_params, item, cfg.gauss_newton.form)
-    if need > cfg.gauss_newton.memory_limit_gb * 2**30:
-        form = lm_solve_form(rows, n_params, cfg.gauss_newton.form)
+    limit = cfg.gauss_newton.memory_limit_gb * 2**30
+    form = lm_solve_form(rows, n_params, cfg.gauss_newton.form, limit, item)  # as each member resolves it
+    need = members * memory_bytes(rows, n_params, item, form)
+    if need > limit:
         s = rows if form in ("kernel", "pcg") else n_params
+        held = "vectors only" if form == "matfree" else f"a {rows} x {n_params} Jacobian and {s} x {s} matrices"
         raise ValueError(
             f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
-            f"({form} form: a {rows} x {n_params} Jacobian and {s} x {s} matrices"
+            f"({form} form: {held}"
             f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
             f"TrainConfig.gauss_newton.memory_limit_gb={cfg.gauss_newton.memory_limit_gb}. Use fewer collocation "
             "points or a smaller network, raise gauss_newton.memory_limit_gb if the machine has the memory, or use "
@@ -132,7 +134,9 @@ def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str |
     if lsq is None or not _runs_gauss_newton(setup):
         return None
     rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
-    form = lm_solve_form(rows, n_params, setup.config.gauss_newton.form)
+    gn = setup.config.gauss_newton
+    item = jax.tree_util.tree_leaves(params)[0].dtype.itemsize
+    form = lm_solve_form(rows, n_params, gn.form, gn.memory_limit_gb * 2**30, item)
     how = "chosen" if setup.config.gauss_newton.form == "auto" else "set"
     return (f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
             f"{form} form ({how})")
