@@ -28,13 +28,12 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks import runcache, tracking
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = runcache.RESULTS  # benchmarks/results, or $CGMPINN_BENCH_OUT/results
 THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-7)
 
 
@@ -117,6 +116,49 @@ def study(problem: str, seed: int, forms, *, adam_steps, caps, max_iters, budget
             "caps": caps, "track_every": track_every, "stop_at": stop_at, "forms": rows}
 
 
+def memory_probe(n_pde: int, n_edge: int, width: int, cg_max: int) -> dict:
+    """One matrix-free Gauss-Newton iteration (one trial, at most ``cg_max`` CG iterations) on
+    2D Poisson with ``n_pde + 4 n_edge`` rows and a ``width`` x 4 network (PINN, float64, from
+    the initialisation): XLA's compiled peak for the iteration and the process's peak resident
+    memory (``ru_maxrss``), against what the kernel form would need (`memory_bytes`)."""
+    import resource
+
+    import jax
+
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.solvers._gauss_newton import GaussNewton, memory_bytes
+    from cgmpinn_jax.training import CompileCache
+    from cgmpinn_jax.training._driver import init_state
+    from cgmpinn_jax.training._schedule import resolve
+
+    cfg = cj.TrainConfig.preset("accurate", width=width, depth=4)
+    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+        setup = resolve(cj.get_problem("poisson2d", n_pde=n_pde, n_edge=n_edge), cj.get_method("pinn"), cfg)
+        static, eng = CompileCache().engine(setup)
+        state, batch = init_state(setup, eng, jax.random.key(0))
+        params = jax.tree_util.tree_map(lambda a: a.astype("float64"), state.params)
+        batch = jax.tree_util.tree_map(lambda a: a.astype("float64"), batch)
+        n = batch["pde"][0].shape[0]
+        w, lam = jax.numpy.ones(n), jax.numpy.ones(setup.n_terms)
+        gn = GaussNewton(eng.objective, eng.lsq, form="matfree", mu_init=1.0, mu_min=1e-15, mu_max=1e8, max_trials=1,
+                         matfree_max=cg_max)
+        s0 = gn.init(params, w, lam, batch)
+        t0 = time.perf_counter()
+        compiled = jax.jit(gn.step).lower(params, s0, w, lam, batch, s0.value, s0.grad).compile()
+        compile_s = time.perf_counter() - t0
+        mem = compiled.memory_analysis()
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(params, s0, w, lam, batch, s0.value, s0.grad))
+        step_s = time.perf_counter() - t0
+    rows, n_params = int(eng.lsq.n_rows(batch)), int(jax.flatten_util.ravel_pytree(params)[0].shape[0])
+    return {"rows": rows, "params": n_params, "width": width, "cg_max": cg_max, "compile_seconds": compile_s,
+            "seconds": step_s, "xla_peak_bytes": int(mem.argument_size_in_bytes + mem.temp_size_in_bytes
+                                                     + mem.output_size_in_bytes),
+            "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "kernel_form_bytes": memory_bytes(rows, n_params, 8, "kernel"),
+            "value_before": float(s0.value), "value_after": float(out.value)}
+
+
 def render(doc: dict) -> str:
     lines = ["# Gauss-Newton forms side by side: seconds, memory and iterations", "",
              "Script: `benchmarks/gn_scaling.py`; record `benchmarks/results/gn_scaling.json`. One process per "
@@ -129,6 +171,15 @@ def render(doc: dict) -> str:
         r = v["reach"].get(thr)
         return "never" if r is None or r["iterations"] is None else f"{r['iterations']} / {r['seconds']:.0f}"
 
+    if doc.get("memory"):
+        lines += ["## Memory: the matrix-free form at sizes the matrices would not fit", "",
+                  "| rows x parameters | CG its | kernel form would need (GB) | XLA peak of the iteration (GB) "
+                  "| process peak RSS (GB) | compile s | iteration s | command | commit |", "|---|---|---|---|---|---|---|---|---|"]
+        for m in doc["memory"].values():
+            lines.append(f"| {m['rows']} x {m['params']} | <= {m['cg_max']} | {m['kernel_form_bytes'] / 1e9:.1f} | "
+                         f"{m['xla_peak_bytes'] / 1e9:.2f} | {m['max_rss_bytes'] / 1e9:.2f} | {m['compile_seconds']:.0f} | "
+                         f"{m['seconds']:.0f} | `{m['command']}` | {m['commit']} |")
+        lines.append("")
     for name, st in sorted(doc["studies"].items()):
         s = st["study"]
         base = next((v for v in s["forms"] if v["kind"] == "kernel"), None)
@@ -168,8 +219,21 @@ def main(argv=None) -> None:
     ap.add_argument("--stop-at", type=float, default=1e-7)
     ap.add_argument("--machine-note", default="", help="how the machine was shared, for the report")
     ap.add_argument("--tag", default="", help="a name for this entry beside the problem's (kept apart from it)")
+    ap.add_argument("--memory-probe", nargs=4, type=int, metavar=("N_PDE", "N_EDGE", "WIDTH", "CG_MAX"),
+                    help="one matrix-free iteration on 2D Poisson at that size: its memory")
     args = ap.parse_args(argv)
     path = RESULTS / "gn_scaling.json"
+    if args.memory_probe:
+        m = memory_probe(*args.memory_probe)
+        m.update(command=shlex.join(["python", "-m", "benchmarks.gn_scaling", *(argv or sys.argv[1:])]),
+                 commit=runcache.code_commit(), threads=runcache.threads_label())
+        doc = json.loads(path.read_text()) if path.exists() else {"study": "gn_scaling", "studies": {}}
+        doc.setdefault("memory", {})[f"{m['rows']}x{m['params']}"] = m
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        (RESULTS / "gn_scaling.md").write_text(render(doc))
+        print(json.dumps(m))
+        return
     if args.report_only:
         (RESULTS / "gn_scaling.md").write_text(render(json.loads(path.read_text())))
         return
