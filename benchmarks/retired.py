@@ -78,7 +78,8 @@ def run(name: str, args: list[str]) -> int:
         raise SystemExit(f"benchmarks.retired: no retired study {name!r}; retired: {', '.join(sorted(RETIRED))}")
     tree = Path(tempfile.mkdtemp(prefix=f"retired-{name}-"))
     subprocess.run(["git", "worktree", "add", "--detach", str(tree), CODE_AT], cwd=ROOT, check=True)
-    print(f"[retired] {name} at {CODE_AT} in {tree}; its outputs go to {tree / 'benchmarks' / 'results'}", flush=True)
+    print(f"[retired] {name} at {CODE_AT} in {tree}; its outputs go to {tree / 'benchmarks' / 'results'} "
+          f"(`git worktree remove {tree}` when done)", flush=True)
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=tree, env=env).returncode
 
