@@ -8,9 +8,9 @@ Members (``TrainConfig.second_stage``):
 
 * ``"optax"`` -- `optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
   guess 1 (the default: on the 1D Poisson CGMPINN headline run it was more accurate than
-  jaxopt, whose line search kept failing late in the run; the retired headline
-  study's ``--backend jaxopt`` rows in ``benchmarks/results/headline.md``). When its search finds no acceptable step
-  it returns the last point it tried, even where the loss rose. That is what stopped two
+  jaxopt, whose line search kept failing late in the run; the retired headline study's
+  ``--backend jaxopt`` rows in ``benchmarks/results/headline.md``). When its search finds no
+  acceptable step it returns the last point it tried, even where the loss rose. That is what stopped two
   float64 CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the two
   iterations after a weight refresh raised the loss by many orders of magnitude, and the
   divergence guard ended the stage with the best parameters. Undoing such iterations and
