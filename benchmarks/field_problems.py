@@ -10,7 +10,9 @@ Cells (``--list``):
 * ``cavity_pinn``: the same budget for PINN (no weighting), the baseline of that pair.
 * ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a point count and network
   that fit the 2-core CPU (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations
-  (``cavity_accurate_gn800``: 800).
+  (``cavity_accurate_gn800``: 800); ``cavity_refined_gn800`` / ``_gn1500``: the same with 250
+  more interior points under the lid and in its top corners (``n_refine``), where the pressure
+  is steep.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
   (``burgers_accurate_gn300``: its first 300 Gauss-Newton iterations, a run that fits a
   session on the shared 2-core CPU).
@@ -51,6 +53,10 @@ CELLS: dict[str, dict] = {
                             config=dict(width=40, **_budget(5000, 400))),
     "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
                                   config=dict(width=40, **_budget(5000, 800))),
+    "cavity_refined_gn800": dict(problem="cavity", method="pinn", preset="accurate",
+                                 params=dict(CAVITY_SMALL, n_refine=250), config=dict(width=40, **_budget(5000, 800))),
+    "cavity_refined_gn1500": dict(problem="cavity", method="pinn", preset="accurate",
+                                  params=dict(CAVITY_SMALL, n_refine=250), config=dict(width=40, **_budget(5000, 1500))),
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
     "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
                                    config=dict(second={"steps": 300})),
@@ -74,6 +80,7 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
     problem = cj.get_problem(cell["problem"], **cell.get("params", {}))
     config = config_of(cell)
     res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every)
+    cj.save_result(res, runcache.CACHE / STUDY / f"{name}__seed{seed}.model")  # ignored; for error maps
     h, s = res.history, res.summary()
     reach = {}
     for thr in THRESHOLDS:

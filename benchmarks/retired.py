@@ -53,6 +53,8 @@ RETIRED: dict[str, Retired] = {
     "inverse_oracle": Retired(("inverse_oracle.json",), "4fa33bb",
                               "least-squares oracle and Cramer-Rao bound for the inverse observations"),
     "lbfgs_variants": Retired(("lbfgs_variants.json",), "9eea2b6", "L-BFGS line-search settings for the headline"),
+    "own_pde": Retired(("own_pde.json",), "9075756",
+                       "the faithful and the accurate preset on two PDEs that are not the paper's (where to start)"),
     "peer_jinns": Retired(("peer_jinns.json",), "4136f21",
                           "our Gauss-Newton against jinns 1.10.2's natural gradient (ours ahead at equal time)"),
     "precision": Retired(("precision.json",), "e67e1f4", "float32 / float64 / self-scaled BFGS at the paper budgets"),

@@ -98,7 +98,7 @@ class ViscousBurgers(cj.Problem):
 class Helmholtz2D(cj.Problem):
     """u_xx + u_yy + k^2 u = f on [-1, 1]^2, u* = sin(a1 pi x) sin(a2 pi y), u = 0 on the edges.
 
-    The second PDE of the "where to start" table (``benchmarks/own_pde.py``): the 2D Helmholtz
+    The second PDE of the "where to start" table (``benchmarks/results/own_pde.md``): the 2D Helmholtz
     test problem of the PINN literature (Wang, Teng and Perdikaris 2021) with ``a = (1, 4)``,
     ``k = 1``. The source ``f = N[u*]`` is derived by automatic differentiation; the zero
     boundary values come from the exact solution. 2000 collocation points uniform in the

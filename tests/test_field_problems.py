@@ -342,3 +342,21 @@ def test_command_line_lists_and_runs_a_worked_example(tmp_path, capsys):
     assert "errors against the reference pinnacle/poisson1_cg_data.dat.gz" in printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["against"] == "reference pinnacle/poisson1_cg_data.dat.gz" and metrics["rel_e2"] > 0
+
+
+def test_cavity_refinement_adds_points_under_the_lid_and_keeps_the_default():
+    key = jax.random.key(3)
+    base = cj.get_problem("cavity", n_pde=200)
+    plain, refined = base.sample_points(key), dataclasses.replace(base, n_refine=101).sample_points(key)
+    np.testing.assert_array_equal(np.asarray(refined["pde"][:200]), np.asarray(plain["pde"]))  # uniform part unchanged
+    for a, b in zip(plain["bc"], refined["bc"]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    extra = np.asarray(refined["pde"][200:])
+    assert extra.shape == (101, 2) and (extra >= 0).all() and (extra <= 1).all()
+    strip, corner = extra[:50], extra[50:]
+    assert (strip[:, 1] >= 0.9).all()
+    gap = np.minimum(corner[:, 0], 1 - corner[:, 0])
+    assert (gap <= 0.15).all() and (1 - corner[:, 1] <= 0.15).all()
+    assert (corner[:, 0] < 0.5).sum() in (25, 26)  # both corners, alternately
+    assert np.median(gap) < 0.15 / 3  # denser toward the corner: median of 0.15 U^2 is 0.0375
+    validate_problem(dataclasses.replace(base, n_refine=101))

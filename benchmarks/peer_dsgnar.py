@@ -1,0 +1,190 @@
+"""Side by side with DSGNAR (Webb, Jerad, Cartis 2026) on its own Burgers problem (issue 44, item 5).
+
+Burgers, nu = 0.01, u0 = -sin(pi x), u(+-1, t) = 0 (DSGNAR: periodic in x, the same solution),
+float64, one core each, started together; both errors against our pseudo-spectral reference
+(``burgers_nu0.01.npz``, error 2.8e-13) on its 256 x 101 grid. Ours: ``BurgersFromData(nu=0.01)``,
+the accurate preset, ``--n-pde`` + ``--n-ic`` points, 100 on each edge. DSGNAR: a clone of its
+repository, run by this module under its own environment (``--peer-python``; ``--peer-src`` on
+``PYTHONPATH``; that side imports nothing of cgmpinn_jax). It has no licence file: we only call its
+API as its Burgers notebook does (SIREN 40 x 4, periodic, sketches 2000 x 2000) at our point
+counts, until its own stop rule or ``--seconds``; ours there: the yardstick (our reference in its
+schema) and a headless stand-in for its plotter. Seconds: each side's clock, compilation apart.
+
+    python -m benchmarks.peer_dsgnar --peer-python PEER_VENV/bin/python --peer-src CLONE/src --seconds 2400
+    python -m benchmarks.peer_dsgnar --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import machine, runcache, tracking
+
+STUDY = "peer_dsgnar"
+THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-9)
+EQUAL_AT = (150, 300, 600, 1200, 2400)
+REFERENCE = Path(__file__).resolve().parents[1] / "cgmpinn_jax" / "data" / "burgers" / "burgers_nu0.01.npz"
+
+
+def _dump(path: Path, doc: dict) -> None:
+    path.with_suffix(".tmp").write_text(json.dumps(doc)), os.replace(path.with_suffix(".tmp"), path)
+
+
+def ours(args, out: Path) -> None:
+    """Our side, in its own process: writes ``out/ours.json``."""
+    import equinox as eqx
+    import jax
+
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.problems.worked import BurgersFromData
+
+    cfg, prob = cj.TrainConfig.preset("accurate"), BurgersFromData(nu=0.01, n_pde=args.n_pde, n_ic=args.n_ic, n_bc=100)
+    res = cj.train(prob, "pinn", cfg, key=args.seed, quiet=True, track_error_every=25)
+    h, c = res.history, res.summary()["compile_seconds"]
+    _dump(out / "ours.json", {
+        "seconds": (np.asarray(h.error_seconds) - c).tolist(), "rel_l2": h.error_rel_e2.tolist(), "done": True,
+        "compile_seconds": c, "adam_steps": res.adam_steps, "stages": res.stage_lines(), "config": cfg.to_dict(),
+        "parameters": sum(int(a.size) for a in jax.tree_util.tree_leaves(eqx.filter(res.model, eqx.is_inexact_array)))})
+
+
+def dsgnar(args, out: Path) -> None:
+    """DSGNAR's side, under its own environment: writes ``out/dsgnar.json`` on every update."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)  # its own process, as its notebook does
+    import pinn
+    import pinn.trainer64 as trainer64
+    from pinn import operators as op
+    from pinn import sampling
+
+    d = np.load(REFERENCE)
+    X, T = np.meshgrid(d["x"], d["t"], indexing="ij")
+    ref = out / "reference_nu0.01.npz"
+    np.savez(ref, coords=np.stack([X.ravel(), T.ravel()], 1), solution=d["u"].reshape(-1, 1), channels=np.array(["u"]),
+             plot_axes=np.array(["x", "t"]), plot_x0=d["x"], plot_x1=d["t"], plot_u=d["u"])
+    trace = {"seconds": [], "rel_l2": [], "done": False, "jax": jax.__version__, "parameters": None}
+
+    class Headless(trainer64.Plotter):
+        prime = wait = finalize = lambda self: None  # noqa: E731
+
+        def update(self, hists, l2, *a, **k):
+            trace.update(seconds=[float(s) for s, _ in l2["l2_rel_vs_wall"]], n_steps=len(hists["loss"]),
+                         rel_l2=[float(e["u"]) for _, e in l2["l2_rel_vs_wall"]])
+            _dump(out / "dsgnar.json", trace)
+
+    trainer64.Plotter = Headless
+
+    class Burgers(pinn.Problem):
+        x_min, x_max, t_max, nu, problem_name, ref_path = -1.0, 1.0, 1.0, 0.01, "Burgers", str(ref)
+
+        def __init__(self, *, n_pde, n_ic, n_bc=0):
+            self.n_pde, self.n_ic, self.n_bc = n_pde, n_ic, n_bc
+
+        def residual_fns(self):
+            def pde(model, c):
+                f = lambda z: model(z)[0]  # noqa: E731
+                return jnp.array([op.grad(f, c, 1) + f(c) * op.grad(f, c, 0) - self.nu * op.grad2(f, c, 0)])
+
+            return {"pde": pde, "ic": lambda model, c: jnp.array([model(c[:2])[0] - c[2]])}
+
+        def samplers(self):
+            return {"pde": sampling.interior(-1.0, 1.0), "ic": sampling.initial_line(-1.0, 1.0)}
+
+        def analytical_ic(self, x):
+            return -jnp.sin(jnp.pi * x)
+
+    net = lambda key: pinn.SIREN(key, Burgers, hidden_dims=(40,) * 4, periodic_bc=True, n_inputs=2, n_outputs=1)  # noqa: E731
+    cfg = pinn.RunConfig(dt=1.0, seed=args.seed, n_pde=args.n_pde, n_ic=args.n_ic, network=net, return_network=True,
+                         batch_size=min(1024, args.n_ic), cache_dir=str(out / "jax_cache"))
+    _, model = pinn.train64(Burgers, cfg)
+    trace.update(done=True, parameters=sum(int(a.size) for a in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))))
+    _dump(out / "dsgnar.json", trace)
+
+
+def summarise(side: str, t: dict, n_pde: int, n_ic: int, seed: int) -> dict:
+    sec, err = np.asarray(t["seconds"], float), np.asarray(t["rel_l2"], float)
+    reach = {f"{thr:.0e}": tracking.first_reach(np.arange(len(err)), sec, err, thr)[1] for thr in THRESHOLDS}
+    best = {str(T): (float(err[sec <= T].min()) if np.any(sec <= T) else None) for T in EQUAL_AT}
+    keep = {k: t[k] for k in ("adam_steps", "compile_seconds", "parameters", "stages", "config", "n_steps", "jax") if k in t}
+    return {"side": side, "seed": seed, "n_pde": n_pde, "n_ic": n_ic, "final_rel_l2": float(err[-1]) if err.size else None,
+            "seconds": float(sec[-1]) if sec.size else None, "finished": bool(t.get("done")), "reach_seconds": reach,
+            "best_by_seconds": best, **keep, "trace": {"seconds": sec.tolist(), "rel_l2": err.tolist()}}
+
+
+def run_pair(args) -> None:
+    """Both sides at once, one core each; DSGNAR stopped at ``--seconds`` (plus its compile)."""
+    out = runcache.CACHE / STUDY / f"pair-seed{args.seed}-{args.n_pde}"
+    out.mkdir(parents=True, exist_ok=True)
+    common = ["-m", "benchmarks.peer_dsgnar", "--n-pde", str(args.n_pde), "--n-ic", str(args.n_ic), "--seed", str(args.seed)]
+    env = dict(os.environ, XLA_FLAGS=machine.ONE_THREAD_XLA_FLAGS, OMP_NUM_THREADS="1")
+    t0, procs = time.time(), {}
+    for side, core, py, extra in (("ours", 0, sys.executable, {}), ("dsgnar", 1, args.peer_python, {"PYTHONPATH": args.peer_src})):
+        with open(out / f"{side}.log", "w") as log:
+            procs[side] = subprocess.Popen(["taskset", "-c", str(core), py, *common, f"--side-{side}", str(out)],
+                                           env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT)
+    while any(p.poll() is None for p in procs.values()):
+        time.sleep(30)
+        if procs["dsgnar"].poll() is None and time.time() - t0 > args.seconds + 400:
+            procs["dsgnar"].terminate()
+        print(f"  {time.time() - t0:6.0f} s: " + ", ".join(f"{s} {'running' if p.poll() is None else 'done'}"
+                                                          for s, p in procs.items()), flush=True)
+    if procs["ours"].returncode:
+        raise SystemExit(f"our side failed (exit {procs['ours'].returncode}); see {out / 'ours.log'}")
+    for side in procs:
+        t = json.loads((out / f"{side}.json").read_text())
+        runcache.Study(STUDY).save(f"{side}__seed{args.seed}__pde{args.n_pde}", summarise(side, t, args.n_pde, args.n_ic, args.seed))
+
+
+def render(runs: dict) -> str:
+    f = lambda x, s="{:.2e}": "-" if x is None else s.format(x)  # noqa: E731
+    lines = ["# Side by side with DSGNAR on its own Burgers problem", "",
+             "Generated by `python -m benchmarks.peer_dsgnar --report-only` from `peer_dsgnar.json`. Burgers, nu = 0.01, "
+             "u0 = -sin(pi x), float64, both sides started together, one core each (one XLA thread). Errors: relative L2 "
+             "against our pseudo-spectral reference on its 256 x 101 grid. Seconds: each side's training clock, compilation "
+             "apart. Ours: the accurate preset (PINN, tanh 50 x 4, 5000 Adam steps then Gauss-Newton), 100 points on each "
+             "edge besides those listed. DSGNAR: its own code (a clone, its own environment) with its Burgers notebook's "
+             "settings (SIREN 40 x 4, periodic in x, sketches 2000 x 2000) at the listed points.", "",
+             "| side | seed | interior + initial points | params | to 1e-4 / 1e-5 / 1e-6 / 1e-9 (s) | best by "
+             + " / ".join(f"{T} s" for T in EQUAL_AT) + " | end (s) | final | stop | commit |", "|" + "---|" * 10]
+    for r in sorted(runs.values(), key=lambda r: (r["n_pde"], r["seed"], r["side"] != "ours")):
+        stop = r["stages"][-1] if r.get("stages") else ("its own stop rule" if r["finished"] else "stopped at the time limit")
+        lines.append(f"| {'ours' if r['side'] == 'ours' else 'DSGNAR'} | {r['seed']} | {r['n_pde']} + {r['n_ic']} | "
+                     f"{f(r.get('parameters'), '{}')} | {' / '.join(f(v, '{:.0f}') for v in r['reach_seconds'].values())} | "
+                     f"{' / '.join(f(v) for v in r['best_by_seconds'].values())} | {f(r['seconds'], '{:.0f}')} | "
+                     f"{f(r['final_rel_l2'])} | {stop} | {r['commit']} |")
+    return "\n".join(lines + ["", machine.machine_text("Machine: {cpu_model}, {cpu_count} cores, {system}.")]) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peer-python", default=".venv-dsgnar/bin/python")
+    ap.add_argument("--peer-src", default="../dsgnar/src")
+    for name, default in (("--n-pde", 2048), ("--n-ic", 1024), ("--seed", 0)):
+        ap.add_argument(name, type=int, default=default)
+    ap.add_argument("--seconds", type=float, default=2400.0)
+    ap.add_argument("--side-ours", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--side-dsgnar", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    if args.side_ours or args.side_dsgnar:
+        (ours if args.side_ours else dsgnar)(args, args.side_ours or args.side_dsgnar)
+        return 0
+    if not args.report_only:
+        run_pair(args)
+    if runcache.Study(STUDY).write_report(render, echo=True) is None:
+        print("no runs recorded yet")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
