@@ -20,8 +20,7 @@ import time
 
 from benchmarks import runcache, tracking
 
-STUDY = "floor"
-THRESHOLDS = (1e-6, 1e-7, 1e-8, 1e-9)
+STUDY, THRESHOLDS = "floor", (1e-6, 1e-7, 1e-8, 1e-9)
 POINTS = {"poisson1d": ("n_pde",), "heat": ("n_pde", "n_ic", "n_bc")}
 
 # name: (problem, point multiplier, TrainConfig overrides on the accurate preset)
@@ -29,6 +28,8 @@ CELLS = {
     "poisson1d_points1": ("poisson1d", 1, {}),
     "poisson1d_points4": ("poisson1d", 4, {"gauss_newton": {"form": "pcg"}}),
     "poisson1d_points1_pcg": ("poisson1d", 1, {"gauss_newton": {"form": "pcg"}}),
+    "poisson1d_width100": ("poisson1d", 1, {"width": 100}),  # network size: 30 701 parameters, not 7851
+    "poisson1d_float32": ("poisson1d", 1, {"precision": "float32"}),  # float32 end to end (Adam and Gauss-Newton)
 }
 
 
@@ -76,8 +77,7 @@ def main(argv=None) -> None:
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--report-only", action="store_true")
-    args = ap.parse_args(argv)
-    study = runcache.Study(STUDY)
+    args, study = ap.parse_args(argv), runcache.Study(STUDY)
     for name in ([] if args.report_only else args.cells or (sorted(CELLS) if args.list else [])):
         for seed in args.seeds:
             key = f"{name}__seed{seed}"
