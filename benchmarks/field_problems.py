@@ -122,7 +122,7 @@ def report(runs: dict) -> str:
         stop = rs[0]["stages"][-1].split(",")[-1].strip() if rs[0]["stages"] else "-"
         lines.append(f"| {name} | {rs[0]['problem']} | {rs[0]['method']} | {setting} | "
                      f"{','.join(str(r['seed']) for r in rs)} | {np.median(rel):.2e} [{rel.min():.2e} - {rel.max():.2e}] "
-                     f"| {per} | {secs:.0f} | {reach} | {stop} | {rs[0]['commit']} |")
+                     f"| {per} | {secs:.0f} | {reach} | {stop} | {', '.join(sorted({r['commit'] for r in rs}))} |")
     against = sorted({r["metrics"].get("against", "exact") for r in runs.values()})
     machines = sorted({f"{r['machine'].get('processor') or r['machine'].get('platform')}, {r['threads']}"
                        for r in runs.values() if "machine" in r})
