@@ -28,8 +28,7 @@ import numpy as np
 
 from benchmarks import machine, runcache, tracking
 
-STUDY = "peer_dsgnar"
-THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-9)
+STUDY, THRESHOLDS = "peer_dsgnar", (1e-4, 1e-5, 1e-6, 1e-9)
 EQUAL_AT = (150, 300, 600, 1200, 2400)
 REFERENCE = Path(__file__).resolve().parents[1] / "cgmpinn_jax" / "data" / "burgers" / "burgers_nu0.01.npz"
 
@@ -40,10 +39,8 @@ def _dump(path: Path, doc: dict) -> None:
 
 def ours(args, out: Path) -> None:
     """Our side, in its own process: writes ``out/ours.json``."""
-    import equinox as eqx
-    import jax
-
     import cgmpinn_jax as cj
+    from cgmpinn_jax.nn._nets import count_params
     from cgmpinn_jax.problems.worked import BurgersFromData
 
     cfg, prob = cj.TrainConfig.preset("accurate"), BurgersFromData(nu=0.01, n_pde=args.n_pde, n_ic=args.n_ic, n_bc=100)
@@ -53,7 +50,7 @@ def ours(args, out: Path) -> None:
     _dump(out / "ours.json", {  # each stage's compile-free seconds spread evenly over its steps
         "seconds": np.where(k <= A, a * k / A, a + g * (k - A) / G).tolist(), "rel_l2": h.error_rel_e2.tolist(),
         "done": True, "compile_seconds": res.compile_seconds, "adam_steps": A, "stages": res.stage_lines(), "config": cfg.to_dict(),
-        "parameters": sum(int(a.size) for a in jax.tree_util.tree_leaves(eqx.filter(res.model, eqx.is_inexact_array)))})
+        "parameters": count_params(res.model)})
 
 
 def dsgnar(args, out: Path) -> None:
@@ -102,11 +99,8 @@ def dsgnar(args, out: Path) -> None:
 
             return {"pde": pde, "ic": lambda model, c: jnp.array([model(c[:2])[0] - c[2]])}
 
-        def samplers(self):
-            return {"pde": sampling.interior(-1.0, 1.0), "ic": sampling.initial_line(-1.0, 1.0)}
-
-        def analytical_ic(self, x):
-            return -jnp.sin(jnp.pi * x)
+        samplers = lambda self: {"pde": sampling.interior(-1.0, 1.0), "ic": sampling.initial_line(-1.0, 1.0)}  # noqa: E731
+        analytical_ic = staticmethod(lambda x: -jnp.sin(jnp.pi * x))
 
     net = lambda key: pinn.SIREN(key, Burgers, hidden_dims=(40,) * 4, periodic_bc=True, n_inputs=2, n_outputs=1)  # noqa: E731
     cfg = pinn.RunConfig(dt=1.0, seed=args.seed, n_pde=args.n_pde, n_ic=args.n_ic, network=net, return_network=True,
