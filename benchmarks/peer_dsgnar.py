@@ -70,7 +70,7 @@ def dsgnar(args, out: Path) -> None:
     ref = out / "reference_nu0.01.npz"
     np.savez(ref, coords=np.stack([X.ravel(), T.ravel()], 1), solution=d["u"].reshape(-1, 1), channels=np.array(["u"]),
              plot_axes=np.array(["x", "t"]), plot_x0=d["x"], plot_x1=d["t"], plot_u=d["u"])
-    trace = {"seconds": [], "rel_l2": [], "done": False, "jax": jax.__version__, "parameters": None}
+    trace = {"seconds": [], "rel_l2": [], "done": False, "jax": jax.__version__, "parameters": None, "t0": time.perf_counter()}
 
     class Headless(trainer64.Plotter):  # its clock times the dispatch of a step, not the step (JAX is async):
         prime = wait = finalize = lambda self: None  # noqa: E731  # ours is the wall clock from its last compile
