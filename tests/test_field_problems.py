@@ -360,3 +360,5 @@ def test_cavity_refinement_adds_points_under_the_lid_and_keeps_the_default():
     assert (corner[:, 0] < 0.5).sum() in (25, 26)  # both corners, alternately
     assert np.median(gap) < 0.15 / 3  # denser toward the corner: median of 0.15 U^2 is 0.0375
     validate_problem(dataclasses.replace(base, n_refine=101))
+    with pytest.raises(ValueError, match="n_refine must be >= 0"):
+        dataclasses.replace(base, n_refine=-1).sample_points(key)

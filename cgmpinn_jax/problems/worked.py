@@ -134,6 +134,8 @@ class LidDrivenCavity(Problem):
         walls = jnp.concatenate([self.geometry.sample_boundary(k, self.n_wall // 3, f"wall.{face}")[0]
                                  for k, face in zip(jax.random.split(k3, 3), ("x0-", "x0+", "x1-"))])
         pde = self.geometry.sample_interior(k1, self.n_pde)
+        if self.n_refine < 0:
+            raise ValueError(f"LidDrivenCavity: n_refine must be >= 0 (extra interior points), got {self.n_refine}")
         if self.n_refine:
             pde = jnp.concatenate([pde, _top_refinement(jax.random.fold_in(k1, 1), self.n_refine, pde.dtype)])
         return {"pde": pde, "bc": (lid, lid, walls, walls, jnp.zeros((1, 2), lid.dtype))}
