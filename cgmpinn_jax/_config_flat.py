@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from ._options import GROUPS
 
-__all__ = ["FLAT", "new_spelling", "apply_flat", "flat_dict", "warn_read"]
+__all__ = ["FLAT", "new_spelling", "apply_flat", "flat_dict", "warn_read", "CONFIG_DEFAULTS", "legacy_config"]
 
 #: every old flat name, in the old field order -> ``(group, option)``; group ``None``: a
 #: TrainConfig field that kept its name
@@ -85,6 +85,34 @@ def apply_flat(groups: dict, flat: Mapping[str, Any], *, warn: bool) -> dict:
     return {name: dataclasses.replace(g, **changes[name]) if name in changes else g for name, g in groups.items()}
 
 
+#: The version of the defaults a stored config dict leaves out. 1: ``cgm.system_weighting``
+#: was ``"norm"``; 2: ``"per_equation"``, the better of the two on the lid-driven
+#: cavity (docs/problems-from-data.md). Saved models (``model.json``) and checkpoints
+#: (``meta.json``) store it as ``config_defaults``; one without it is of version 1.
+CONFIG_DEFAULTS = 2
+
+
+def legacy_config(d: Mapping[str, Any], defaults: int = 1) -> dict:
+    """A config dict stored under the defaults of version ``defaults`` (`CONFIG_DEFAULTS`),
+    written out in today's terms: under version 1, a dict (today's or 0.2's flat form) without
+    ``system_weighting`` meant ``"norm"``, which it then names. ``d`` unchanged otherwise.
+
+    Examples:
+        >>> legacy_config({"adam": {"steps": 10}})
+        {'adam': {'steps': 10}, 'cgm': {'system_weighting': 'norm'}}
+    """
+    d = dict(d)
+    if defaults >= 2:
+        return d
+    if "cgm" in d or not any(k in MOVED for k in d):  # today's grouped form
+        cgm = dict(d.get("cgm", {}))
+        cgm.setdefault("system_weighting", "norm")
+        d["cgm"] = cgm
+    else:  # the flat form of 0.2
+        d.setdefault("system_weighting", "norm")
+    return d
+
+
 def warn_read(old: str) -> None:
     """The DeprecationWarning of reading ``config.<old>``."""
     warnings.warn(_message(old), DeprecationWarning, stacklevel=_caller_level())
@@ -92,15 +120,17 @@ def warn_read(old: str) -> None:
 
 def flat_dict(config) -> dict:
     """``config`` in the flat form ``TrainConfig.to_dict`` wrote before the options moved
-    (``stages`` and ``stage_steps`` only when set, ``system_weighting`` only when not
-    ``"norm"``): the same dict, hence the same hash, for the same settings."""
+    (``stages`` and ``stage_steps`` only when set, ``system_weighting`` only when not at
+    its default, ``"per_equation"`` since ``CONFIG_DEFAULTS`` 2): the same dict, hence the
+    same hash, for the same settings (for a problem with one equation, the option does
+    nothing)."""
     d = {}
     for old, (group, option) in FLAT.items():
         d[old] = getattr(config if group is None else getattr(config, group), option)
     for name in ("stages", "stage_steps"):
         if d[name] is None:
             del d[name]
-    if d["system_weighting"] == "norm":
+    if d["system_weighting"] == "per_equation":
         del d["system_weighting"]
     if config.dense.max_linesearch != config.lbfgs.max_linesearch:  # not expressible in the flat form
         d["dense_max_linesearch"] = config.dense.max_linesearch

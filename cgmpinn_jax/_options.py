@@ -245,10 +245,12 @@ class CGMOptions(_Checks):
         eps: the epsilon of the min-max normalisations (1e-6).
         c_sat: tau reaches 1 at c_sat * k_max (0.8).
         variance_factor: multiply by the precision factor v_m (True).
-        system_weighting: on a system (several PDE equations), ``"norm"`` (one mixture on the
-            norm of each point's residual vector, one weight per point; the default) or
-            ``"per_equation"`` (one mixture and one weight per point and equation);
-            docs/problems-from-data.md has the measurement behind the default.
+        system_weighting: on a system (several PDE equations), ``"per_equation"`` (one
+            mixture and one weight per point and equation; the default) or ``"norm"`` (one
+            mixture on the norm of each point's residual vector, one weight per point; the
+            default until ``cgmpinn_jax.config.CONFIG_DEFAULTS`` 2, and what a config stored before it meant by
+            leaving the option out); docs/problems-from-data.md has the measurement behind
+            the default. No effect on a problem with one equation.
 
     Examples:
         >>> CGMOptions(k_upd=100).n_components
@@ -261,7 +263,7 @@ class CGMOptions(_Checks):
     eps: float = 1e-6
     c_sat: float = 0.8
     variance_factor: bool = True
-    system_weighting: str = "norm"
+    system_weighting: str = "per_equation"
 
     def __post_init__(self):
         self._int("k_upd", 1, none=True)

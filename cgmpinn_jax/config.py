@@ -24,12 +24,14 @@ from ._options import (GROUPS, AdamOptions, CGMOptions, DenseOptions, GaussNewto
                        ReLoBRaLoOptions, SecondStageOptions, _is_int, _is_real)
 
 __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRESETS", "stop_rule", "flat_dict", "stored_config",
+           "CONFIG_DEFAULTS", "legacy_config",
            "AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
            "ReLoBRaLoOptions", "HYPER_OPTIONS"]
 
 Precision = Literal["float32", "float64", "mixed"]
 SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
 flat_dict = _flat.flat_dict
+CONFIG_DEFAULTS, legacy_config = _flat.CONFIG_DEFAULTS, _flat.legacy_config
 
 
 class StopRule(NamedTuple):
@@ -257,13 +259,14 @@ class TrainConfig:
     def to_dict(self) -> dict:
         """The options as a dict of plain values, each group a dict of its options (JSON-able;
         [`from_dict`][cgmpinn_jax.TrainConfig.from_dict] reads it back). ``stages`` and
-        ``stage_steps`` appear only when set, and ``cgm.system_weighting`` only when not
-        ``"norm"`` (as in 0.2)."""
+        ``stage_steps`` appear only when set, and ``cgm.system_weighting`` only when not at its
+        default, ``"per_equation"`` (a dict stored before ``CONFIG_DEFAULTS`` 2, when the default
+        was ``"norm"``, reads back with ``cgmpinn_jax.config.legacy_config``)."""
         d = dataclasses.asdict(self)
         for name in ("stages", "stage_steps"):
             if d[name] is None:
                 del d[name]
-        if d["cgm"]["system_weighting"] == "norm":
+        if d["cgm"]["system_weighting"] == "per_equation":
             del d["cgm"]["system_weighting"]
         return d
 
@@ -334,12 +337,13 @@ def stop_rule(config: TrainConfig, member: Optional[str] = None) -> StopRule:
     )
 
 
-def stored_config(d: Any) -> Any:
-    """A stored config dict (the flat form of 0.2 or today's) as today's
+def stored_config(d: Any, defaults: int = CONFIG_DEFAULTS) -> Any:
+    """A stored config dict (the flat form of 0.2 or today's; ``defaults``: the version of the
+    defaults it was stored under, `legacy_config`) as today's
     [`to_dict`][cgmpinn_jax.TrainConfig.to_dict] writes it after a JSON round trip; ``d``
     itself when it is not a config this version reads."""
     try:
-        cfg = TrainConfig.from_dict(d)
+        cfg = TrainConfig.from_dict(legacy_config(d, defaults))
     except (TypeError, ValueError, AttributeError):
         return d
     return json.loads(json.dumps(cfg.to_dict(), default=lambda x: x.item() if hasattr(x, "item") else str(x)))

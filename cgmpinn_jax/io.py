@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .config import CONFIG_DEFAULTS, legacy_config
 from .methods import get_method
 from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
 
@@ -183,6 +184,7 @@ def save_result(result, folder: str | Path) -> Path:
         "depth": _depth(result.model),
         "dtype": str(leaves[0].dtype),
         "config": result.config.to_dict(),
+        "config_defaults": CONFIG_DEFAULTS,
         "summary": result.summary(),
         "log_vars": result.log_vars,
     }
@@ -214,7 +216,11 @@ def _depth(model) -> int:
 def _read_info(folder: Path) -> dict:
     if not (folder / "model.json").exists() or not (folder / "model.eqx").exists():
         raise FileNotFoundError(f"{folder} has no model.json / model.eqx (not a saved run)")
-    return json.loads((folder / "model.json").read_text())
+    info = json.loads((folder / "model.json").read_text())
+    if "config" in info and info.get("config_defaults", 1) < CONFIG_DEFAULTS:  # saved under older defaults
+        info["config"] = legacy_config(info["config"], info.get("config_defaults", 1))
+        info["config_defaults"] = CONFIG_DEFAULTS
+    return info
 
 
 def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
@@ -284,7 +290,9 @@ class LoadedModel:
     Attributes:
         model: the network (an equinox Module of one point ``(d,)`` -> scalar), its
             parameters in the saved dtype.
-        info: model.json's dict (config, metrics, summary, problem record).
+        info: model.json's dict (config, metrics, summary, problem record); a config saved
+            under older defaults is written out in today's terms (``config_defaults``,
+            ``cgmpinn_jax.config.legacy_config``).
         problem: the rebuilt problem.
         dtype: the parameters' dtype name, ``"float32"`` or ``"float64"``.
     """
@@ -295,6 +303,13 @@ class LoadedModel:
 
     def __iter__(self):
         return iter((self.model, self.info))
+
+    @property
+    def config(self):
+        """The [`TrainConfig`][cgmpinn_jax.TrainConfig] the model was trained with."""
+        from .config import TrainConfig
+
+        return TrainConfig.from_dict(self.info["config"])
 
     def __repr__(self) -> str:
         return (f"LoadedModel(problem={self.problem.name!r}, method={self.info.get('method')!r}, "

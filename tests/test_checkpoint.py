@@ -270,6 +270,7 @@ def test_checkpoint_interval_limits_the_writes(tmp_path):
     assert len(list((tmp_path / "b" / ck.SUBDIR).iterdir())) == 2  # the previous one kept, older ones gone
 
 
+@pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
 def test_command_line_ctrl_c_then_resume(tmp_path):
     """``cgmpinn-jax run --out D``: Ctrl-C writes a checkpoint, saves the best model so far and
     exits with status 130, printing how to resume; ``--resume D`` finishes the run with the

@@ -113,14 +113,15 @@ def test_wrong_types_and_names_are_type_errors():
 
 def test_groups_as_objects_or_dicts_and_the_round_trips():
     a = TrainConfig(second_stage="gauss_newton", adam=AdamOptions(steps=10), second=SecondStageOptions(steps=5),
-                    gauss_newton=GaussNewtonOptions(mu_init=1e-2), cgm=CGMOptions(system_weighting="per_equation"))
+                    gauss_newton=GaussNewtonOptions(mu_init=1e-2), cgm=CGMOptions(system_weighting="norm"))
     b = TrainConfig(second_stage="gauss_newton", adam={"steps": 10}, second={"steps": 5}, gauss_newton={"mu_init": 1e-2},
-                    cgm={"system_weighting": "per_equation"})
+                    cgm={"system_weighting": "norm"})
     assert a == b and hash(a) == hash(b)
     d = json.loads(json.dumps(a.to_dict()))
-    assert d["adam"] == {"steps": 10, "lr": 1e-3} and d["cgm"]["system_weighting"] == "per_equation"
+    assert d["adam"] == {"steps": 10, "lr": 1e-3} and d["cgm"]["system_weighting"] == "norm"
     assert TrainConfig.from_dict(d) == a == TrainConfig(**d)
-    assert "system_weighting" not in TrainConfig().to_dict()["cgm"]  # at its default, as in 0.2
+    assert TrainConfig().cgm.system_weighting == "per_equation"
+    assert "system_weighting" not in TrainConfig().to_dict()["cgm"]  # at its default: the dict (and hash) of 0.2
     assert "stages" not in TrainConfig().to_dict()
     # replace and preset change only the options they name
     acc = TrainConfig.preset("accurate", second={"steps": 3}, cgm={"k_upd": 4})
@@ -171,8 +172,8 @@ def test_flat_dict_is_the_to_dict_of_0_2():
     assert flat_dict(TrainConfig()) == FLAT_DEFAULTS
     for name, over in FLAT_PRESETS.items():
         assert flat_dict(TrainConfig.preset(name)) == {**FLAT_DEFAULTS, **over}
-    cfg = TrainConfig(stages=("adam", "gauss_newton"), cgm={"system_weighting": "per_equation"})
-    assert flat_dict(cfg) == {**FLAT_DEFAULTS, "stages": ("adam", "gauss_newton"), "system_weighting": "per_equation"}
+    cfg = TrainConfig(stages=("adam", "gauss_newton"), cgm={"system_weighting": "norm"})
+    assert flat_dict(cfg) == {**FLAT_DEFAULTS, "stages": ("adam", "gauss_newton"), "system_weighting": "norm"}
     assert flat_dict(TrainConfig(dense={"max_linesearch": 3}))["dense_max_linesearch"] == 3  # not a 0.2 setting
 
 
@@ -187,6 +188,24 @@ def test_stored_flat_configs_of_0_2_load():
     assert TrainConfig.from_dict(partial) == TrainConfig(second_stage="gauss_newton", stages=("adam", "lbfgs"),
                                                          second={"steps": 10}, gauss_newton={"mu_init": 1e-2})
     assert stored_config({"not": "a config"}) == {"not": "a config"}
+
+
+def test_configs_stored_under_the_old_default_weighting_name_it():
+    """Until ``CONFIG_DEFAULTS`` 2 a left-out ``cgm.system_weighting`` meant "norm"; today's
+    default is "per_equation". A dict of either stored form read under version 1 names "norm";
+    under version 2 it is unchanged; an explicit value is kept."""
+    from cgmpinn_jax.config import CONFIG_DEFAULTS, legacy_config
+
+    assert CONFIG_DEFAULTS == 2
+    old_grouped, old_flat = TrainConfig(adam={"steps": 7}).to_dict(), {**FLAT_DEFAULTS}
+    assert "system_weighting" not in old_grouped["cgm"] and "system_weighting" not in old_flat
+    for d in (old_grouped, old_flat):
+        assert TrainConfig.from_dict(d).cgm.system_weighting == "per_equation"  # read as today's
+        assert TrainConfig.from_dict(legacy_config(d)).cgm.system_weighting == "norm"  # read as stored
+        assert TrainConfig.from_dict(legacy_config(d, 2)).cgm.system_weighting == "per_equation"
+    explicit = TrainConfig(cgm={"system_weighting": "norm"}).to_dict()
+    assert legacy_config(explicit) == explicit
+    assert legacy_config({"system_weighting": "per_equation"})["system_weighting"] == "per_equation"
 
 
 def test_a_saved_model_of_0_2_loads(tmp_path):

@@ -180,6 +180,22 @@ def test_system_trains_every_method_family(method, config):
     assert r.metrics.rel_e2 == pytest.approx(pooled, rel=1e-4)  # float32 runs measure against a float32 exact
 
 
+def test_system_weighting_per_equation_by_default_and_nothing_without_point_weights():
+    """CGMPINN on a system: one weight per point and equation by default ("per_equation", mean 1
+    in each equation's column), one per point with "norm"; PINN's uniform weights make the
+    option a no-op, bit for bit."""
+    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, width=8, depth=1)
+    norm = cfg.replace(cgm={"system_weighting": "norm"})
+    per = cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True).history.snapshots
+    one = cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True).history.snapshots
+    w_per, w_one = np.asarray(per[max(per)]), np.asarray(one[max(one)])
+    assert w_per.shape == (100, 2) and w_one.shape == (100,)  # FirstOrder: 100 interior points
+    np.testing.assert_allclose(w_per.mean(axis=0), 1.0, rtol=1e-5)
+    assert not np.allclose(w_per[:, 0], w_per[:, 1])  # each equation weighted on its own
+    a, b = (cj.train(FirstOrder(), "pinn", c, key=0, quiet=True) for c in (cfg, norm))
+    assert all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)))
+
+
 def test_gauss_newton_stacks_a_row_per_point_and_equation():
     import equinox as eqx
     from cgmpinn_jax.training._objective import LeastSquares, Trainable
@@ -241,6 +257,35 @@ def test_data_problem_saves_and_reloads_and_a_changed_reference_is_refused(tmp_p
     (tmp_path / "model.json").write_text(json.dumps(info))
     with pytest.raises(ValueError, match="reference data of 'holes' changed"):
         cj.load_model(tmp_path)
+
+
+def test_a_system_saved_under_the_old_default_weighting_keeps_it(tmp_path):
+    """Before ``CONFIG_DEFAULTS`` 2 a config left out ``cgm.system_weighting`` when it was "norm"
+    (the default then; "per_equation" now). A saved model or checkpoint of a system without
+    ``config_defaults`` reads as "norm"; resuming it with today's default is refused, naming the option."""
+    from cgmpinn_jax.training._resuming import recorded_run
+
+    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, cgm={"k_upd": 10}, width=8, depth=1)
+    norm = cfg.replace(cgm={"system_weighting": "norm"})
+    r = cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True)
+    cj.save_result(r, tmp_path / "model")
+    assert cj.load_model(tmp_path / "model", problem=FirstOrder()).config.cgm.system_weighting == "per_equation"
+    info = json.loads((tmp_path / "model" / "model.json").read_text())  # now as written before the switch
+    assert info.pop("config_defaults") == 2 and "system_weighting" not in info["config"]["cgm"]
+    (tmp_path / "model" / "model.json").write_text(json.dumps(info))
+    loaded = cj.load_model(tmp_path / "model", problem=FirstOrder())
+    assert loaded.info["config"]["cgm"]["system_weighting"] == "norm" == loaded.config.cgm.system_weighting
+    plain = cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True)
+    cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True, checkpoint_dir=tmp_path / "run", checkpoint_every=0)
+    for ckpt in (tmp_path / "run" / "checkpoints").glob("ckpt-*"):  # as a run with the old default wrote them
+        meta = json.loads((ckpt / "meta.json").read_text())
+        assert meta["identity"].pop("config_defaults") == 2 and meta["identity"]["config"]["cgm"].pop("system_weighting") == "norm"
+        (ckpt / "meta.json").write_text(json.dumps(meta))
+    assert recorded_run(tmp_path / "run", problem=FirstOrder())["config"] == norm
+    with pytest.raises(cj.CheckpointError, match="cgm.system_weighting: saved 'norm'"):
+        cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True, resume=tmp_path / "run")
+    resumed = cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True, resume=tmp_path / "run")
+    assert resumed.metrics.rel_e2 == plain.metrics.rel_e2 != r.metrics.rel_e2  # norm's run, not per_equation's
 
 
 def test_worked_examples_validate_and_state_their_reference():

@@ -104,6 +104,7 @@ def test_refactor_rule_counts_factorizations():
         assert counts[49] < 6
 
 
+@pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
 def test_pcg_train_end_to_end_reduces_the_error():
     """PINN on heat through cj.train with gauss_newton.form="pcg": far below Adam alone, and
     within a factor 10 of the exact kernel step's error after the same iterations."""

@@ -35,6 +35,7 @@ def _train(problem, method, precision):
     return cj.train(problem, method, cfg, key=0, quiet=True)
 
 
+@pytest.mark.slow  # CI time (run with -m slow); test_io loads and predicts saved models in-process
 def test_saved_models_load_and_predict_in_a_fresh_process(tmp_path):
     expected = {}
     for name, (problem, method, precision) in RUNS.items():

@@ -66,6 +66,7 @@ def test_stages_spell_the_second_stage_bit_for_bit():
     assert list(b.statuses) == ["adam", "gauss_newton"] and a.statuses["lbfgs"] == b.statuses["gauss_newton"]
 
 
+@pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
 def test_three_stages_resume_bit_for_bit_from_every_boundary(tmp_path, monkeypatch):
     """A mixed-precision run of three stages, checkpointed at every chunk boundary and
     resumed at both hand-offs and inside the third stage."""
@@ -136,6 +137,7 @@ def test_stop_rules_follow_each_stage_member():
     assert setup.k_max == 25000
 
 
+@pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
 def test_a_sweep_runs_the_same_stages():
     """``cj.sweep`` over seeds with three stages: each member has every stage's status and
     follows ``cj.train`` (vmapped float64 programs round differently in the last digits, and

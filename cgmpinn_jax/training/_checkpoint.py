@@ -7,20 +7,19 @@ A checkpoint is a folder ``<dir>/checkpoints/ckpt-<n>/`` with three files:
   written with `equinox.tree_serialise_leaves` (PRNG keys as their key data);
 * ``history.npz``: the histories so far (NumPy's ``.npz``);
 * ``meta.json``: where the run is (stage, next chunk, steps done), the finished stages'
-  statuses, the seconds spent, the run's identity (library version, problem, method, config,
-  key) and the SHA-256 of the two data files. It is written last.
+  statuses, the seconds spent, the run's identity (library version, problem, method, config
+  and, on a system, its ``config_defaults``; key) and the SHA-256 of the two data files.
 
-A checkpoint is written into a temporary folder that is renamed when complete, and the
-previous one is deleted only after that, so an interruption while writing never leaves the
-run without a good checkpoint. Loading takes the newest checkpoint whose files match their
-checksums; a truncated or corrupted one is skipped with a warning naming the file. A
-checkpoint of another run (a different config, problem, method, precision, key or library
-version) is refused with the differing fields named.
+A checkpoint is written into a temporary folder renamed when complete (meta.json last), and
+the previous one deleted only after that, so an interruption never leaves the run without a
+good checkpoint. Loading takes the newest checkpoint whose files match their checksums (a
+truncated or corrupted one is skipped with a warning naming the file); one of another run (a
+different config, problem, method, precision, key or library version) is refused with the
+differing fields named.
 
-Resuming is exact: every chunk is a deterministic compiled program, and a checkpoint holds
-everything the next chunk reads, so a resumed run's parameters, metrics and every history
-entry equal an uninterrupted run's on the same machine (``tests/test_checkpoint.py``,
-``benchmarks/results/resume.md``).
+Resuming is exact: every chunk is a deterministic compiled program and a checkpoint holds everything
+the next chunk reads, so a resumed run's parameters, metrics and every history entry equal an
+uninterrupted run's on the same machine (``tests/test_checkpoint.py``, ``benchmarks/results/resume.md``).
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import stored_config
+from ..config import CONFIG_DEFAULTS, stored_config
 
 __all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
            "read_meta", "SUBDIR"]
@@ -63,9 +62,8 @@ class TrainingInterrupted(KeyboardInterrupt):
     """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the
     run stopped at a chunk boundary after writing a checkpoint into ``checkpoint_dir``.
 
-    ``result`` is a [`TrainResult`][cgmpinn_jax.TrainResult] of the best parameters of the
-    interrupted stage (its status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or
-    [`resume`][cgmpinn_jax.resume] continues the run."""
+    ``result``: a [`TrainResult`][cgmpinn_jax.TrainResult] of the interrupted stage's best parameters
+    (status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues."""
 
     def __init__(self, checkpoint_dir: Path, result: Any = None):
         super().__init__(f"training interrupted; checkpoint in {checkpoint_dir}")
@@ -89,13 +87,15 @@ class Snapshot:
 
 
 def identity(problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None) -> dict:
-    """What a checkpoint must agree with to be resumed: version, problem, method, config, key
-    (a sweep: its axes, in ``extra``)."""
+    """What a checkpoint must agree with to be resumed: version, problem, method, config, key (a sweep: its axes)."""
     from .._version import __version__
     from ..io import _problem_record, to_jsonable
 
+    system = len(getattr(problem, "equations", ("pde",))) > 1  # else cgm.system_weighting does nothing: left out
     out = {"kind": kind, "version": __version__, "problem": _problem_record(problem), "method": method.name,
-           "config": config.to_dict()}
+           "config": config.to_dict(), **({"config_defaults": CONFIG_DEFAULTS} if system else {})}
+    if not system:
+        out["config"]["cgm"].pop("system_weighting", None)
     if key is not None:
         kd = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
         out["key"] = kd.tolist()
@@ -120,8 +120,7 @@ def _differences(saved: Any, now: Any, where: str = "") -> list[str]:
     return []
 
 
-# --------------------------------------------------------------------------------------
-# files
+# ------------------------------------------------------------------------------ files
 
 
 def _sha256(path: Path) -> str:
@@ -242,8 +241,7 @@ class Checkpointer:
         return final
 
 
-# --------------------------------------------------------------------------------------
-# reading
+# ---------------------------------------------------------------------------- reading
 
 
 def _root(folder: str | Path) -> Path:
@@ -306,8 +304,11 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         except CheckpointError as e:
             warnings.warn(f"skipping a bad checkpoint, using the one before it: {e}", stacklevel=3)
             continue
-        saved = meta["identity"]  # a checkpoint of 0.2 holds a flat config: compared in today's form
-        diff = _differences({**saved, "config": stored_config(saved["config"])} if "config" in saved else saved, ident)
+        saved = meta["identity"]  # 0.2's flat config, or a system's under defaults 1: compared in today's form
+        old = "config_defaults" in ident and "config_defaults" not in saved
+        saved = {**saved, **({"config_defaults": ident["config_defaults"]} if old else {})}
+        diff = _differences({**saved, "config": stored_config(saved["config"], 1 if old else CONFIG_DEFAULTS)}
+                            if "config" in saved else saved, ident)
         if diff:
             raise CheckpointError(f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff))
         pos = meta["position"]

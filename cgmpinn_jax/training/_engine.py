@@ -150,7 +150,8 @@ class Engine:
         cfg = setup.config
         self.objective = Objective(make_term_fn(setup.problem, setup.method, static))
         eqs = len(setup.problem.equations)
-        self.weight_columns = eqs if eqs > 1 and cfg.cgm.system_weighting == "per_equation" else 0
+        per_eq = eqs > 1 and setup.method.weights_points and cfg.cgm.system_weighting == "per_equation"
+        self.weight_columns = eqs if per_eq else 0  # uniform weights: one column, whatever the option
         self.residual_fn = make_residual_fn(setup.problem, static, per_equation=self.weight_columns > 0)
         self.balancing = make_balancing(setup)
         init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
