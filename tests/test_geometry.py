@@ -327,3 +327,12 @@ def test_empty_face_of_a_set_operation_raises_when_sampled():
     np.testing.assert_allclose(x[:, 0], 1.0)
     np.testing.assert_array_equal(n, jnp.tile(jnp.array([1.0, 0.0]), (100, 1)))
     assert cut.boundary_measure("cut") == pytest.approx(1.0, rel=0.05)  # a tenth of the box: 1.2% noise
+
+
+def test_integer_points_are_accepted_as_floats():
+    """contains / on_boundary / normal take integer coordinates (cast to the float dtype)."""
+    box = Box((0.0, 0.0), (2.0, 2.0))
+    x = np.array([[1, 1], [3, 1], [0, 1]])
+    np.testing.assert_array_equal(np.asarray(box.contains(x)), [True, False, True])
+    np.testing.assert_array_equal(np.asarray(box.on_boundary(x)), [False, False, True])
+    np.testing.assert_allclose(np.asarray(box.normal(x[2:])), [[-1.0, 0.0]])

@@ -84,7 +84,7 @@ def _check_declarations(problem: Any) -> None:
     for attr in ("lower", "upper"):
         v = getattr(problem, attr)
         if not isinstance(v, (tuple, list)) or len(v) != d or not all(_is_number(x) for x in v):
-            hint = f" ((0.0) is a float, not a tuple: write (0.0,))" if _is_number(v) else ""
+            hint = " ((0.0) is a float, not a tuple: write (0.0,))" if _is_number(v) else ""
             _fail(problem, attr, f"must be a tuple of {d} floats (one per coordinate of {tuple(coords)!r}), got {v!r}{hint}")
         if not all(math.isfinite(float(x)) for x in v):
             _fail(problem, attr, f"must be finite, got {tuple(v)!r}")

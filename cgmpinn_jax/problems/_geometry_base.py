@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._geometry_util import Draw, _all_valid, _check_count, _first_valid, _jax_candidates, _n_candidates
+from ._geometry_util import Draw, _all_valid, _check_count, _first_valid, _float_dtype, _jax_candidates, _n_candidates
 
 __all__ = ["Geometry"]
 

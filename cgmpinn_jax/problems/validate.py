@@ -66,7 +66,6 @@ def validate_problem(problem: "Problem") -> "Problem":
     d = problem.dim
     dtype = jnp.zeros(()).dtype
     z = jax.ShapeDtypeStruct((d,), dtype)
-    one_point = f"for one point z of shape ({d},)"
 
     check_system_declarations(problem)
     n_fields = len(problem.fields)

@@ -117,7 +117,7 @@ class LidDrivenCavity(Problem):
     defaults = ProblemDefaults(width=64, depth=4)
 
     def operator(self, f, z):
-        u, v, p = f.u(z), f.v(z), f.p(z)
+        u, v = f.u(z), f.v(z)
         ux, uy, vx, vy = partial(f.u, 0)(z), partial(f.u, 1)(z), partial(f.v, 0)(z), partial(f.v, 1)(z)
         lap = lambda g: partial(g, 0, 0)(z) + partial(g, 1, 1)(z)  # noqa: E731
         return (u * ux + v * uy + partial(f.p, 0)(z) - lap(f.u) / self.re,
