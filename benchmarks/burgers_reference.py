@@ -7,47 +7,9 @@ The problem, on x in [-1, 1], t in [0, 1]::
 for ``nu = 0.01/pi`` (Raissi et al.; PINNacle's ``burgers1d``: a steep front at x = 0 forms
 near t = 1/pi and stays) and ``nu = 0.01`` (DSGNAR, Webb et al. 2026).
 
-Method. The initial value is odd and 2-periodic and Burgers keeps both properties, so the
-solution of the periodic problem on [-1, 1) vanishes at x = -1, 0, 1 for every t: it *is* the
-Dirichlet solution. In x a Fourier pseudo-spectral method on N equispaced points
-x_j = -1 + 2j/N: the state is the vector of the rfft coefficients v_k, k = 0..K, K = floor(N/3)
-(the 2/3 rule: the modes above K are kept at zero, so the quadratic term is computed without
-aliasing), and the equation in Fourier space is::
-
-    dv_k/dt = L_k v_k + F_k(v),   L_k = -nu (pi k)^2,   F(v) = -(1/2) (i pi k) FFT[(IFFT v)^2].
-
-In t the exponential integrator ETDRK4 (Cox and Matthews 2002, with the coefficient functions
-of Kassam and Trefethen 2005) with a fixed step h: the stiff diffusion ``L`` is integrated
-exactly, only the non-stiff quadratic term is approximated (fourth order in h), so the step is
-not held by the diffusion's stability at the highest mode, h ~ 1/(nu (pi K)^2), as an explicit
-Runge-Kutta step would be; the same step serves N and 2N. A fixed step puts every output time
-on the step grid and gives a clean error estimate by step halving. The phi-functions
-phi_1..phi_3 of the real arguments z = h L_k are summed from their Taylor series for |z| < 1
-and from their closed forms otherwise (no cancellation there), so they are exact to round-off.
-
-The output grid is x = linspace(-1, 1, 256), t = linspace(0, 1, 101), every output time a whole
-number of steps; the sine series u(x, t) = sum_k b_k(t) sin(pi k x), b_k = -(2/N)(-1)^k Im v_k, is
-summed at the output points (adding only round-off).
-
-Checks (``--check``; the numbers go to ``benchmarks/results/burgers_reference.{md,json}``):
-
-* space: the same computation with 2N points, the difference on the output grid;
-* time: the same computation with step 2h (ETDRK4 is fourth order, so the error of step h is
-  about that difference / 15) and with step h/2;
-* Cole-Hopf: u = -2 nu phi_x / phi with phi the solution of the heat equation phi_t = nu phi_xx
-  from phi_0 = exp(-cos(pi x) / (2 pi nu)), i.e.::
-
-      u(x, t) = -int sin(pi (x - eta)) f(x - eta) G(eta) d eta / int f(x - eta) G(eta) d eta,
-      f(y) = exp(-cos(pi y) / (2 pi nu)),   G(eta) = exp(-eta^2 / (4 nu t)),
-
-  summed by the trapezoidal rule on a fine eta grid (the integrands are smooth and decay like a
-  Gaussian, so the rule converges exponentially; exponents are shifted by their maximum so
-  nothing overflows), at every output point with t > 0; an independent solution of the same
-  problem;
-* PINNacle's COMSOL solution of the ``nu = 0.01/pi`` case (``ref/burgers1d.dat`` of
-  https://github.com/i207M/PINNacle; its x = -1:0.02:1 at t = 0, 0.1, ..., 1), compared at its
-  own points by summing the sine series there (``--comsol PATH``; by default it is read from a
-  local mirror of that repository when there is one, else skipped).
+Method (Fourier pseudo-spectral in x with the 2/3 rule, ETDRK4 in t) and checks (2N points,
+steps 2h and h/2, Cole-Hopf, PINNacle's COMSOL solution via ``--comsol PATH``): "How the
+Burgers reference is made" in docs/problems-from-data.md.
 
     python -m benchmarks.burgers_reference                    # both viscosities: the npz files
     python -m benchmarks.burgers_reference --nu 0.01/pi --check

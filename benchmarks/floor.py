@@ -10,6 +10,8 @@ below 1e-6 .. 1e-9, so that the gap between training residual and test error can
     python -m benchmarks.floor --cells poisson1d_points4
     python -m benchmarks.floor --report-only
 
+Probes (``PROBES``, `probe_cell`): one step of the kernel and the SVD form from a late state.
+
 Record ``benchmarks/results/floor.json``, report ``floor.md``.
 """
 
@@ -30,7 +32,49 @@ CELLS = {
     "poisson1d_points1_pcg": ("poisson1d", 1, {"gauss_newton": {"form": "pcg"}}),
     "poisson1d_width100": ("poisson1d", 1, {"width": 100}),  # network size: 30 701 parameters, not 7851
     "poisson1d_float32": ("poisson1d", 1, {"precision": "float32"}),  # float32 end to end (Adam and Gauss-Newton)
+    "poisson1d_float32_svd": ("poisson1d", 1, {"precision": "float32", "gauss_newton": {"form": "svd"}}),
 }
+PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}  # name: (problem, kernel iterations before the probe)
+BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
+
+
+def probe_cell(name: str, seed: int) -> dict:
+    """Does the kernel's conditioning stop a run? After ``its`` kernel iterations: the residual's energy
+    in bands of J's singular values, and the objective after one kernel step (NaN where its Cholesky
+    fails) and one SVD step at 19 dampings (relative to ``|J|_F^2 / P``)."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.solvers._gn_linear import _gram, svd_direction
+    from cgmpinn_jax.training import CompileCache
+    from cgmpinn_jax.training._objective import LeastSquares, Trainable
+    from cgmpinn_jax.training._schedule import resolve
+
+    (problem_name, its), t0 = PROBES[name], time.perf_counter()
+    with jax.enable_x64(True):
+        prob, cfg = cj.get_problem(problem_name), cj.TrainConfig.preset("accurate", second={"steps": its})
+        res = cj.train(prob, "pinn", cfg, key=seed, quiet=True)
+        lsq = LeastSquares(prob, res.method, CompileCache().engine(resolve(prob, res.method, cfg))[0])
+        params = eqx.partition(Trainable(res.model, None, None), eqx.is_array)[0]
+        x, unravel = jax.flatten_util.ravel_pytree(params)
+        w, lam = jnp.ones(res.batch["pde"][0].shape[0]), jnp.asarray(res.history.lambdas[-1])
+        r, J = jax.jit(lsq.jacobian)(params, res.batch, w, lam)
+        f = jax.jit(lambda y: jnp.sum(lsq.residuals(unravel(y), res.batch, w, lam) ** 2))
+        U, S, _ = jnp.linalg.svd(J, full_matrices=False)
+        rel, e = np.asarray(S / S[0]), np.asarray(jnp.dot(r, U)) ** 2
+        bands = {f"{lo:g}-{hi:g}": [int(((rel > lo) & (rel <= hi)).sum()), float(e[(rel > lo) & (rel <= hi)].sum())]
+                 for lo, hi in BANDS}
+        A, scale, svd = _gram(J, "kernel"), float(jnp.sum(J * J) / J.shape[1]), svd_direction(J, r)
+        eye = jnp.eye(A.shape[0], dtype=A.dtype)
+        kernel = jax.jit(lambda mu: -jnp.dot(jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(A + mu * eye), True), r), J))
+        after = {f"{m:.0e}": [float(f(x + kernel(m * scale))), float(f(x + svd(m * scale)[0]))]
+                 for m in np.geomspace(1e-20, 1e-2, 19)}
+    return {"cell": name, "problem": problem_name, "method": "pinn", "seed": seed, "points": 1, "config": cfg.to_dict(),
+            "metrics": res.metrics.as_dict(), "final_loss": float(f(x)), "stages": res.stage_lines(),
+            "probe": {"rows_x_params": list(J.shape), "bands": bands, "after_one_step": after},
+            "wall_seconds": time.perf_counter() - t0}
 
 
 def train_cell(name: str, seed: int, track_every: int) -> dict:
@@ -61,18 +105,28 @@ def render(runs: dict) -> str:
              "problem's test grid; final loss: the objective at the end (the training residual).", "",
              "| cell | seed | points x | rel. e2 | final loss | to 1e-6; 1e-7; 1e-8; 1e-9 (it / s) | wall s "
              "| stop | commit | threads |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs.values(), key=lambda r: (r["cell"], r["seed"])):
+    for r in sorted((r for r in runs.values() if "probe" not in r), key=lambda r: (r["cell"], r["seed"])):
         reach = "; ".join("-" if v["iterations"] is None else f"{v['iterations']} / {v['seconds']:.0f}"
                           for v in r["reach"].values())
         lines.append(f"| {r['cell']} | {r['seed']} | {r['points']} | {float(r['metrics']['rel_e2']):.3e} | "
                      f"{r['final_loss']:.3e} | {reach} | {r['wall_seconds']:.0f} | {r['stages'][-1]} | "
                      f"{r.get('commit', '?')} | {r.get('threads', '?')} |")
+    for r in (r for r in runs.values() if "probe" in r):
+        pr, best = r["probe"], lambda j: min(float(v[j]) for v in r["probe"]["after_one_step"].values() if v[j] != "nan")
+        lines += ["", f"**{r['cell']}** (seed {r['seed']}, {pr['rows_x_params'][0]} x {pr['rows_x_params'][1]} J, "
+                  f"after {r['stages'][-1]}; rel. e2 {float(r['metrics']['rel_e2']):.3e}, objective {r['final_loss']:.4e}, "
+                  f"commit {r.get('commit', '?')}). Residual energy by s / s_max: " + "; ".join(
+                      f"{k}: {n} directions, {en:.3e}" for k, (n, en) in pr["bands"].items())
+                  + f". Best objective after one step over the dampings: kernel {best(0):.6e}, SVD {best(1):.6e}.", "",
+                  "| mu / scale | " + " | ".join(pr["after_one_step"]) + " |", "|---|" + "---|" * len(pr["after_one_step"])]
+        lines += [f"| {lab} | " + " | ".join(f"{float(v[j]):.3e}" for v in pr["after_one_step"].values()) + " |"
+                  for j, lab in ((0, "kernel"), (1, "SVD"))]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", nargs="+", choices=sorted(CELLS), default=[])
+    ap.add_argument("--cells", nargs="+", choices=sorted({**CELLS, **PROBES}), default=[])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--list", action="store_true")
@@ -84,7 +138,7 @@ def main(argv=None) -> None:
             if args.list:
                 print(f"{key}: {'done' if study.is_done(key) else 'missing'}")
             else:
-                r = study.run(key, lambda: train_cell(name, seed, args.track_every))
+                r = study.run(key, lambda: probe_cell(name, seed) if name in PROBES else train_cell(name, seed, args.track_every))
                 print(f"{key}: rel e2 {float(r['metrics']['rel_e2']):.3e}", flush=True)
     study.write_report(render, echo=not args.list)
 

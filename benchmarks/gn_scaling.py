@@ -39,11 +39,11 @@ THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-7)
 
 def parse_form(text: str) -> tuple[str, int | None]:
     kind, _, val = text.partition(":")
-    if kind == "kernel" and not val:
+    if kind in ("kernel", "svd") and not val:
         return kind, None
     if kind == "pcg" and (not val or (val.isdigit() and int(val) >= 1)):
         return kind, int(val) if val else None
-    raise argparse.ArgumentTypeError(f"a form is 'kernel', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
+    raise argparse.ArgumentTypeError(f"a form is 'kernel', 'svd', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
 
 
 def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, budget_s, track_every,
@@ -210,7 +210,7 @@ def main(argv=None) -> None:
     ap.add_argument("--report-only", action="store_true", help="rewrite gn_scaling.md from the record")
     ap.add_argument("--problem", default="heat")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--forms", type=parse_form, nargs="+", default=None, help="kernel, pcg or pcg:R")
+    ap.add_argument("--forms", type=parse_form, nargs="+", default=None, help="kernel, svd, pcg or pcg:R")
     ap.add_argument("--cap", nargs="*", default=[], help="FORM=N: at most N iterations of that form")
     ap.add_argument("--adam-steps", type=int, default=None, help="default: the preset's")
     ap.add_argument("--max-iters", type=int, default=1500)

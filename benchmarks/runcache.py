@@ -53,22 +53,7 @@ converted); ``accept(compact) -> bool`` rejects a recorded run (e.g. of an older
 version), which is then trained again and replaces it. Several processes may add runs to the
 same study at once (the record is updated under a file lock, written atomically).
 
-Example, a precision study::
-
-    from benchmarks import runcache
-    import cgmpinn_jax as cj
-
-    def one(dtype, seed):
-        def fn():
-            res = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(), key=seed, quiet=True)
-            s = res.summary()
-            return {"dtype": dtype, "seed": seed, "metrics": res.metrics.as_dict(),
-                    "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"],
-                    "loss_curve": res.history.loss.tolist()}       # full file only
-        return runcache.cached_run("precision", f"poisson1d-{dtype}-seed{seed}", fn)
-
-    rows = [one("float32", s) for s in (0, 1, 2)]   # rerunning skips what the record holds
-    # tables from runcache.Study("precision").load().values(); figures from load_full(...)
+An example study: benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ __all__ = ["AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", 
            "ReLoBRaLoOptions", "GN_FORMS", "GROUPS"]
 
 #: the Gauss-Newton member's system forms (see `GaussNewtonOptions`)
-GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree")
+GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree", "svd")
 
 
 def _is_int(v) -> bool:
@@ -198,9 +198,11 @@ class GaussNewtonOptions(_Checks):
             parameters; else ``"pcg"`` from 4096 rows on, the exact kernel ``J J^T`` below;
             ``"matfree"`` where that form would need more than ``memory_limit_gb``),
             ``"kernel"``, ``"gramian"``, ``"pcg"`` (the kernel system by conjugate
-            gradients preconditioned with an earlier iteration's Cholesky factor), or
+            gradients preconditioned with an earlier iteration's Cholesky factor),
             ``"matfree"`` (conjugate gradients on products with ``J`` and ``J^T`` from
-            automatic differentiation: no Jacobian and no matrix is stored).
+            automatic differentiation: no Jacobian and no matrix is stored), or ``"svd"``
+            (every trial's step from one thin SVD of ``J``: no squared condition number,
+            several times the kernel step's cost; never chosen by ``"auto"``).
         mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
         mu_min: the damping's lower bound, relative as ``mu_init`` (1e-15).
         mu_max: the damping's upper bound, relative as ``mu_init`` (1e8).

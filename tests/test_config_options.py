@@ -76,7 +76,7 @@ def test_train_config_composes_one_group_per_part():
     (lambda: LBFGSOptions(linesearch="wolfe"), r"LBFGSOptions\.linesearch must be one of"),
     (lambda: LBFGSOptions(reset_on_failure="yes"), r"LBFGSOptions\.reset_on_failure must be True or False"),
     (lambda: DenseOptions(max_params=0), r"DenseOptions\.max_params"),
-    (lambda: GaussNewtonOptions(form="qr"), r"GaussNewtonOptions\.form must be one of \('auto', 'kernel', 'gramian', 'pcg', 'matfree'\)"),
+    (lambda: GaussNewtonOptions(form="qr"), r"GaussNewtonOptions\.form must be one of \('auto', 'kernel', 'gramian', 'pcg', 'matfree', 'svd'\)"),
     (lambda: GaussNewtonOptions(mu_init=1e9), r"mu_min <= mu_init <= mu_max"),
     (lambda: GaussNewtonOptions(max_trials=True), r"GaussNewtonOptions\.max_trials"),
     (lambda: GaussNewtonOptions(memory_limit_gb=-1.0), r"GaussNewtonOptions\.memory_limit_gb must be > 0"),

@@ -41,6 +41,15 @@ iterations. ``form="auto"`` takes it only where the form it would choose needs m
 fallback for size, not for speed (without a preconditioner CG solves only well-damped systems
 in few iterations; see the matrix-free CG measurement below).
 
+**The SVD form** (``gauss_newton.form="svd"``, issue 44 item 3): one thin SVD of ``J`` per
+iteration, and every trial's step and predicted decrease from it (`_gn_linear.svd_direction`),
+so nothing squares the condition number: directions are resolved down to about ``eps s_max``
+where a Cholesky factor of ``J J^T + mu I`` stops near ``sqrt(eps) s_max``. It costs several
+kernel steps (an SVD is about ten times the product and its Cholesky at 1502 x 7851, float64,
+one core), and ``"auto"`` never takes it. At a late state of 1D Poisson (float64) the best
+step of either form over twenty dampings lowered the objective by the same 0.3%: in float64
+the kernel's conditioning is not what stops a run (docs/accuracy.md).
+
 **Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
 ``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
 PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
@@ -109,6 +118,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from ._gn_linear import _cg, _gram, _pcg, svd_direction
 from ._protocol import StageStatus
 from ._protocol import StepResult
 from ._stopping import Terminates
@@ -156,29 +166,10 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
     form = lm_solve_form(rows, params, form)
     if form == "matfree":
         return itemsize * (10 * rows + 6 * params)
+    if form == "svd":  # J twice, the SVD's V^T and the factorization's workspace (about one more J), U
+        return itemsize * (4 * rows * params + 2 * min(rows, params) ** 2)
     s = rows if form in ("kernel", "pcg") else params
     return itemsize * (2 * rows * params + 3 * s * s)
-
-
-def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
-    """``J J^T`` (kernel) or ``J^T J`` (Gramian), at full float precision, symmetric by
-    construction: the output is cut into ``blocks x blocks`` tiles and only the lower ones
-    are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
-    upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
-    faster than the plain product, and ``blocks = 8`` gained almost nothing more
-    (``benchmarks/results/gn_cost.md``)."""
-    A = J if form == "kernel" else J.T  # rows of A are the matrix's index
-    n = A.shape[0]
-    b = blocks if n >= 128 * blocks else 1
-    parts = jnp.array_split(A, b)
-    dot = lambda a, c: jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
-    tiles = [[None] * b for _ in range(b)]
-    for i in range(b):
-        for j in range(i + 1):
-            tiles[i][j] = dot(parts[i], parts[j])
-            if j < i:
-                tiles[j][i] = tiles[i][j].T
-    return jnp.block(tiles)
 
 
 class PCGState(NamedTuple):
@@ -300,6 +291,8 @@ class GaussNewton(Terminates):
                 return d, value - dot(m, m), its
 
             return direction, None, 0
+        if form == "svd":
+            return svd_direction(J, r), None, 0
         if form == "pcg":
             L, made = self._preconditioner(state, J, mu0)
 
@@ -343,36 +336,3 @@ class GaussNewton(Terminates):
 
         L = jax.lax.cond(stale, fresh, lambda _: state.L, None)
         return L, stale.astype(jnp.int32)
-
-
-def _pcg(J, r, mu, L, max_iters: int, tol: float):
-    """``(J J^T + mu I) a = r`` by conjugate gradients preconditioned with ``(L L^T)^{-1}``
-    (``L``: an earlier iteration's factor), from ``a = 0``, until the residual is below
-    ``tol * |r|`` or ``max_iters`` iterations: ``(a, iterations)``. Each iteration is two
-    products with ``J`` (``4 M P`` flops) and two triangular solves (``2 M^2``)."""
-    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
-    return _cg(lambda u: dot(J, dot(u, J)) + mu * u, lambda v: jax.scipy.linalg.cho_solve((L, True), v), r,
-               max_iters, tol)
-
-
-def _cg(op, prec, r, max_iters: int, tol: float):
-    """``op(a) = r`` (``op`` symmetric positive definite) by conjugate gradients preconditioned
-    with ``prec``, from ``a = 0``, until the residual is below ``tol * |r|`` or ``max_iters``
-    iterations (or a breakdown: a non-finite or non-positive ``r . z``): ``(a, iterations)``."""
-    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
-    stop = (tol * tol) * dot(r, r)
-
-    def body(c):
-        k, a, res, z, p, rz = c
-        q = op(p)
-        alpha = rz / dot(p, q)
-        a, res = a + alpha * p, res - alpha * q
-        z = prec(res)
-        rz_new = dot(res, z)
-        return k + 1, a, res, z, z + (rz_new / rz) * p, rz_new
-
-    z0 = prec(r)
-    c0 = (jnp.int32(0), jnp.zeros_like(r), r, z0, z0, dot(r, z0))
-    k, a, *_ = jax.lax.while_loop(lambda c: (c[0] < max_iters) & (dot(c[2], c[2]) > stop) & jnp.isfinite(c[5])
-                                  & (c[5] > 0), body, c0)
-    return a, k

@@ -1,0 +1,85 @@
+"""The linear algebra of the Gauss-Newton forms (`cgmpinn_jax.solvers._gauss_newton`): the
+product ``J J^T`` / ``J^T J`` by tiles, conjugate gradients (plain and preconditioned by an
+earlier Cholesky factor), and the SVD form's directions."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
+    """``J J^T`` (kernel) or ``J^T J`` (Gramian), at full float precision, symmetric by
+    construction: the output is cut into ``blocks x blocks`` tiles and only the lower ones
+    are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
+    upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
+    faster than the plain product, and ``blocks = 8`` gained almost nothing more
+    (``benchmarks/results/gn_cost.md``)."""
+    A = J if form == "kernel" else J.T  # rows of A are the matrix's index
+    n = A.shape[0]
+    b = blocks if n >= 128 * blocks else 1
+    parts = jnp.array_split(A, b)
+    dot = lambda a, c: jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
+    tiles = [[None] * b for _ in range(b)]
+    for i in range(b):
+        for j in range(i + 1):
+            tiles[i][j] = dot(parts[i], parts[j])
+            if j < i:
+                tiles[j][i] = tiles[i][j].T
+    return jnp.block(tiles)
+
+
+def _pcg(J, r, mu, L, max_iters: int, tol: float):
+    """``(J J^T + mu I) a = r`` by conjugate gradients preconditioned with ``(L L^T)^{-1}``
+    (``L``: an earlier iteration's factor), from ``a = 0``, until the residual is below
+    ``tol * |r|`` or ``max_iters`` iterations: ``(a, iterations)``. Each iteration is two
+    products with ``J`` (``4 M P`` flops) and two triangular solves (``2 M^2``)."""
+    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+    return _cg(lambda u: dot(J, dot(u, J)) + mu * u, lambda v: jax.scipy.linalg.cho_solve((L, True), v), r,
+               max_iters, tol)
+
+
+def _cg(op, prec, r, max_iters: int, tol: float):
+    """``op(a) = r`` (``op`` symmetric positive definite) by conjugate gradients preconditioned
+    with ``prec``, from ``a = 0``, until the residual is below ``tol * |r|`` or ``max_iters``
+    iterations (or a breakdown: a non-finite or non-positive ``r . z``): ``(a, iterations)``."""
+    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+    stop = (tol * tol) * dot(r, r)
+
+    def body(c):
+        k, a, res, z, p, rz = c
+        q = op(p)
+        alpha = rz / dot(p, q)
+        a, res = a + alpha * p, res - alpha * q
+        z = prec(res)
+        rz_new = dot(res, z)
+        return k + 1, a, res, z, z + (rz_new / rz) * p, rz_new
+
+    z0 = prec(r)
+    c0 = (jnp.int32(0), jnp.zeros_like(r), r, z0, z0, dot(r, z0))
+    k, a, *_ = jax.lax.while_loop(lambda c: (c[0] < max_iters) & (dot(c[2], c[2]) > stop) & jnp.isfinite(c[5])
+                                  & (c[5] > 0), body, c0)
+    return a, k
+
+
+def svd_direction(J, r):
+    """The damped steps of every ``mu`` from one thin SVD ``J = U S V^T`` (the ``"svd"`` form):
+    ``direction(mu) -> (d, predicted decrease, 0)`` with ``d = -V S (S^2 + mu)^{-1} U^T r`` and
+    the decrease ``sum c^2 S^2 (S^2 + 2 mu) / (S^2 + mu)^2`` (``c = U^T r``), free of the
+    cancellation of ``|r|^2 - |r + J d|^2``. Nothing is squared: a direction of singular value
+    ``s`` is resolved down to about ``eps s_max``, where a Cholesky factor of ``J J^T + mu I``
+    fails below ``mu ~ eps s_max^2`` and so damps every direction with ``s < sqrt(eps) s_max``
+    (about 1e-8 of the largest in float64, 2.4e-4 in float32). Each trial is two products, no
+    factorization; the SVD costs several times the product ``J J^T``."""
+    U, S, Vt = jnp.linalg.svd(J, full_matrices=False)
+    c = jnp.dot(r, U, precision=HIGHEST)
+    s2 = S * S
+
+    def direction(mu):
+        q = s2 + mu
+        d = -jnp.dot(S * c / q, Vt, precision=HIGHEST)
+        return d, jnp.sum(c * c * s2 * (s2 + 2.0 * mu) / (q * q)), jnp.int32(0)
+
+    return direction
