@@ -194,15 +194,16 @@ class GaussNewtonOptions(_Checks):
     ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
 
     Attributes:
-        form: the linear system's form: ``"auto"`` (Gramian ``J^T J`` when rows exceed
-            parameters; else ``"pcg"`` from 4096 rows on, the exact kernel ``J J^T`` below;
-            ``"matfree"`` where that form would need more than ``memory_limit_gb``),
+        form: the linear system's form: ``"auto"`` (in float32 ``"svd"`` up to 4096 rows or
+            parameters; else the Gramian ``J^T J`` when rows exceed parameters, ``"pcg"``
+            from 4096 rows on, the exact kernel ``J J^T`` below; ``"matfree"`` where that
+            form would need more than ``memory_limit_gb``),
             ``"kernel"``, ``"gramian"``, ``"pcg"`` (the kernel system by conjugate
             gradients preconditioned with an earlier iteration's Cholesky factor),
             ``"matfree"`` (conjugate gradients on products with ``J`` and ``J^T`` from
             automatic differentiation: no Jacobian and no matrix is stored), or ``"svd"``
             (every trial's step from one thin SVD of ``J``: no squared condition number,
-            several times the kernel step's cost; never chosen by ``"auto"``).
+            several times the kernel step's cost).
         mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
         mu_min: the damping's lower bound, relative as ``mu_init`` (1e-15).
         mu_max: the damping's upper bound, relative as ``mu_init`` (1e8).

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cgmpinn_jax.solvers._gauss_newton import GaussNewton, GNState, memory_bytes
+import cgmpinn_jax as cj
+from cgmpinn_jax.solvers._gauss_newton import SVD_AUTO_MAX, GaussNewton, GNState, lm_solve_form, memory_bytes
 from cgmpinn_jax.solvers._gn_linear import svd_direction
 from test_gauss_newton import _toy_run
 from test_gn_matfree import KW, _small_pinn
@@ -74,3 +75,16 @@ def test_svd_first_step_is_the_kernel_step_on_a_pinn():
         xs = np.asarray(jax.flatten_util.ravel_pytree(out.params)[0])
         assert np.linalg.norm(xs - (x0 + d)) <= 1e-9 * np.linalg.norm(d)
     assert memory_bytes(100, 1000, 8, "svd") == 8 * (4 * 100 * 1000 + 2 * 100**2)
+
+
+def test_auto_takes_the_svd_form_in_float32_and_it_trains():
+    """float32 (itemsize 4): "auto" is "svd" up to SVD_AUTO_MAX rows or parameters; float64 keeps
+    its rule. A float32 Gauss-Newton stage with it lowers the error of the Adam start."""
+    assert lm_solve_form(1502, 7801, itemsize=4) == "svd" and lm_solve_form(1502, 7801, itemsize=8) == "kernel"
+    assert lm_solve_form(SVD_AUTO_MAX + 1, 20000, itemsize=4) == "pcg" and lm_solve_form(9000, 500, itemsize=4) == "svd"
+    assert memory_bytes(1502, 7801, 4) == memory_bytes(1502, 7801, 4, "svd")
+    prob = cj.get_problem("poisson1d", n_pde=200)
+    cfg = cj.TrainConfig(second_stage="gauss_newton", adam={"steps": 300}, second={"steps": 0}, width=16, depth=2)
+    adam = cj.train(prob, "pinn", cfg, key=0, quiet=True)
+    gn = cj.train(prob, "pinn", cfg.replace(second={"steps": 30}), key=0, quiet=True)
+    assert gn.metrics.rel_e2 < 0.5 * adam.metrics.rel_e2

@@ -46,9 +46,11 @@ iteration, and every trial's step and predicted decrease from it (`_gn_linear.sv
 so nothing squares the condition number: directions are resolved down to about ``eps s_max``
 where a Cholesky factor of ``J J^T + mu I`` stops near ``sqrt(eps) s_max``. It costs several
 kernel steps (an SVD is about ten times the product and its Cholesky at 1502 x 7851, float64,
-one core), and ``"auto"`` never takes it. At a late state of 1D Poisson (float64) the best
-step of either form over twenty dampings lowered the objective by the same 0.3%: in float64
-the kernel's conditioning is not what stops a run (docs/accuracy.md).
+one core). ``"auto"`` takes it in float32 (`SVD_AUTO_MAX`), where the kernel resolves only
+``s > 2.4e-4 s_max``: on 1D Poisson float32 end to end ended at 3.569 with the kernel and at
+4.545e-06 with the SVD form. In float64 it is not what stops a run: at a late state of 1D
+Poisson the best step of either form over 19 dampings lowered the objective by the same 0.3%
+(``benchmarks/results/floor.md``, docs/accuracy.md).
 
 **Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
 ``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
@@ -130,6 +132,7 @@ PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
 PCG_AUTO_ROWS = 4096  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
+SVD_AUTO_MAX = 4096  # in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
 MATFREE_MAX_ITERS = 200  # CG iterations per trial at most (gauss_newton.form="matfree")
 MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.form="matfree")
 
@@ -144,13 +147,19 @@ class GNState(NamedTuple):
 
 def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float | None = None,
                   itemsize: int = 8) -> str:
-    """``form``, or for ``"auto"``: ``"gramian"`` (``params x params`` system) when
-    ``rows > params``, else ``"pcg"`` from `PCG_AUTO_ROWS` rows on and the exact ``"kernel"``
-    step below (the accuracy study's problems, 1502 to 3900 rows, keep the step their records
-    were made with); ``"matfree"`` where that form would hold more than ``limit_bytes``."""
+    """``form``, or for ``"auto"``: in float32 (``itemsize`` 4) ``"svd"`` up to `SVD_AUTO_MAX`
+    rows or parameters (the kernel's squared condition number leaves float32 nothing to
+    resolve: on 1D Poisson it ended at 3.569 where the SVD form reached 4.5e-06); otherwise
+    ``"gramian"`` (``params x params`` system) when ``rows > params``, else ``"pcg"`` from
+    `PCG_AUTO_ROWS` rows on and the exact ``"kernel"`` step below (the accuracy study's
+    problems, 1502 to 3900 rows, keep the step their records were made with); ``"matfree"``
+    where that form would hold more than ``limit_bytes``."""
     if form != "auto":
         return form
-    chosen = "gramian" if rows > params else ("pcg" if rows >= PCG_AUTO_ROWS else "kernel")
+    if itemsize == 4 and min(rows, params) <= SVD_AUTO_MAX:
+        chosen = "svd"
+    else:
+        chosen = "gramian" if rows > params else ("pcg" if rows >= PCG_AUTO_ROWS else "kernel")
     if limit_bytes is not None and memory_bytes(rows, params, itemsize, chosen) > limit_bytes:
         return "matfree"
     return chosen
@@ -163,7 +172,7 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
     matrix-free form holds vectors only: about ten of ``rows`` (CG's and the trial's) and six
     of ``params``; the backward pass's activations, which every form holds too, are not
     counted (``benchmarks/results/gn_scaling.md`` measures a 50 000 x 50 000 case)."""
-    form = lm_solve_form(rows, params, form)
+    form = lm_solve_form(rows, params, form, itemsize=itemsize)
     if form == "matfree":
         return itemsize * (10 * rows + 6 * params)
     if form == "svd":  # J twice, the SVD's V^T and the factorization's workspace (about one more J), U
