@@ -196,7 +196,7 @@ class GaussNewtonOptions(_Checks):
     Attributes:
         form: the linear system's form: ``"auto"`` (in float32 ``"svd"`` up to 4096 rows or
             parameters; else the Gramian ``J^T J`` when rows exceed parameters, ``"pcg"``
-            from 4096 rows on, the exact kernel ``J J^T`` below; ``"matfree"`` where that
+            from 2048 rows on, the exact kernel ``J J^T`` below; ``"matfree"`` where that
             form would need more than ``memory_limit_gb``),
             ``"kernel"``, ``"gramian"``, ``"pcg"`` (the kernel system by conjugate
             gradients preconditioned with an earlier iteration's Cholesky factor),

@@ -142,6 +142,7 @@ def test_auto_form_by_size():
 
     assert lm_solve_form(1502, 7801) == "kernel"  # 1D Poisson's accurate runs keep the exact step
     assert lm_solve_form(9200, 19761) == "pcg"  # Fisher-KPP
+    assert lm_solve_form(2400, 7851) == "pcg" and lm_solve_form(3000, 7851) == "pcg"  # heat, 2D Poisson: 1e-6 sooner
     assert lm_solve_form(PCG_AUTO_ROWS, PCG_AUTO_ROWS + 1) == "pcg"
     assert lm_solve_form(9000, 5000) == "gramian"
     assert lm_solve_form(9200, 19761, "kernel") == "kernel"

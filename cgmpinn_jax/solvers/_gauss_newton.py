@@ -131,7 +131,7 @@ HIGHEST = jax.lax.Precision.HIGHEST
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
-PCG_AUTO_ROWS = 4096  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
+PCG_AUTO_ROWS = 2048  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
 SVD_AUTO_MAX = 4096  # in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
 MATFREE_MAX_ITERS = 200  # CG iterations per trial at most (gauss_newton.form="matfree")
 MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.form="matfree")
@@ -151,9 +151,11 @@ def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float
     rows or parameters (the kernel's squared condition number leaves float32 nothing to
     resolve: on 1D Poisson it ended at 3.569 where the SVD form reached 4.5e-06); otherwise
     ``"gramian"`` (``params x params`` system) when ``rows > params``, else ``"pcg"`` from
-    `PCG_AUTO_ROWS` rows on and the exact ``"kernel"`` step below (the accuracy study's
-    problems, 1502 to 3900 rows, keep the step their records were made with); ``"matfree"``
-    where that form would hold more than ``limit_bytes``."""
+    `PCG_AUTO_ROWS` rows on and the exact ``"kernel"`` step below (1D Poisson's 1502 rows);
+    ``"matfree"`` where that form would hold more than ``limit_bytes``. From the same Adam
+    start pcg took the kernel's iterates at 0.49x its seconds to 1e-6 on heat (2400 rows) and
+    reached 1e-6 on 2D Poisson (3000 rows) in 1410 s, where the kernel had not in 2400 s
+    (``benchmarks/results/gn_scaling.md``); until 2048 rows, the threshold was 4096."""
     if form != "auto":
         return form
     if itemsize == 4 and min(rows, params) <= SVD_AUTO_MAX:
