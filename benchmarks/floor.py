@@ -47,7 +47,7 @@ def probe_cell(name: str, seed: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
     import cgmpinn_jax as cj
-    from cgmpinn_jax.solvers._gn_linear import _gram, svd_direction
+    from cgmpinn_jax.solvers._gn_linear import cholesky_direction, svd_direction
     from cgmpinn_jax.training import CompileCache
     from cgmpinn_jax.training._objective import LeastSquares, Trainable
     from cgmpinn_jax.training._schedule import resolve
@@ -66,11 +66,10 @@ def probe_cell(name: str, seed: int) -> dict:
         rel, e = np.asarray(S / S[0]), np.asarray(jnp.dot(r, U)) ** 2
         bands = {f"{lo:g}-{hi:g}": [int(((rel > lo) & (rel <= hi)).sum()), float(e[(rel > lo) & (rel <= hi)].sum())]
                  for lo, hi in BANDS}
-        A, scale, svd = _gram(J, "kernel"), float(jnp.sum(J * J) / J.shape[1]), svd_direction(J, r)
-        eye = jnp.eye(A.shape[0], dtype=A.dtype)
-        kernel = jax.jit(lambda mu: -jnp.dot(jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(A + mu * eye), True), r), J))
-        start, after = float(f(x)), {f"{m:.0e}": [float(f(x + kernel(m * scale))), float(f(x + svd(m * scale)[0]))]
-                                     for m in np.geomspace(1e-20, 1e-2, 19)}  # in float64: inside the scope
+        scale, start = float(jnp.sum(J * J) / J.shape[1]), float(f(x))  # in float64: inside the scope
+        kernel, svd = cholesky_direction(J, r, None, start, "kernel"), svd_direction(J, r)  # the member's own steps
+        after = {f"{m:.0e}": [float(f(x + kernel(m * scale)[0])), float(f(x + svd(m * scale)[0]))]
+                 for m in np.geomspace(1e-20, 1e-2, 19)}
     return {"cell": name, "problem": problem_name, "method": "pinn", "seed": seed, "points": 1, "config": cfg.to_dict(),
             "metrics": res.metrics.as_dict(), "final_loss": start, "stages": res.stage_lines(),
             "probe": {"rows_x_params": list(J.shape), "bands": bands, "after_one_step": after},

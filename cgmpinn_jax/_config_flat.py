@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from ._options import GROUPS
 
-__all__ = ["FLAT", "new_spelling", "apply_flat", "flat_dict", "warn_read", "CONFIG_DEFAULTS", "legacy_config"]
+__all__ = ["FLAT", "new_spelling", "apply_flat", "flat_dict", "warn_read", "CONFIG_DEFAULTS", "legacy_config", "record_config"]
 
 #: every old flat name, in the old field order -> ``(group, option)``; group ``None``: a
 #: TrainConfig field that kept its name
@@ -111,6 +111,13 @@ def legacy_config(d: Mapping[str, Any], defaults: int = 1) -> dict:
     else:  # the flat form of 0.2
         d.setdefault("system_weighting", "norm")
     return d
+
+
+def record_config(record: Mapping[str, Any]) -> dict:
+    """The ``config`` of a stored record (a saved model's ``model.json``, a checkpoint's
+    identity) in today's terms, read under the defaults of its ``config_defaults`` version
+    (1 when absent; `legacy_config`)."""
+    return legacy_config(record["config"], record.get("config_defaults", 1))
 
 
 def warn_read(old: str) -> None:

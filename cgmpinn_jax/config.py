@@ -24,14 +24,14 @@ from ._options import (GROUPS, AdamOptions, CGMOptions, DenseOptions, GaussNewto
                        ReLoBRaLoOptions, SecondStageOptions, _is_int, _is_real)
 
 __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRESETS", "stop_rule", "flat_dict", "stored_config",
-           "CONFIG_DEFAULTS", "legacy_config",
+           "CONFIG_DEFAULTS", "legacy_config", "record_config",
            "AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
            "ReLoBRaLoOptions", "HYPER_OPTIONS"]
 
 Precision = Literal["float32", "float64", "mixed"]
 SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
 flat_dict = _flat.flat_dict
-CONFIG_DEFAULTS, legacy_config = _flat.CONFIG_DEFAULTS, _flat.legacy_config
+CONFIG_DEFAULTS, legacy_config, record_config = _flat.CONFIG_DEFAULTS, _flat.legacy_config, _flat.record_config
 
 
 class StopRule(NamedTuple):

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import CONFIG_DEFAULTS, legacy_config
+from .config import CONFIG_DEFAULTS, TrainConfig, record_config
 from .methods import get_method
 from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
 
@@ -217,9 +217,8 @@ def _read_info(folder: Path) -> dict:
     if not (folder / "model.json").exists() or not (folder / "model.eqx").exists():
         raise FileNotFoundError(f"{folder} has no model.json / model.eqx (not a saved run)")
     info = json.loads((folder / "model.json").read_text())
-    if "config" in info and info.get("config_defaults", 1) < CONFIG_DEFAULTS:  # saved under older defaults
-        info["config"] = legacy_config(info["config"], info.get("config_defaults", 1))
-        info["config_defaults"] = CONFIG_DEFAULTS
+    if "config" in info:  # in today's terms, whatever defaults it was saved under
+        info["config"], info["config_defaults"] = record_config(info), CONFIG_DEFAULTS
     return info
 
 
@@ -307,8 +306,6 @@ class LoadedModel:
     @property
     def config(self):
         """The [`TrainConfig`][cgmpinn_jax.TrainConfig] the model was trained with."""
-        from .config import TrainConfig
-
         return TrainConfig.from_dict(self.info["config"])
 
     def __repr__(self) -> str:

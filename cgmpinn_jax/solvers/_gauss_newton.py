@@ -45,12 +45,9 @@ in few iterations; see the matrix-free CG measurement below).
 iteration, and every trial's step and predicted decrease from it (`_gn_linear.svd_direction`),
 so nothing squares the condition number: directions are resolved down to about ``eps s_max``
 where a Cholesky factor of ``J J^T + mu I`` stops near ``sqrt(eps) s_max``. It costs several
-kernel steps (an SVD is about ten times the product and its Cholesky at 1502 x 7851, float64,
-one core). ``"auto"`` takes it in float32 (`SVD_AUTO_MAX`), where the kernel resolves only
-``s > 2.4e-4 s_max``: on 1D Poisson float32 end to end ended at 3.569 with the kernel and at
-4.545e-06 with the SVD form. In float64 it is not what stops a run: at a late state of 1D
-Poisson the best step of either form over 19 dampings lowered the objective by the same 0.3%
-(``benchmarks/results/floor.md``, docs/accuracy.md).
+kernel steps. ``"auto"`` takes it in float32 (`SVD_AUTO_MAX`), where ``sqrt(eps) s_max``
+leaves the kernel too little to resolve; in float64 the kernel's conditioning is not what
+stops a run (the measurements: ``benchmarks/results/floor.md``, docs/accuracy.md).
 
 **Cholesky fallback.** A factorization that fails (``jnp.linalg.cholesky`` returns NaN when
 ``J J^T + mu I`` is not numerically positive definite, which happens for tiny ``mu`` since a
@@ -120,14 +117,13 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from ._gn_linear import _cg, _gram, _pcg, svd_direction
+from ._gn_linear import HIGHEST, _cg, _gram, _pcg, cholesky_direction, svd_direction
 from ._protocol import StageStatus
 from ._protocol import StepResult
 from ._stopping import Terminates
 
 __all__ = ["GaussNewton", "GNState", "PCGState", "memory_bytes", "lm_solve_form"]
 
-HIGHEST = jax.lax.Precision.HIGHEST
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
@@ -148,14 +144,12 @@ class GNState(NamedTuple):
 def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float | None = None,
                   itemsize: int = 8) -> str:
     """``form``, or for ``"auto"``: in float32 (``itemsize`` 4) ``"svd"`` up to `SVD_AUTO_MAX`
-    rows or parameters (the kernel's squared condition number leaves float32 nothing to
-    resolve: on 1D Poisson it ended at 3.569 where the SVD form reached 4.5e-06); otherwise
-    ``"gramian"`` (``params x params`` system) when ``rows > params``, else ``"pcg"`` from
-    `PCG_AUTO_ROWS` rows on and the exact ``"kernel"`` step below (1D Poisson's 1502 rows);
-    ``"matfree"`` where that form would hold more than ``limit_bytes``. From the same Adam
-    start pcg took the kernel's iterates at 0.49x its seconds to 1e-6 on heat (2400 rows) and
-    reached 1e-6 on 2D Poisson (3000 rows) in 1410 s, where the kernel had not in 2400 s
-    (``benchmarks/results/gn_scaling.md``); until 2048 rows, the threshold was 4096."""
+    rows or parameters (the kernel's squared condition number leaves float32 too little to
+    resolve; ``benchmarks/results/floor.md``); otherwise ``"gramian"`` (``params x params``
+    system) when ``rows > params``, else ``"pcg"`` from `PCG_AUTO_ROWS` rows on (it reached
+    1e-6 sooner on heat and 2D Poisson, ``benchmarks/results/gn_scaling.md``; the threshold
+    was 4096 before) and the exact ``"kernel"`` step below (1D Poisson's 1502 rows);
+    ``"matfree"`` where that form would hold more than ``limit_bytes``."""
     if form != "auto":
         return form
     if itemsize == 4 and min(rows, params) <= SVD_AUTO_MAX:
@@ -314,19 +308,7 @@ class GaussNewton(Terminates):
                 return d, value - dot(m, m), its
 
             return direction, L, made
-        A = _gram(J, form)
-        eye = jnp.eye(A.shape[0], dtype=A.dtype)
-
-        def direction(mu):
-            Lc = jnp.linalg.cholesky(A + mu * eye)
-            if form == "kernel":
-                a = jax.scipy.linalg.cho_solve((Lc, True), r)
-                return -dot(a, J), value - mu * mu * dot(a, a), jnp.int32(0)
-            d = -jax.scipy.linalg.cho_solve((Lc, True), g)
-            m = r + dot(J, d)
-            return d, value - dot(m, m), jnp.int32(0)
-
-        return direction, None, 0
+        return cholesky_direction(J, r, g, value, form), None, 0
 
     def _preconditioner(self, state, J, mu):
         """The Cholesky factor the CG solves are preconditioned with: the stored one, or, when

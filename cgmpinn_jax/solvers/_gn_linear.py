@@ -1,6 +1,6 @@
 """The linear algebra of the Gauss-Newton forms (`cgmpinn_jax.solvers._gauss_newton`): the
 product ``J J^T`` / ``J^T J`` by tiles, conjugate gradients (plain and preconditioned by an
-earlier Cholesky factor), and the SVD form's directions."""
+earlier Cholesky factor), and the exact forms' directions (Cholesky of the product, or SVD)."""
 
 from __future__ import annotations
 
@@ -64,15 +64,35 @@ def _cg(op, prec, r, max_iters: int, tol: float):
     return a, k
 
 
+def cholesky_direction(J, r, g, value, form: str):
+    """The damped steps of the ``"kernel"`` (``M x M``) or ``"gramian"`` (``P x P``) form from
+    one product `_gram`: ``direction(mu) -> (d, predicted decrease, 0)``, each trial a Cholesky
+    factor of the product plus ``mu I`` (NaN where it is not numerically positive definite).
+    In the kernel form the model residual is exact and free: ``r + J d = mu a``."""
+    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+    A = _gram(J, form)
+    eye = jnp.eye(A.shape[0], dtype=A.dtype)
+
+    def direction(mu):
+        Lc = jnp.linalg.cholesky(A + mu * eye)
+        if form == "kernel":
+            a = jax.scipy.linalg.cho_solve((Lc, True), r)
+            return -dot(a, J), value - mu * mu * dot(a, a), jnp.int32(0)
+        d = -jax.scipy.linalg.cho_solve((Lc, True), g)
+        m = r + dot(J, d)
+        return d, value - dot(m, m), jnp.int32(0)
+
+    return direction
+
+
 def svd_direction(J, r):
     """The damped steps of every ``mu`` from one thin SVD ``J = U S V^T`` (the ``"svd"`` form):
     ``direction(mu) -> (d, predicted decrease, 0)`` with ``d = -V S (S^2 + mu)^{-1} U^T r`` and
     the decrease ``sum c^2 S^2 (S^2 + 2 mu) / (S^2 + mu)^2`` (``c = U^T r``), free of the
     cancellation of ``|r|^2 - |r + J d|^2``. Nothing is squared: a direction of singular value
     ``s`` is resolved down to about ``eps s_max``, where a Cholesky factor of ``J J^T + mu I``
-    fails below ``mu ~ eps s_max^2`` and so damps every direction with ``s < sqrt(eps) s_max``
-    (about 1e-8 of the largest in float64, 2.4e-4 in float32). Each trial is two products, no
-    factorization; the SVD costs several times the product ``J J^T``."""
+    fails below ``mu ~ eps s_max^2`` and so damps every direction with ``s < sqrt(eps) s_max``.
+    Each trial is two products, no factorization; the SVD costs several times the product."""
     U, S, Vt = jnp.linalg.svd(J, full_matrices=False)
     c = jnp.dot(r, U, precision=HIGHEST)
     s2 = S * S

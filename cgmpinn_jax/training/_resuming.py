@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from . import _checkpoint as ckpt_lib
-from ..config import TrainConfig, legacy_config
+from ..config import TrainConfig, record_config
 from ._driver import train
 from ..io import _rebuild_problem
 from ..methods import get_method
@@ -32,14 +32,8 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     prob = _rebuild_problem(ident["problem"], problem, Path(folder))
     seed = meta.get("seed")
     key = seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
-    return {"problem": prob, "method": get_method(ident["method"]), "config": stored_train_config(ident), "key": key}
-
-
-def stored_train_config(record: dict) -> TrainConfig:
-    """The `TrainConfig` of a checkpoint identity or a saved model's ``model.json`` dict: its
-    ``config``, read under the defaults of its ``config_defaults`` version (1 when absent:
-    a left-out ``cgm.system_weighting`` then meant ``"norm"``, `legacy_config`)."""
-    return TrainConfig.from_dict(legacy_config(record["config"], record.get("config_defaults", 1)))
+    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig.from_dict(record_config(ident)),
+            "key": key}
 
 
 def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainResult:
