@@ -14,7 +14,7 @@ Cells (``--list``):
   more interior points under the lid and in its top corners (``n_refine``), where the pressure
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
-  (``burgers_accurate_gn300``: its first 300 Gauss-Newton iterations).
+  (``_gn300``: its first 300 Gauss-Newton iterations; ``burgers_n6000_gn600``: 6000 points, 600).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full
@@ -56,8 +56,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
                                    config=dict(second={"steps": 300})),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
-    "holes_pinn": dict(problem="holes", method="pinn", config=_budget(5000, 5000)),
-    "holes_cgmpinn": dict(problem="holes", method="cgmpinn", config=_budget(5000, 5000)),
+    "burgers_n6000_gn600": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(n_pde=6000), config=dict(second={"steps": 600})),
+    **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
 
