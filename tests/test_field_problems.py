@@ -165,7 +165,8 @@ def test_system_residuals_shapes_and_exactness():
     assert net(pts[0]).shape == (2,) and p.pde_residuals(net, pts).shape == (7, 2)
 
 
-@pytest.mark.parametrize("method,config", [("pinn", TINY), ("cgmpinn", TINY), ("pinn", GN)],
+# plain PINN training on a system is slow-only (CI time); CGMPINN and the Gauss-Newton PINN cover it
+@pytest.mark.parametrize("method,config", [pytest.param("pinn", TINY, marks=pytest.mark.slow), ("cgmpinn", TINY), ("pinn", GN)],
                          ids=["pinn", "cgmpinn", "pinn-gauss-newton"])
 def test_system_trains_every_method_family(method, config):
     untrained = cj.train(FirstOrder(), method, config.replace(adam={"steps": 0}, second={"steps": 0}), key=0, quiet=True)
@@ -356,10 +357,10 @@ def test_docs_page_shows_the_worked_examples_verbatim():
         assert len(src.splitlines()) <= 60
 
 
-# lbPINN and gPINN change the loss on a system's residuals; the other four change the network or
+# lbPINN and gPINN change the loss on a system's residuals (gPINN slow-only for CI time); the other four change the network or
 # the weighting only (slow: python -m pytest -m slow)
-@pytest.mark.parametrize("method", ["lbpinn", "gpinn"] + [pytest.param(m, marks=pytest.mark.slow)
-                                                         for m in ("lnn_pinn", "star_pinn", "gmmpinn", "clpinn")])
+@pytest.mark.parametrize("method", ["lbpinn"] + [pytest.param(m, marks=pytest.mark.slow)
+                                               for m in ("gpinn", "lnn_pinn", "star_pinn", "gmmpinn", "clpinn")])
 def test_every_method_runs_on_a_system(method):
     cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 5}, width=8, depth=2, cgm={"k_upd": 20})
     r = cj.train(FirstOrder(), method, cfg, key=0, quiet=True)

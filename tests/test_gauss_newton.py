@@ -198,6 +198,7 @@ def test_gauss_newton_stage_beats_adam_alone():
     assert loss[-1] < 1e-3 * loss[0]
 
 
+@pytest.mark.slow  # CI time (about 38 s on one core); run with -m slow
 def test_sweep_members_each_with_their_own_damping():
     """A vmapped Gauss-Newton sweep: each member equals its own train() run."""
     prob = cj.get_problem("poisson1d", n_pde=60)
