@@ -14,7 +14,7 @@ Cells (``--list``):
   more interior points under the lid and in its top corners (``n_refine``), where the pressure
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
-  (``_gn300``: its first 300 Gauss-Newton iterations; ``burgers_n6000_gn600``: 6000 points, 600).
+  (``_gn300``: 300 Gauss-Newton iterations; ``burgers_n6000_gn600`` / ``_n12000_gn300``: more points).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full
@@ -56,7 +56,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
                                    config=dict(second={"steps": 300})),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
-    "burgers_n6000_gn600": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(n_pde=6000), config=dict(second={"steps": 600})),
+    **{f"burgers_n{n}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(n_pde=n), config=dict(second={"steps": g}))
+       for n, g in ((6000, 600), (12000, 300))},
     **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
