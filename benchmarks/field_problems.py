@@ -14,7 +14,7 @@ Cells (``--list``):
   more interior points under the lid and in its top corners (``n_refine``), where the pressure
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
-  (``_gn300``: 300 Gauss-Newton iterations; ``burgers_n6000_gn600`` / ``_n12000_gn300``: more points).
+  (``_gn300``: 300 Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full
@@ -28,7 +28,6 @@ file and the trained model in the ignored cache), so the study resumes.
 from __future__ import annotations
 
 import argparse
-
 import numpy as np
 
 from benchmarks import runcache, tracking
@@ -41,6 +40,7 @@ def _budget(adam: int, second: int) -> dict:
     return {"adam": {"steps": adam}, "second": {"steps": second}}
 
 
+BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300))  # (uniform, around the front, GN its)
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn",
@@ -56,8 +56,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
                                    config=dict(second={"steps": 300})),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
-    **{f"burgers_n{n}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(n_pde=n), config=dict(second={"steps": g}))
-       for n, g in ((6000, 600), (12000, 300))},
+    **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
+        second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
     **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)

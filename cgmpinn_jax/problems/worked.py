@@ -49,12 +49,16 @@ def burgers_reference(nu: float) -> Reference:
 
 @dataclasses.dataclass(frozen=True)
 class BurgersFromData(Problem):
-    """Burgers from its initial and boundary data, no closed form (reference: pseudo-spectral)."""
+    """Burgers from its initial and boundary data, no closed form (reference: pseudo-spectral).
+
+    ``n_refine`` adds that many interior points around the front at ``x = 0`` after it forms
+    (`_front_refinement`; 0, the default, keeps the uniform points)."""
 
     nu: float = 0.01 / np.pi
     n_pde: int = 2000
     n_ic: int = 200
     n_bc: int = 100
+    n_refine: int = 0
 
     name = "burgers_data"
     coords = ("x", "t")
@@ -74,10 +78,24 @@ class BurgersFromData(Problem):
         x0 = uniform(k_ic, self.n_ic, (-1.0, 0.0), (1.0, 0.0))
         t = uniform(k_bc, self.n_bc, (0.0,), (1.0,))
         edge = lambda x: jnp.concatenate([jnp.full_like(t, x), t], axis=1)  # noqa: E731
-        return {"pde": uniform(k_pde, self.n_pde, self.lower, self.upper), "ic": (x0,), "bc": (edge(-1.0), edge(1.0))}
+        pde = uniform(k_pde, self.n_pde, self.lower, self.upper)
+        if self.n_refine < 0:
+            raise ValueError(f"BurgersFromData: n_refine must be >= 0 (extra interior points), got {self.n_refine}")
+        if self.n_refine:
+            pde = jnp.concatenate([pde, _front_refinement(jax.random.fold_in(k_pde, 1), self.n_refine, pde.dtype)])
+        return {"pde": pde, "ic": (x0,), "bc": (edge(-1.0), edge(1.0))}
 
     def reference(self):
         return burgers_reference(self.nu)
+
+
+def _front_refinement(key, n, dtype):
+    """``n`` extra interior points around Burgers' front: ``t`` uniform in ``[0.25, 1]`` (the
+    front forms near ``t = 1/pi``), ``x = +-0.1 s^2`` with ``s`` uniform, so the density grows
+    like ``|x|^(-1/2)`` toward ``x = 0``, alternately left and right."""
+    s = jax.random.uniform(key, (n, 2), dtype)
+    side = jnp.where(jnp.arange(n) % 2 == 0, -1.0, 1.0).astype(dtype)
+    return jnp.stack([side * 0.1 * s[:, 0] ** 2, 0.25 + 0.75 * s[:, 1]], 1)
 
 
 def _top_refinement(key, n, dtype):
