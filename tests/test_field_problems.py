@@ -408,3 +408,21 @@ def test_cavity_refinement_adds_points_under_the_lid_and_keeps_the_default():
     validate_problem(dataclasses.replace(base, n_refine=101))
     with pytest.raises(ValueError, match="n_refine must be >= 0"):
         dataclasses.replace(base, n_refine=-1).sample_points(key)
+
+
+def test_burgers_front_refinement_adds_points_around_the_front_and_keeps_the_default():
+    key = jax.random.key(5)
+    base = cj.get_problem("burgers_data", n_pde=300)
+    plain, refined = base.sample_points(key), dataclasses.replace(base, n_refine=401).sample_points(key)
+    np.testing.assert_array_equal(np.asarray(refined["pde"][:300]), np.asarray(plain["pde"]))  # uniform part unchanged
+    for term in ("ic", "bc"):
+        for a, b in zip(plain[term], refined[term]):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    extra = np.asarray(refined["pde"][300:])
+    assert extra.shape == (401, 2)
+    assert (np.abs(extra[:, 0]) <= 0.1).all() and (extra[:, 1] >= 0.25).all() and (extra[:, 1] <= 1).all()
+    assert (extra[:, 0] < 0).sum() == 201  # both sides, alternately (x = 0 has measure zero)
+    assert np.median(np.abs(extra[:, 0])) < 0.1 / 3  # denser toward x = 0: median of 0.1 U^2 is 0.025
+    validate_problem(dataclasses.replace(base, n_refine=401))
+    with pytest.raises(ValueError, match="n_refine must be >= 0"):
+        dataclasses.replace(base, n_refine=-1).sample_points(key)
