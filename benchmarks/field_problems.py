@@ -40,7 +40,7 @@ def _budget(adam: int, second: int) -> dict:
     return {"adam": {"steps": adam}, "second": {"steps": second}}
 
 
-BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300))  # (uniform, around the front, GN its)
+BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn",

@@ -406,7 +406,7 @@ def test_cavity_refinement_adds_points_under_the_lid_and_keeps_the_default():
     assert (corner[:, 0] < 0.5).sum() in (25, 26)  # both corners, alternately
     assert np.median(gap) < 0.15 / 3  # denser toward the corner: median of 0.15 U^2 is 0.0375
     validate_problem(dataclasses.replace(base, n_refine=101))
-    with pytest.raises(ValueError, match="n_refine must be >= 0"):
+    with pytest.raises(ValueError, match="LidDrivenCavity: n_refine must be >= 0"):
         dataclasses.replace(base, n_refine=-1).sample_points(key)
 
 
@@ -424,5 +424,5 @@ def test_burgers_front_refinement_adds_points_around_the_front_and_keeps_the_def
     assert (extra[:, 0] < 0).sum() == 201  # both sides, alternately (x = 0 has measure zero)
     assert np.median(np.abs(extra[:, 0])) < 0.1 / 3  # denser toward x = 0: median of 0.1 U^2 is 0.025
     validate_problem(dataclasses.replace(base, n_refine=401))
-    with pytest.raises(ValueError, match="n_refine must be >= 0"):
+    with pytest.raises(ValueError, match="BurgersFromData: n_refine must be >= 0"):
         dataclasses.replace(base, n_refine=-1).sample_points(key)

@@ -47,6 +47,15 @@ def burgers_reference(nu: float) -> Reference:
                                  fields=("u",), source=f"burgers/{name} (pseudo-spectral)")
 
 
+def _refined(problem, pde, sample, key):
+    """``pde`` followed by ``problem.n_refine`` extra interior points ``sample(key, n, dtype)``
+    (``pde`` itself when it is 0; a negative count is an error naming the class)."""
+    n = problem.n_refine
+    if n < 0:
+        raise ValueError(f"{type(problem).__name__}: n_refine must be >= 0 (extra interior points), got {n}")
+    return jnp.concatenate([pde, sample(key, n, pde.dtype)]) if n else pde
+
+
 @dataclasses.dataclass(frozen=True)
 class BurgersFromData(Problem):
     """Burgers from its initial and boundary data, no closed form (reference: pseudo-spectral).
@@ -79,10 +88,7 @@ class BurgersFromData(Problem):
         t = uniform(k_bc, self.n_bc, (0.0,), (1.0,))
         edge = lambda x: jnp.concatenate([jnp.full_like(t, x), t], axis=1)  # noqa: E731
         pde = uniform(k_pde, self.n_pde, self.lower, self.upper)
-        if self.n_refine < 0:
-            raise ValueError(f"BurgersFromData: n_refine must be >= 0 (extra interior points), got {self.n_refine}")
-        if self.n_refine:
-            pde = jnp.concatenate([pde, _front_refinement(jax.random.fold_in(k_pde, 1), self.n_refine, pde.dtype)])
+        pde = _refined(self, pde, _front_refinement, jax.random.fold_in(k_pde, 1))
         return {"pde": pde, "ic": (x0,), "bc": (edge(-1.0), edge(1.0))}
 
     def reference(self):
@@ -151,11 +157,7 @@ class LidDrivenCavity(Problem):
         lid = self.geometry.sample_boundary(k2, self.n_lid, "wall.x1+")[0]
         walls = jnp.concatenate([self.geometry.sample_boundary(k, self.n_wall // 3, f"wall.{face}")[0]
                                  for k, face in zip(jax.random.split(k3, 3), ("x0-", "x0+", "x1-"))])
-        pde = self.geometry.sample_interior(k1, self.n_pde)
-        if self.n_refine < 0:
-            raise ValueError(f"LidDrivenCavity: n_refine must be >= 0 (extra interior points), got {self.n_refine}")
-        if self.n_refine:
-            pde = jnp.concatenate([pde, _top_refinement(jax.random.fold_in(k1, 1), self.n_refine, pde.dtype)])
+        pde = _refined(self, self.geometry.sample_interior(k1, self.n_pde), _top_refinement, jax.random.fold_in(k1, 1))
         return {"pde": pde, "bc": (lid, lid, walls, walls, jnp.zeros((1, 2), lid.dtype))}
 
     def reference(self):
