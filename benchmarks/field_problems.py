@@ -53,8 +53,7 @@ CELLS: dict[str, dict] = {
     **{f"cavity_refined_gn{n}": dict(problem="cavity", method="pinn", preset="accurate", params=dict(CAVITY_SMALL, n_refine=250),
                                      config=dict(width=40, **_budget(5000, n))) for n in (800, 1500)},
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
-    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate",
-                                   config=dict(second={"steps": 300})),
+    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(second={"steps": 300})),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
     **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},

@@ -33,6 +33,7 @@ CELLS = {
     "poisson1d_width100": ("poisson1d", 1, {"width": 100}),  # network size: 30 701 parameters, not 7851
     "poisson1d_float32": ("poisson1d", 1, {"precision": "float32", "gauss_newton": {"form": "kernel"}}),  # end to end
     "poisson1d_float32_svd": ("poisson1d", 1, {"precision": "float32", "gauss_newton": {"form": "svd"}}),
+    "poisson1d_float32_svd_width100": ("poisson1d", 1, {"precision": "float32", "width": 100, "gauss_newton": {"form": "svd"}, "second": {"steps": 600}}),
 }
 PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}  # name: (problem, kernel iterations before the probe)
 BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max

@@ -84,6 +84,32 @@ def test_first_pcg_step_is_the_kernel_step():
         assert int(out["pcg"].state.factorizations) == 1 and int(out["pcg"].state.cg_iters) < 50
 
 
+def test_pcg_refactors_before_it_stops_on_a_stale_factor():
+    """No trial can lower the objective (CG gets no iterations, so every step is zero): with the
+    previous iteration's factor the stage goes on, parameters unchanged, and the next iteration
+    refactors at this one's first damping; only with that fresh factor does it stop (NO_DECREASE)."""
+    from cgmpinn_jax.solvers._protocol import StageStatus
+
+    flat = lambda p: np.asarray(jax.flatten_util.ravel_pytree(p)[0])
+    with jax.enable_x64(True):
+        eng, params, batch, w, lam = _pinn_start("poisson1d")
+        kw = dict(form="pcg", mu_init=1e-3, mu_min=1e-15, mu_max=1e8, max_trials=40)
+        gn = GaussNewton(eng.objective, eng.lsq, **kw)
+        s = gn.init(params, w, lam, batch)
+        o = jax.jit(gn.step)(params, s, w, lam, batch, s.value, s.grad)  # a real step: a factor to reuse
+        assert int(o.status) == 0 and int(o.state.factorizations) == 1 and int(o.state.cg_iters) <= gn.cg_refactor
+        stuck = GaussNewton(eng.objective, eng.lsq, cg_max=0, **kw)
+        step = jax.jit(stuck.step)
+        o2 = step(o.params, o.state, w, lam, batch, o.state.value, o.state.grad)
+        assert int(o2.status) == 0 and int(o2.evals) > 1  # the stale factor failed up to the largest damping
+        np.testing.assert_array_equal(flat(o2.params), flat(o.params))
+        assert int(o2.state.cg_iters) > stuck.cg_refactor and int(o2.state.factorizations) == 1
+        assert float(o2.state.mu) == float(o.state.mu) and float(o2.state.nu) == float(o.state.nu)
+        o3 = step(o2.params, o2.state, w, lam, batch, o2.state.value, o2.state.grad)
+        assert int(o3.status) == StageStatus.NO_DECREASE and int(o3.state.factorizations) == 2
+        np.testing.assert_array_equal(flat(o3.params), flat(o.params))
+
+
 def test_refactor_rule_counts_factorizations():
     """cg_refactor=0 refactors every iteration; a large threshold keeps the first factor while
     CG stays under it."""
