@@ -60,6 +60,23 @@ def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
     return state, batch
 
 
+def _start_from(state: State, init, eng: Engine) -> State:
+    """``state`` with its network replaced by ``init``'s (a `TrainResult` or a model), cast to
+    the run's dtypes; a network of another architecture is an error naming the difference."""
+    model = init.model if isinstance(init, TrainResult) else init
+    if not isinstance(model, eqx.Module):
+        raise TypeError(f"train: init must be a TrainResult or its model (an equinox Module), got {type(init).__name__}")
+    new, old = eqx.partition(model, eqx.is_array)[0], state.params.model
+    if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old) or any(
+            np.shape(a) != np.shape(b) for a, b in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new))):
+        shapes = lambda t: [tuple(np.shape(a)) for a in jax.tree_util.tree_leaves(t)]  # noqa: E731
+        raise ValueError(f"train: init's network is not this run's: parameter shapes {shapes(new)}, "
+                         f"expected {shapes(old)} (same problem, method, width and depth)")
+    new = jax.tree_util.tree_map(lambda a, b: jnp.asarray(b, a.dtype), old, new)
+    params = eqx.tree_at(lambda t: t.model, state.params, new)
+    return eqx.tree_at(lambda s: (s.params, s.opt, s.best_params), state, (params, eng.adam_init(params), params))
+
+
 def _unknowns_result(problem, raw):
     from ..inverse._inverse import unknowns_result
 
@@ -82,6 +99,7 @@ def train(
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: float = 60.0,
     resume: str | Path | None = None,
+    init: Any = None,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -123,6 +141,11 @@ def train(
             another run is refused, naming the differences; [`resume`][cgmpinn_jax.resume] rebuilds them
             from the checkpoint). Checkpoints continue into the same folder unless
             ``checkpoint_dir`` says otherwise.
+        init: start from this network instead of a fresh one: a `TrainResult` or its
+            ``model``, of the same architecture (problem, method, width, depth). Everything
+            else starts afresh (Adam's moments, the weights, the balancing), with the points
+            the key draws. With ``adam={"steps": 0}`` it runs only the second stage, e.g. on
+            more points than the Adam stage saw (docs/problems-from-data.md). Not with ``resume``.
 
     Returns:
         [`TrainResult`][cgmpinn_jax.TrainResult] with the trained model, metrics on the test
@@ -148,6 +171,8 @@ def train(
     t_call = time.perf_counter()
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
     key, seed = as_key(key)
+    if init is not None and resume is not None:
+        raise ValueError("train: give init (a network to start from) or resume (a checkpoint), not both")
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
     ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
@@ -155,6 +180,8 @@ def train(
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
+        if init is not None:
+            state = _start_from(state, init, eng)
         if (note := gn_form_note(setup, eng.lsq, batch, state.params)) is not None:
             emit(note)
         hyper = Hyper.from_config(config)
