@@ -28,28 +28,21 @@ file and the trained model in the ignored cache), so the study resumes.
 from __future__ import annotations
 
 import argparse
+
 import numpy as np
 
 from benchmarks import runcache, tracking
 
 STUDY = "field_problems"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
-
-
-def _budget(adam: int, second: int) -> dict:
-    return {"adam": {"steps": adam}, "second": {"steps": second}}
-
-
+_budget = lambda adam, second: {"adam": {"steps": adam}, "second": {"steps": second}}  # noqa: E731
 BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
-    "cavity_per_equation": dict(problem="cavity", method="cgmpinn",
-                                config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
+    "cavity_per_equation": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
     "cavity_pinn": dict(problem="cavity", method="pinn", config=_budget(3000, 3000)),
-    "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
-                            config=dict(width=40, **_budget(5000, 400))),
-    "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL,
-                                  config=dict(width=40, **_budget(5000, 800))),
+    "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40, **_budget(5000, 400))),
+    "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40, **_budget(5000, 800))),
     **{f"cavity_refined_gn{n}": dict(problem="cavity", method="pinn", preset="accurate", params=dict(CAVITY_SMALL, n_refine=250),
                                      config=dict(width=40, **_budget(5000, n))) for n in (800, 1500)},
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
@@ -57,6 +50,9 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
     **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
+    # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
+    "burgers_n6000_then_front2000_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
+        n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 300})),
     **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
@@ -72,8 +68,11 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
 
     cell = CELLS[name]
-    problem, config = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell)
-    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every)
+    problem, config, init = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell), None
+    if "init" in cell:  # its Adam stage: the preset's, on the points cell["init"] names; its seconds are added
+        init = cj.train(cj.get_problem(cell["problem"], **cell["init"]), cell["method"], config_of(
+            {"preset": cell.get("preset", "faithful"), "config": {"second": {"steps": 0}}}), key=seed, quiet=True)
+    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, init=init)
     cj.save_result(res, runcache.CACHE / STUDY / f"{name}__seed{seed}.model")  # ignored; for error maps
     h, s, extra = res.history, res.summary(), {"beyond_corners": beyond_corners(res.model, problem.reference())} if problem.name == "cavity" else {}
     hits = {f"{t:g}": tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, t) for t in THRESHOLDS}
@@ -81,7 +80,8 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
     return {"cell": name, "problem": problem.name, "params": cell.get("params", {}), "method": cell["method"],
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
-            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], **extra,
+            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], **extra, **({} if init is None else {
+                "init_seconds": init.compile_seconds + init.run_seconds, "init_rel_e2": init.metrics.rel_e2}),
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
 
@@ -114,7 +114,7 @@ def report(runs: dict) -> str:
         if all("beyond_corners" in r for r in rs):  # the cavity: without the points next to the top corners
             per += "; beyond 0.01 of the top corners: " + ", ".join(
                 f"{k} {np.median([r['beyond_corners'][k] for r in rs]):.2e}" for k in ("pooled", *fields))
-        secs = np.median([r["compile_seconds"] + r["run_seconds"] for r in rs])
+        secs = np.median([r["compile_seconds"] + r["run_seconds"] + r.get("init_seconds", 0) for r in rs])
         reach = " / ".join(str((rs[0]["first_reach"].get(t) or {"k": "-"})["k"]) for t in ("0.01", "0.0001"))
         setting = rs[0]["preset"] + "".join(f", {k}={v}" for k, v in CELLS.get(name, {}).get("config", {}).items())
         setting += "".join(f", {k}={v}" for k, v in rs[0].get("params", {}).items())
