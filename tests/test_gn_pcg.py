@@ -56,30 +56,36 @@ def test_pcg_form_solves_rosenbrock():
         assert 1 <= int(state.factorizations)
 
 
-def _pinn_start(problem="heat"):
-    cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=10, depth=2)
-    setup = resolve(cj.get_problem(problem), cj.get_method("pinn"), cfg)
+def _pinn_start(problem="heat", width=10, **points):
+    cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=width, depth=2)
+    setup = resolve(cj.get_problem(problem, **points), cj.get_method("pinn"), cfg)
     static, eng = CompileCache().engine(setup)
     state, batch = init_state(setup, eng, jax.random.key(2))
     n = batch["pde"][0].shape[0]
     return eng, state.params, batch, jnp.ones(n), jnp.ones(setup.n_terms)
 
 
-def test_first_pcg_step_is_the_kernel_step():
-    """The first iteration factors J J^T + mu I at the iteration's first damping; every trial's
-    CG reaches its tolerance (at once for the first trial), so the accepted step equals the
-    exact kernel step."""
+@pytest.mark.parametrize("width, exact, mu_init", [(10, "gramian", 1e-3), (40, "kernel", 1e3)])
+def test_first_pcg_step_is_the_exact_step(width, exact, mu_init):
+    """The first iteration factors the product plus mu I at the iteration's first damping; every
+    trial's CG reaches its tolerance (at once for the first trial), so the accepted step equals
+    the exact step: on the Gramian side (J^T J, P x P) where the rows outnumber the parameters
+    (heat's 2400 rows, 151 parameters), on the kernel side (J J^T, M x M) where they do not
+    (600 rows, 1881 parameters; there from a damping whose first trial is accepted: at 1e-3
+    the accepted trial's mu is 1e4 times the factor's and CG stops at its iteration cap)."""
     with jax.enable_x64(True):
-        eng, params, batch, w, lam = _pinn_start()
-        kw = dict(mu_init=1e-3, mu_min=1e-15, mu_max=1e8, max_trials=12)
+        eng, params, batch, w, lam = _pinn_start(width=width, **({} if width == 10 else dict(n_pde=400, n_ic=100, n_bc=100)))
+        kw = dict(mu_init=mu_init, mu_min=1e-15, mu_max=1e8, max_trials=12)
         out = {}
-        for form in ("kernel", "pcg"):
+        for form in (exact, "pcg"):
             gn = GaussNewton(eng.objective, eng.lsq, form=form, **kw)
             s = gn.init(params, w, lam, batch)
             out[form] = jax.jit(gn.step)(params, s, w, lam, batch, s.value, s.grad)
-        xk = jax.flatten_util.ravel_pytree(out["kernel"].params)[0]
+        xk = jax.flatten_util.ravel_pytree(out[exact].params)[0]
         xp = jax.flatten_util.ravel_pytree(out["pcg"].params)[0]
         x0 = jax.flatten_util.ravel_pytree(params)[0]
+        rows, n = eng.lsq.n_rows(batch), x0.shape[0]
+        assert out["pcg"].state.L.shape == (min(rows, n),) * 2 and (rows > n) == (exact == "gramian")
         assert float(jnp.linalg.norm(xp - xk)) <= 1e-6 * float(jnp.linalg.norm(xk - x0))
         assert int(out["pcg"].state.factorizations) == 1 and int(out["pcg"].state.cg_iters) < 50
 

@@ -26,7 +26,11 @@ last trial's CG needed more than ``cg_refactor`` iterations (`PCG_REFACTOR`). CG
 residual below ``cg_tol |r|`` (`PCG_TOL`) or after ``cg_max`` iterations (`PCG_MAX_ITERS`);
 the solve being inexact, the gain ratio's model residual ``r + J d`` is computed with ``J``.
 Where Jacobi-preconditioned CG failed (below), the stale factor carries the spectrum of
-``J J^T``, which changes little from one iteration to the next late in a run.
+``J J^T``, which changes little from one iteration to the next late in a run. With more rows
+than parameters (``M > P``) the form works on the Gramian side instead, the same way:
+``(J^T J + mu I) d = -J^T r`` by CG preconditioned with an earlier factor of
+``J^T J + mu' I`` (``P x P``). ``form="auto"`` still takes the exact Gramian form there: the
+Gramian side of pcg has not been measured against it yet.
 **pcg with a stale factor.** A trial that fails at the largest damping stops the stage
 (``NO_DECREASE``) only when this iteration made its factor; with an earlier one, the
 iteration leaves the parameters as they are and the next one refactors at this iteration's
@@ -170,7 +174,8 @@ def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float
 def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") -> int:
     """Bytes one iteration holds at its peak: the Jacobian twice (the per-group pieces and
     their concatenation), and three ``s x s`` matrices (the product, the damped copy, the
-    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form. The
+    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form, the
+    smaller of the two in the pcg form. The
     matrix-free form holds vectors only: about ten of ``rows`` (CG's and the trial's) and six
     of ``params``; the backward pass's activations, which every form holds too, are not
     counted (``benchmarks/results/gn_scaling.md`` measures a 50 000 x 50 000 case)."""
@@ -179,7 +184,7 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
         return itemsize * (10 * rows + 6 * params)
     if form == "svd":  # J twice, the SVD's V^T and the factorization's workspace (about one more J), U
         return itemsize * (4 * rows * params + 2 * min(rows, params) ** 2)
-    s = rows if form in ("kernel", "pcg") else params
+    s = rows if form == "kernel" else (min(rows, params) if form == "pcg" else params)
     return itemsize * (2 * rows * params + 3 * s * s)
 
 
@@ -191,7 +196,7 @@ class PCGState(NamedTuple):
     tv: Any
     mu: jax.Array
     nu: jax.Array
-    L: jax.Array  # (M, M) Cholesky factor of an earlier J J^T + mu I; NaN before the first
+    L: jax.Array  # (s, s) Cholesky factor of an earlier J J^T + mu I (J^T J + mu I if M > P); NaN before the first
     cg_iters: jax.Array  # () int32: CG iterations of the last iteration's final trial
     factorizations: jax.Array  # () int32: factorizations so far
 
@@ -217,9 +222,11 @@ class GaussNewton(Terminates):
         grad = jax.tree_util.tree_map(jnp.zeros_like, params)
         base = GNState(value, grad, tv, jnp.asarray(jnp.nan, dt), jnp.asarray(2.0, dt))
         m = self.lsq.n_rows(batch)
-        if self.resolve_form(m, ravel_pytree(params)[0].shape[0], dt.itemsize) != "pcg":  # as `step` resolves it
+        n = ravel_pytree(params)[0].shape[0]
+        if self.resolve_form(m, n, dt.itemsize) != "pcg":  # as `step` resolves it
             return base
-        return PCGState(*base, jnp.full((m, m), jnp.nan, dt), jnp.int32(self.cg_max), jnp.int32(0))
+        s = min(m, n)  # the kernel side (M <= P) or the Gramian side
+        return PCGState(*base, jnp.full((s, s), jnp.nan, dt), jnp.int32(self.cg_max), jnp.int32(0))
 
     def set_point(self, state, value, grad, tv):
         return state._replace(value=value, grad=grad, tv=tv)
@@ -314,26 +321,32 @@ class GaussNewton(Terminates):
         if form == "svd":
             return svd_direction(J, r), None, 0
         if form == "pcg":
-            L, made = self._preconditioner(state, J, mu0)
+            kernel = J.shape[0] <= J.shape[1]  # else the Gramian side: (J^T J + mu I) d = -J^T r
+            L, made = self._preconditioner(state, J, mu0, "kernel" if kernel else "gramian")
 
             def direction(mu):
-                a, its = _pcg(J, r, mu, L, self.cg_max, self.cg_tol)
-                d = -dot(a, J)
+                if kernel:
+                    a, its = _pcg(J, r, mu, L, self.cg_max, self.cg_tol)
+                    d = -dot(a, J)
+                else:
+                    d, its = _pcg(J.T, g, mu, L, self.cg_max, self.cg_tol)
+                    d = -d
                 m = r + dot(J, d)  # the solve is inexact: the model residual from J
                 return d, value - dot(m, m), its
 
             return direction, L, made
         return cholesky_direction(J, r, g, value, form), None, 0
 
-    def _preconditioner(self, state, J, mu):
+    def _preconditioner(self, state, J, mu, side="kernel"):
         """The Cholesky factor the CG solves are preconditioned with: the stored one, or, when
         there is none or the last iteration's CG needed more than ``cg_refactor`` iterations,
-        a new factor of ``J J^T + mu I`` (``mu`` raised 100-fold until it factors).
+        a new factor of ``J J^T + mu I`` (``J^T J + mu I`` on the Gramian ``side``; ``mu``
+        raised 100-fold until it factors).
         ``(L, 1 if made here else 0)``."""
         stale = (state.cg_iters > self.cg_refactor) | ~jnp.isfinite(state.L[0, 0])
 
         def fresh(_):
-            A = _gram(J, "kernel")
+            A = _gram(J, side)
             eye = jnp.eye(A.shape[0], dtype=A.dtype)
             chol = lambda m: jnp.linalg.cholesky(A + m * eye)
             bad = lambda L: ~jnp.all(jnp.isfinite(jnp.diagonal(L)))
