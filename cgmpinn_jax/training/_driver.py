@@ -210,16 +210,19 @@ def train(
         emit(f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
              f"-> {checkpointer.root}")
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
-    metrics, e_loss = result.metrics, result.e_loss
+    _emit_done(emit, result, out)
+    return result
+
+
+def _emit_done(emit, result: TrainResult, out: RunOutput) -> None:
+    """The run's closing lines: its errors, and an inverse run's unknowns."""
+    metrics, tag = result.metrics, f"[{result.problem.name}/{result.method.name}]"
     errors = (f"rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e}" if metrics.against == "exact"
               and not metrics.per_field else metrics.describe())
-    emit(f"[{problem.name}/{method.name}] done: {errors} "
-         f"e_loss={e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    emit(f"{tag} done: {errors} e_loss={result.e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
     if result.unknowns is not None:
-        emit(f"[{problem.name}/{method.name}] unknowns: " + ", ".join(
-            f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
-            for n, d in result.unknowns.as_dict().items()))
-    return result
+        emit(f"{tag} unknowns: " + ", ".join(f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
+                                            for n, d in result.unknowns.as_dict().items()))
 
 
 def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, batched: bool = False):
