@@ -35,8 +35,8 @@ Gramian side of pcg has not been measured against it yet.
 (``NO_DECREASE``) only when this iteration made its factor; with an earlier one, the
 iteration leaves the parameters as they are and the next one refactors at this iteration's
 first damping. CGMPINN's weight refresh rescales the rows, so an earlier factor can be far
-from the current ``J J^T``: damped wave CGMPINN seed 1 (accurate preset) stopped after 202
-iterations at 5.656e-05 where the exact kernel step went on (2.503e-05 after 400).
+from the current ``J J^T`` (the damped wave CGMPINN run that stopped early before this
+rule: docs/accuracy.md).
 
 **The matrix-free form** (``gauss_newton.form="matfree"``, issue 44 item 2): the same kernel
 system by plain conjugate gradients (`_cg`) on products with ``J`` and ``J^T`` from automatic
@@ -283,11 +283,10 @@ class GaussNewton(Terminates):
             # failure stops the stage (module docstring, "pcg with a stale factor")
             retry = at_max & (made == 0)
             status = jnp.where(retry, 0, status).astype(jnp.int32)
-            mu_back, nu_back = jnp.clip(mu0, lo, hi).astype(dt), state.nu
-            new_state = PCGState(new_value, unravel(2.0 * g), tv, jnp.where(retry, mu_back, mu),
-                                 jnp.where(retry, nu_back, nu), L,
-                                 jnp.where(retry, self.cg_refactor + 1, its).astype(jnp.int32),
-                                 state.factorizations + made)
+            new_state = new_state._replace(mu=jnp.where(retry, jnp.clip(mu0, lo, hi).astype(dt), mu),
+                                           nu=jnp.where(retry, state.nu, nu))
+            its = jnp.where(retry, self.cg_refactor + 1, its).astype(jnp.int32)
+            new_state = PCGState(*new_state, L, its, state.factorizations + made)
         return StepResult(p_new, new_state, new_value, trials, status)
 
     def _products(self, x, unravel, batch, w, lam):
