@@ -271,8 +271,7 @@ def write_results(records: dict, command: str | None) -> None:
         doc = old
     command = doc["command"]
     lines = [
-        "# Burgers reference solutions",
-        "",
+        "# Burgers reference solutions", "",
         "u_t + u u_x = nu u_xx on [-1, 1] x [0, 1], u(x, 0) = -sin(pi x), u(+-1, t) = 0; shipped as",
         "`cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz` and `burgers_nu0.01.npz` (x = linspace(-1, 1, 256),",
         "t = linspace(0, 1, 101)). Made by `benchmarks/burgers_reference.py`: Fourier pseudo-spectral in x",
@@ -280,14 +279,10 @@ def write_results(records: dict, command: str | None) -> None:
         "series is summed at the output points. Differences are relative L2 / max abs over the whole",
         "output grid (256 x 101).",
         "",
-        "| nu | N (kept modes) | method | step h | vs 2N | vs step 2h | vs step h/2 | estimated error (rel L2) "
-        "| vs Cole-Hopf | wall s |",
+        "| nu | N (kept modes) | method | step h | vs 2N | vs step 2h | vs step h/2 | estimated error (rel L2) | vs Cole-Hopf | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for key in ("0.01/pi", "0.01"):
-        r = rows.get(key)
-        if r is None:
-            continue
+    for key, r in ((k, rows[k]) for k in ("0.01/pi", "0.01") if k in rows):
         lines.append(f"| {key} | {r['modes']} ({r['kept_modes']}) | ETDRK4 | {r['step']:g} "
                      f"| {_fmt(r['space_2N'])} | {_fmt(r['time_2h'])} | {_fmt(r['time_h/2'])} "
                      f"| {r['estimated_rel_l2']:.1e} | {_fmt(r['cole_hopf'])} | {r['wall_s']:.1f} |")

@@ -3,22 +3,21 @@ against their reference data, and the choice of the curriculum weighting on a sy
 
 Cells (``--list``):
 
-* ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three
-  equations), CGMPINN, float32, Adam then L-BFGS, with ``cgm.system_weighting="norm"`` (one mixture
-  on each point's residual norm) and ``"per_equation"`` (one mixture per equation); the same
-  seeds, so the pair decided the default ("per_equation" since ``CONFIG_DEFAULTS`` 2).
-* ``cavity_pinn``: the same budget for PINN (no weighting), the baseline of that pair.
-* ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a point count and network
-  that fit the 2-core CPU (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations
-  (``cavity_accurate_gn800``: 800); ``cavity_refined_gn800`` / ``_gn1500``: the same with 250
-  more interior points under the lid and in its top corners (``n_refine``), where the pressure
+* ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three equations), CGMPINN,
+  float32, Adam then L-BFGS, with ``cgm.system_weighting="norm"`` (one mixture on each point's residual norm)
+  and ``"per_equation"`` (one per equation); the same seeds, so the pair decided the default ("per_equation"
+  since ``CONFIG_DEFAULTS`` 2). ``cavity_pinn``: the same budget for PINN, the baseline of that pair.
+* ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a size that fits the 2-core CPU
+  (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations (``_gn800``: 800); ``cavity_refined_gn800`` /
+  ``_gn1500``: with 250 more points under the lid and in its top corners (``n_refine``), where the pressure
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
-* ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset
-  (``_gn300``: 300 Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front).
+* ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset (``_gn300``: 300
+  Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front;
+  ``_pcg``: ``gauss_newton.form="pcg"``, which with more rows than parameters works on the Gramian side).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
-Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full
-file and the trained model in the ignored cache), so the study resumes.
+Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file and the
+model in the ignored cache); a run without ``init`` checkpoints every 2 minutes and a killed one resumes.
 
     python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
     python -m benchmarks.field_problems --list
@@ -28,6 +27,7 @@ file and the trained model in the ignored cache), so the study resumes.
 from __future__ import annotations
 
 import argparse
+import shutil
 
 import numpy as np
 
@@ -37,6 +37,7 @@ STUDY = "field_problems"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
 _budget = lambda adam, second: {"adam": {"steps": adam}, "second": {"steps": second}}  # noqa: E731
 BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
+BURGERS_PCG = ((6000, 2000, 1000),)  # the same on the pcg form's Gramian side (auto: the exact Gramian)
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
@@ -50,6 +51,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
     **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
+    **{f"burgers_n{n}_front{r}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
+        second={"steps": g}, gauss_newton={"form": "pcg"}), params=dict(n_pde=n, n_refine=r)) for n, r, g in BURGERS_PCG},
     # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
     "burgers_n6000_then_front2000_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
         n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 300})),
@@ -59,28 +62,32 @@ THRESHOLDS = (1e-2, 1e-4, 1e-5)
 
 
 def config_of(cell: dict):
-    import cgmpinn_jax as cj
-
-    return cj.TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
+    from cgmpinn_jax import TrainConfig
+    return TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
 
 
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
+    from cgmpinn_jax.training._checkpoint import latest as latest_checkpoint
 
     cell = CELLS[name]
     problem, config, init = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell), None
     if "init" in cell:  # its Adam stage: the preset's, on the points cell["init"] names; its seconds are added
         init = cj.train(cj.get_problem(cell["problem"], **cell["init"]), cell["method"], config_of(
             {"preset": cell.get("preset", "faithful"), "config": {"second": {"steps": 0}}}), key=seed, quiet=True)
-    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, init=init)
+    ckpt = runcache.CACHE / f"{STUDY}_checkpoints" / f"{name}__seed{seed}"  # without "init": checkpointed
+    resume = ckpt if init is None and latest_checkpoint(ckpt) is not None else None
+    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, init=init,
+                   **({} if init is not None else {"checkpoint_dir": ckpt, "checkpoint_every": 120.0, "resume": resume}))
     cj.save_result(res, runcache.CACHE / STUDY / f"{name}__seed{seed}.model")  # ignored; for error maps
+    shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h, s, extra = res.history, res.summary(), {"beyond_corners": beyond_corners(res.model, problem.reference())} if problem.name == "cavity" else {}
     hits = {f"{t:g}": tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, t) for t in THRESHOLDS}
     reach = {t: None if k is None else {"k": k, "seconds": sec} for t, (k, sec) in hits.items()}
     return {"cell": name, "problem": problem.name, "params": cell.get("params", {}), "method": cell["method"],
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
-            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], **extra, **({} if init is None else {
+            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], "resumed": resume is not None, **extra, **({} if init is None else {
                 "init_seconds": init.compile_seconds + init.run_seconds, "init_rel_e2": init.metrics.rel_e2}),
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
@@ -140,17 +147,15 @@ def main(argv=None) -> int:
     ap.add_argument("--report-only", action="store_true")
     args, study = ap.parse_args(argv), runcache.Study(STUDY)
     if args.list:
-        done = study.load()
         for name, cell in CELLS.items():
-            seeds = sorted(r["seed"] for r in done.values() if r["cell"] == name)
+            seeds = sorted(r["seed"] for r in study.load().values() if r["cell"] == name)
             print(f"{name:26s} {cell['problem']:13s} {cell['method']:8s} done seeds {seeds}")
         return 0
     if not args.report_only:
         for name in args.cells:
             for seed in args.seeds:
                 r = study.run(f"{name}__seed{seed}", lambda: train_cell(name, seed, args.track_every))
-                print(f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} "
-                      f"({r['compile_seconds'] + r['run_seconds']:.0f} s)", flush=True)
+                print(f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} ({r['compile_seconds'] + r['run_seconds']:.0f} s)")
     return 0 if study.write_report(report) is None else print(f"wrote {study.record_path.with_suffix('.md')}") or 0
 
 
