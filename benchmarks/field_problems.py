@@ -17,7 +17,7 @@ Cells (``--list``):
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file and the
-model in the ignored cache); a run without ``init`` checkpoints every 2 minutes and a killed one resumes.
+model in the ignored cache); a run checkpoints every 2 minutes and a killed one resumes (an ``init`` run is saved).
 
     python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
     python -m benchmarks.field_problems --list
@@ -54,8 +54,9 @@ CELLS: dict[str, dict] = {
     **{f"burgers_n{n}_front{r}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}, gauss_newton={"form": "pcg"}), params=dict(n_pde=n, n_refine=r)) for n, r, g in BURGERS_PCG},
     # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
-    "burgers_n6000_then_front2000_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
-        n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 300})),
+    "burgers_n6000_then_front2000_pcg_gn1000": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
+        n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 1000},
+                                                                         gauss_newton={"form": "pcg"})),
     **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
@@ -72,14 +73,18 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
 
     cell = CELLS[name]
     problem, config, init = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell), None
-    if "init" in cell:  # its Adam stage: the preset's, on the points cell["init"] names; its seconds are added
-        init = cj.train(cj.get_problem(cell["problem"], **cell["init"]), cell["method"], config_of(
-            {"preset": cell.get("preset", "faithful"), "config": {"second": {"steps": 0}}}), key=seed, quiet=True)
-    ckpt = runcache.CACHE / f"{STUDY}_checkpoints" / f"{name}__seed{seed}"  # without "init": checkpointed
-    resume = ckpt if init is None and latest_checkpoint(ckpt) is not None else None
-    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, init=init,
-                   **({} if init is not None else {"checkpoint_dir": ckpt, "checkpoint_every": 120.0, "resume": resume}))
-    cj.save_result(res, runcache.CACHE / STUDY / f"{name}__seed{seed}.model")  # ignored; for error maps
+    ckpt, saved = runcache.CACHE / f"{STUDY}_checkpoints" / f"{name}__seed{seed}", runcache.CACHE / STUDY / f"{name}__seed{seed}"
+    if "init" in cell:  # its Adam stage (the preset's, on the points cell["init"] names), saved; its seconds are added
+        if not saved.with_suffix(".init").exists():
+            opts = {k: v for k, v in cell.get("config", {}).items() if k not in ("adam", "second")}  # width, ...
+            cj.save_result(cj.train(cj.get_problem(cell["problem"], **cell["init"]), cell["method"], config_of(
+                {"preset": cell.get("preset", "faithful"), "config": {**opts, "second": {"steps": 0}, **cell.get(
+                    "init_config", {})}}), key=seed, quiet=True), saved.with_suffix(".init"))
+        init = cj.load_model(saved.with_suffix(".init"))
+    resume = ckpt if latest_checkpoint(ckpt) is not None else None  # a killed run resumes (checkpoints every 2 min)
+    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, checkpoint_dir=ckpt,
+                   checkpoint_every=120.0, resume=resume, init=None if resume or init is None else init.model)
+    cj.save_result(res, saved.with_suffix(".model"))  # ignored; for error maps
     shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h, s, extra = res.history, res.summary(), {"beyond_corners": beyond_corners(res.model, problem.reference())} if problem.name == "cavity" else {}
     hits = {f"{t:g}": tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, t) for t in THRESHOLDS}
@@ -88,7 +93,8 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
             "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], "resumed": resume is not None, **extra, **({} if init is None else {
-                "init_seconds": init.compile_seconds + init.run_seconds, "init_rel_e2": init.metrics.rel_e2}),
+                "init_seconds": init.info["summary"]["compile_seconds"] + init.info["summary"]["run_seconds"],
+                "init_rel_e2": init.info["summary"]["rel_e2"]}),
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
 

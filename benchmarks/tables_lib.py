@@ -23,14 +23,8 @@ import numpy as np
 RUN_FORMAT = "cgmpinn-jax/paper-run/1"
 
 PROBLEM_ORDER = ("poisson1d", "poisson2d", "heat", "damped_wave", "advection_diffusion", "fisher_kpp")
-PROBLEM_TITLES = {
-    "poisson1d": "1D Poisson",
-    "poisson2d": "2D Poisson",
-    "heat": "1D heat",
-    "damped_wave": "1D damped wave",
-    "advection_diffusion": "1D advection-diffusion",
-    "fisher_kpp": "Fisher-KPP",
-}
+PROBLEM_TITLES = {"poisson1d": "1D Poisson", "poisson2d": "2D Poisson", "heat": "1D heat", "damped_wave": "1D damped wave",
+                  "advection_diffusion": "1D advection-diffusion", "fisher_kpp": "Fisher-KPP"}
 
 # variant id -> (display label, method registry name). The variant id is part of the cache key.
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -65,11 +59,8 @@ TABLES: dict[str, list[tuple[str, str, Optional[tuple[str, str]]]]] = {
         ("L-BFGS", "cgmpinn_lbfgs", ("optimizers", "L-BFGS")),
         ("Adam→L-BFGS", "cgmpinn", ("optimizers", "Adam->L-BFGS")),
     ],
-    "ablation": [
-        ("GMMPINN", "gmmpinn", ("ablation", "GMMPINN")),
-        ("CLPINN", "clpinn", ("ablation", "CLPINN")),
-        ("CGMPINN", "cgmpinn", ("ablation", "CGMPINN")),
-    ],
+    "ablation": [("GMMPINN", "gmmpinn", ("ablation", "GMMPINN")), ("CLPINN", "clpinn", ("ablation", "CLPINN")),
+                 ("CGMPINN", "cgmpinn", ("ablation", "CGMPINN"))],
 }
 
 # table -> pairs (a, b): "a beats b in k of n seeds" (relative e2, paired by seed)
