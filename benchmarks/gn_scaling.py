@@ -2,23 +2,22 @@
 
 Forms (``GaussNewton(form=...)``, `cgmpinn_jax.solvers._gauss_newton`):
 
-* ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the
-  lower tiles only) and one Cholesky factorization per trial damping.
-* ``pcg`` -- the same kernel system solved by conjugate gradients preconditioned with the
-  Cholesky factor of an earlier iteration's ``J J^T + mu I``; a new factor only when the last
-  iteration's CG needed more than ``R`` iterations (``pcg:R``; default the member's).
+* ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the lower tiles only) and one
+  Cholesky factorization per trial damping; ``gramian``: the same on ``J^T J`` (``P x P``), auto's with M > P.
+* ``pcg`` -- the same system solved by CG preconditioned with the Cholesky factor of an earlier iteration's; a new
+  factor only when the last CG needed more than ``R`` iterations (``pcg:R``); ``svd``: one thin SVD of ``J``.
 
-Every form starts from the same float64 Adam stage (PINN, the accurate preset's Adam, or
-``--adam-steps``; cached on disk) and runs the member's own ``step`` (jitted) in one process,
-one form after the other, so seconds compare on the same machine state. Peak memory is XLA's
-compiled estimate for one iteration (arguments + temporaries + outputs). The error on the
-problem's test grid is read every ``--track-every`` iterations, outside the timed steps.
+Every form starts from the same float64 Adam stage (PINN, the accurate preset's Adam, or ``--adam-steps``; cached
+on disk; ``--problem name:key=int,...`` sets the problem's fields) and runs the member's own ``step`` (jitted) in
+one process, one form after the other, so seconds compare on the same machine state. Peak memory is XLA's compiled
+estimate for one iteration (arguments + temporaries + outputs). The error on the problem's test grid is read every
+``--track-every`` iterations, outside the timed steps.
 
     python -m benchmarks.gn_scaling --problem heat --forms kernel pcg --budget-s 600
     python -m benchmarks.gn_scaling --problem fisher_kpp --adam-steps 2000 --forms kernel pcg --cap kernel=3
 
-Writes ``benchmarks/results/gn_scaling.{json,md}`` (one entry per problem and seed, replaced
-when rerun); ``--report-only`` rewrites the report from the record.
+Writes ``benchmarks/results/gn_scaling.{json,md}`` (one entry per problem and seed, replaced when rerun);
+``--report-only`` rewrites the report from the record.
 """
 
 from __future__ import annotations
@@ -39,11 +38,11 @@ THRESHOLDS = (1e-4, 1e-5, 1e-6, 1e-7)
 
 def parse_form(text: str) -> tuple[str, int | None]:
     kind, _, val = text.partition(":")
-    if kind in ("kernel", "svd") and not val:
+    if kind in ("kernel", "gramian", "svd") and not val:
         return kind, None
     if kind == "pcg" and (not val or (val.isdigit() and int(val) >= 1)):
         return kind, int(val) if val else None
-    raise argparse.ArgumentTypeError(f"a form is 'kernel', 'svd', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
+    raise argparse.ArgumentTypeError(f"a form is 'kernel', 'gramian', 'svd', 'pcg' or 'pcg:R' (R >= 1); got {text!r}")
 
 
 def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, budget_s, track_every,
@@ -210,7 +209,7 @@ def main(argv=None) -> None:
     ap.add_argument("--report-only", action="store_true", help="rewrite gn_scaling.md from the record")
     ap.add_argument("--problem", default="heat")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--forms", type=parse_form, nargs="+", default=None, help="kernel, svd, pcg or pcg:R")
+    ap.add_argument("--forms", type=parse_form, nargs="+", default=None, help="kernel, gramian, svd, pcg or pcg:R")
     ap.add_argument("--cap", nargs="*", default=[], help="FORM=N: at most N iterations of that form")
     ap.add_argument("--adam-steps", type=int, default=None, help="default: the preset's")
     ap.add_argument("--max-iters", type=int, default=1500)

@@ -54,11 +54,8 @@ TABLES: dict[str, list[tuple[str, str, Optional[tuple[str, str]]]]] = {
         ("CGMPINN", "cgmpinn", ("methods", "CGMPINN")),
         ("CGMPINN (ReLoBRaLo off)", "cgmpinn_relobralo_off", None),
     ],
-    "optimizers": [
-        ("Adam", "cgmpinn_adam", ("optimizers", "Adam")),
-        ("L-BFGS", "cgmpinn_lbfgs", ("optimizers", "L-BFGS")),
-        ("Adam→L-BFGS", "cgmpinn", ("optimizers", "Adam->L-BFGS")),
-    ],
+    "optimizers": [("Adam", "cgmpinn_adam", ("optimizers", "Adam")), ("L-BFGS", "cgmpinn_lbfgs", ("optimizers", "L-BFGS")),
+                   ("Adam→L-BFGS", "cgmpinn", ("optimizers", "Adam->L-BFGS"))],
     "ablation": [("GMMPINN", "gmmpinn", ("ablation", "GMMPINN")), ("CLPINN", "clpinn", ("ablation", "CLPINN")),
                  ("CGMPINN", "cgmpinn", ("ablation", "CGMPINN"))],
 }

@@ -5,9 +5,9 @@
     adam_start(problem, seed, adam_steps, overrides) -> (TrainResult, wall seconds)
     second_stage_start(problem, seed, adam_steps) -> (engine, setup, static, params, batch, w, lam, meta)
 
-``second_stage_start`` caches the Adam parameters and points in the local run cache
-(``benchmarks/cache/gn_scaling/adam-<problem>-seed<s>-<steps>.{eqx,pkl,json}``, ignored), so that
-every second-stage variant of a study starts from the same float64 state.
+``problem`` is a registry name or ``name:key=int,...`` (`problem_of`). ``second_stage_start`` caches the Adam
+parameters and points in the ignored run cache (``benchmarks/cache/gn_scaling/adam-<problem>-seed<s>-<steps>.*``),
+so that every second-stage variant of a study starts from the same float64 state.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ def first_reach(k, seconds, errors, thr, offset: int = 0):
 
 def rel_fn(problem, static):
     """jitted ``params -> relative L2 error on the problem's test grid`` (the formula of
-    ``cj.train``'s error tracker), for a problem with an exact solution."""
+    ``cj.train``'s error tracker), against the exact solution or else the reference data (``problem.truth``)."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
 
-    pts = jnp.asarray(problem.test_grid().points, jnp.float64)
-    exact = problem.exact_on(pts)
+    truth = problem.truth(jnp.float64)
+    pts, exact = jnp.asarray(truth.points, jnp.float64), jnp.asarray(truth.values, jnp.float64)
 
     def rel(params):
         pred = jax.vmap(eqx.combine(params, static))(pts)
@@ -49,13 +49,20 @@ def rel_fn(problem, static):
     return jax.jit(rel)
 
 
+def problem_of(spec: str):
+    """``"name"`` or ``"name:key=int,..."`` (``burgers_data:n_pde=6000,n_refine=2000``): the registry's problem."""
+    import cgmpinn_jax as cj
+    name, _, args = spec.partition(":")
+    return cj.get_problem(name, **{k: int(v) for k, v in (a.split("=") for a in args.split(",") if a)})
+
+
 def adam_start(problem: str, seed: int, adam_steps, net: dict):
     """The accurate preset's Adam stage alone, PINN (its error tracked at chunk ends)."""
     import cgmpinn_jax as cj
 
     over = {"second": {"steps": 0}, **net, **({} if adam_steps is None else {"adam": {"steps": adam_steps}})}
     t0 = time.perf_counter()
-    res = cj.train(problem, "pinn", cj.TrainConfig.preset("accurate", **over), key=seed, quiet=True,
+    res = cj.train(problem_of(problem), "pinn", cj.TrainConfig.preset("accurate", **over), key=seed, quiet=True,
                    track_error_every=0)
     return res, time.perf_counter() - t0
 
@@ -74,7 +81,7 @@ def second_stage_start(problem_name: str, seed: int, adam_steps):
 
     cfg = cj.TrainConfig.preset("accurate")
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
-        setup = resolve(cj.get_problem(problem_name), cj.get_method("pinn"), cfg)
+        setup = resolve(problem_of(problem_name), cj.get_method("pinn"), cfg)
         static, eng = CompileCache().engine(setup)
         state, _ = init_state(setup, eng, jax.random.key(seed))
         cache = runcache.CACHE / "gn_scaling" / f"adam-{problem_name}-seed{seed}-{adam_steps or 'preset'}"
