@@ -30,7 +30,7 @@ Where Jacobi-preconditioned CG failed (below), the stale factor carries the spec
 than parameters (``M > P``) the form works on the Gramian side instead, the same way:
 ``(J^T J + mu I) d = -J^T r`` by CG preconditioned with an earlier factor of
 ``J^T J + mu' I`` (``P x P``). ``form="auto"`` still takes the exact Gramian form there: the
-Gramian side of pcg has not been measured against it yet.
+Gramian side was measured against it only at the start of a run (docs/accuracy.md).
 **pcg with a stale factor.** A trial that fails at the largest damping stops the stage
 (``NO_DECREASE``) only when this iteration made its factor; with an earlier one, the
 iteration leaves the parameters as they are and the next one refactors at this iteration's
