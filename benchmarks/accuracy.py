@@ -25,7 +25,6 @@ judged on the median over all its seeds.
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 
 import numpy as np
@@ -51,29 +50,20 @@ def run_key(problem, method, seed, lbfgs_steps=None) -> str:
 
 def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, track_every: int) -> dict:
     import cgmpinn_jax as cj
-    from cgmpinn_jax.training._checkpoint import latest as latest_checkpoint
 
-    over = {} if lbfgs_steps is None else {"second": {"steps": lbfgs_steps}}
-    cfg = cj.TrainConfig.preset("accurate", **over)
-    # a run checkpoints into the cache (every 2 min) and a killed one resumes from there, its
-    # seconds going on from what the checkpoint recorded
-    ckpt = runcache.CACHE / f"{STUDY}_checkpoints" / run_key(problem, method, seed, lbfgs_steps)
-    resumed = latest_checkpoint(ckpt) is not None
-    t0 = time.perf_counter()
-    res = cj.train(problem, method, cfg, key=seed, quiet=False, prefetch_compile=True, track_error_every=track_every,
-                   checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None,
-                   print_fn=lambda s: print(s, flush=True) if any(w in s for w in (" done:", "stopped", "compiled",
-                                                                                   "resuming")) else None)
+    cfg = cj.TrainConfig.preset("accurate", **({} if lbfgs_steps is None else {"second": {"steps": lbfgs_steps}}))
+    t0 = time.perf_counter()  # a killed run resumes, its seconds going on from what the checkpoint recorded
+    res, resumed = runcache.train_resumable(
+        STUDY, run_key(problem, method, seed, lbfgs_steps), problem, method, cfg, key=seed, quiet=False,
+        prefetch_compile=True, track_error_every=track_every,
+        print_fn=lambda s: print(s, flush=True) if any(w in s for w in (" done:", "stopped", "compiled", "resuming")) else None)
     wall = time.perf_counter() - t0
     if resumed:  # the part before the checkpoint: compile + run seconds restored from it
         wall = max(wall, res.compile_seconds + res.run_seconds)
-    shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h = res.history
     n_second = int(np.sum(h.k > res.adam_steps))
-    reach = {}
-    for thr in THRESHOLDS:
-        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
-        reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
+    reach = {f"{thr:.0e}": dict(zip(("iterations", "seconds"), tracking.first_reach(
+        h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps))) for thr in THRESHOLDS}
     adam_end = h.error_rel_e2[np.searchsorted(h.error_k, res.adam_steps)] if len(h.error_k) else None
     return {
         "problem": problem, "method": method, "seed": seed, "preset": "accurate",

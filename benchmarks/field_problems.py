@@ -13,21 +13,19 @@ Cells (``--list``):
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset (``_gn300``: 300
   Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front;
-  ``_pcg``: ``gauss_newton.form="pcg"``, which with more rows than parameters works on the Gramian side).
+  ``_pcg``: ``gauss_newton.form="pcg"``, on the Gramian side with more rows than parameters; ``_w60``: width 60).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file and the
 model in the ignored cache); a run checkpoints every 2 minutes and a killed one resumes (an ``init`` run is saved).
 
     python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
-    python -m benchmarks.field_problems --list
     python -m benchmarks.field_problems --report-only
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 
 import numpy as np
 
@@ -37,6 +35,7 @@ STUDY = "field_problems"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
 _budget = lambda adam, second: {"adam": {"steps": adam}, "second": {"steps": second}}  # noqa: E731
 BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
+BURGERS_PCG = ((6000, 2000, 0, 1000), (5600, 1800, 0, 1000), (6000, 2000, 60, 800))  # (..., width or 0: 50); rows = points + 400
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
@@ -50,8 +49,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
     **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
-    "burgers_n6000_front2000_pcg_gn1000": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(  # auto: exact Gramian
-        second={"steps": 1000}, gauss_newton={"form": "pcg"}), params=dict(n_pde=6000, n_refine=2000)),
+    **{f"burgers_n{n}_front{r}{f'_w{w}' if w else ''}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
+        second={"steps": g}, gauss_newton={"form": "pcg"}, **({"width": w} if w else {})), params=dict(n_pde=n, n_refine=r)) for n, r, w, g in BURGERS_PCG},
     # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
     "burgers_n6000_then_front2000_pcg_gn1000": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
         n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 1000},
@@ -68,11 +67,9 @@ def config_of(cell: dict):
 
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
-    from cgmpinn_jax.training._checkpoint import latest as latest_checkpoint
 
-    cell = CELLS[name]
+    cell, saved = CELLS[name], runcache.CACHE / STUDY / f"{name}__seed{seed}"
     problem, config, init = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell), None
-    ckpt, saved = runcache.CACHE / f"{STUDY}_checkpoints" / f"{name}__seed{seed}", runcache.CACHE / STUDY / f"{name}__seed{seed}"
     if "init" in cell:  # its Adam stage (the preset's, on the points cell["init"] names), saved; its seconds are added
         if not saved.with_suffix(".init").exists():
             opts = {k: v for k, v in cell.get("config", {}).items() if k not in ("adam", "second")}  # width, ...
@@ -80,18 +77,16 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
                 {"preset": cell.get("preset", "faithful"), "config": {**opts, "second": {"steps": 0}, **cell.get(
                     "init_config", {})}}), key=seed, quiet=True), saved.with_suffix(".init"))
         init = cj.load_model(saved.with_suffix(".init"))
-    resume = ckpt if latest_checkpoint(ckpt) is not None else None  # a killed run resumes (checkpoints every 2 min)
-    res = cj.train(problem, cell["method"], config, key=seed, quiet=True, track_error_every=track_every, checkpoint_dir=ckpt,
-                   checkpoint_every=120.0, resume=resume, init=None if resume or init is None else init.model)
+    res, resume = runcache.train_resumable(STUDY, f"{name}__seed{seed}", problem, cell["method"], config, key=seed, quiet=False,
+                                           track_error_every=track_every, init=None if init is None else init.model)
     cj.save_result(res, saved.with_suffix(".model"))  # ignored; for error maps
-    shutil.rmtree(ckpt, ignore_errors=True)  # finished: the record holds the run
     h, s, extra = res.history, res.summary(), {"beyond_corners": beyond_corners(res.model, problem.reference())} if problem.name == "cavity" else {}
     hits = {f"{t:g}": tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, t) for t in THRESHOLDS}
     reach = {t: None if k is None else {"k": k, "seconds": sec} for t, (k, sec) in hits.items()}
     return {"cell": name, "problem": problem.name, "params": cell.get("params", {}), "method": cell["method"],
             "preset": cell.get("preset", "faithful"), "seed": seed, "config": config.to_dict(),
             "metrics": res.metrics.as_dict(), "stages": res.stage_lines(), "first_reach": reach,
-            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], "resumed": resume is not None, **extra, **({} if init is None else {
+            "compile_seconds": s["compile_seconds"], "run_seconds": s["run_seconds"], "resumed": resume, **extra, **({} if init is None else {
                 "init_seconds": init.info["summary"]["compile_seconds"] + init.info["summary"]["run_seconds"],
                 "init_rel_e2": init.info["summary"]["rel_e2"]}),
             "history": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}

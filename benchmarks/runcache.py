@@ -42,18 +42,17 @@ take ``results_dir`` / ``cache_dir`` roots, or exact ``record`` / ``folder`` pat
     Study(study).sync(accept=None) -> [run_key]  # add cached full runs missing from the record
     Study(study).write_report(render) -> str     # render(runs) into <record>.md beside the record
     machine_info() -> dict                       # platform, CPUs, jax version, backend, devices
+    train_resumable(study, run_key, *args, **kw) -> (result, resumed)   # cj.train, checkpointed
 
-The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``,
-``ONE_THREAD_XLA_FLAGS``, ``threads_label``) live in :mod:`benchmarks.machine` and are importable
-from here too; the error tracking the studies share (first reach of a threshold, a cached Adam
-start) in :mod:`benchmarks.tracking`.
+The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``, ``ONE_THREAD_XLA_FLAGS``,
+``threads_label``) live in :mod:`benchmarks.machine` and are importable from here too; the error tracking
+the studies share (first reach of a threshold, a cached Adam start) in :mod:`benchmarks.tracking`.
 
 ``fn`` takes no arguments and returns a JSON-able dict (numpy/jax arrays and scalars are
 converted); ``accept(compact) -> bool`` rejects a recorded run (e.g. of an older package
 version), which is then trained again and replaces it. Several processes may add runs to the
-same study at once (the record is updated under a file lock, written atomically).
-
-An example study: benchmarks/README.md.
+same study at once (the record is updated under a file lock, written atomically). An example
+study: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -296,6 +295,22 @@ class Study:
         if new:
             self._update(new)
         return sorted(new)
+
+
+def train_resumable(study: str, run_key: str, *args, **kw):
+    """``cj.train(*args, **kw)`` checkpointing into the cache every 2 minutes: a killed run resumes from its
+    latest checkpoint (``init`` dropped), a finished one removes them (the record holds the run)."""
+    import shutil
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.training._checkpoint import latest
+
+    ckpt = CACHE / f"{study}_checkpoints" / run_key
+    resumed = latest(ckpt) is not None
+    if resumed:
+        kw.pop("init", None)
+    res = cj.train(*args, checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None, **kw)
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return res, resumed
 
 
 def _check_key(run_key: str) -> None:

@@ -3,6 +3,7 @@ record, a recorded run counts as done."""
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -114,3 +115,28 @@ def test_machine_description_and_thread_flags(monkeypatch):
     assert rc.threads_label("") == "XLA default threads"
     monkeypatch.setenv("XLA_FLAGS", rc.ONE_THREAD_XLA_FLAGS)
     assert rc.threads_label() == "one XLA thread"
+
+
+def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path, monkeypatch):
+    """A run killed after a checkpoint resumes from it (equal to the uninterrupted run, ``init``
+    ignored); a finished run leaves no checkpoints behind; a fresh run reports resumed=False."""
+    import jax
+    import cgmpinn_jax as cj
+    from cgmpinn_jax.training import _checkpoint as ck
+
+    monkeypatch.setattr(rc, "CACHE", tmp_path / "cache")
+    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, width=8, depth=2)
+    plain, resumed = rc.train_resumable("st", "r0", "poisson1d", "pinn", cfg, key=0, quiet=True)
+    assert resumed is False and not (tmp_path / "cache" / "st_checkpoints" / "r0").exists()
+
+    folder = tmp_path / "cache" / "st_checkpoints" / "r1"  # a run killed after its first checkpoint
+    monkeypatch.setattr(ck, "_KEEP", 1000)
+    cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
+    for c in sorted((folder / ck.SUBDIR).iterdir())[1:]:
+        shutil.rmtree(c)
+    other = cj.train("poisson1d", "pinn", cfg.replace(adam={"steps": 20}), key=5, quiet=True).model
+    res, resumed = rc.train_resumable("st", "r1", "poisson1d", "pinn", cfg, key=0, quiet=True, init=other)
+    assert resumed is True and not folder.exists()
+    for u, v in zip(jax.tree_util.tree_leaves(plain.model), jax.tree_util.tree_leaves(res.model)):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+    assert res.metrics == plain.metrics
