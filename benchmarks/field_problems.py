@@ -35,7 +35,7 @@ STUDY = "field_problems"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
 _budget = lambda adam, second: {"adam": {"steps": adam}, "second": {"steps": second}}  # noqa: E731
 BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
-BURGERS_PCG = ((6000, 2000, 0, 1000), (5600, 1800, 0, 1000), (5600, 1800, 0, 1500))  # (..., width or 0: 50); rows = points + 400
+BURGERS_PCG = ((6000, 2000, 1000), (5600, 1800, 1000), (5600, 1800, 1500))  # (uniform, around the front, GN its); rows = points + 400
 CELLS: dict[str, dict] = {
     "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
     "cavity_per_equation": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
@@ -49,8 +49,8 @@ CELLS: dict[str, dict] = {
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
     **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
         second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
-    **{f"burgers_n{n}_front{r}{f'_w{w}' if w else ''}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
-        second={"steps": g}, gauss_newton={"form": "pcg"}, **({"width": w} if w else {})), params=dict(n_pde=n, n_refine=r)) for n, r, w, g in BURGERS_PCG},
+    **{f"burgers_n{n}_front{r}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
+        second={"steps": g}, gauss_newton={"form": "pcg"}), params=dict(n_pde=n, n_refine=r)) for n, r, g in BURGERS_PCG},
     # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
     "burgers_n6000_then_front2000_pcg_gn1000": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
         n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 1000},
