@@ -62,6 +62,7 @@ import datetime as _dt
 import json
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -300,7 +301,6 @@ class Study:
 def train_resumable(study: str, run_key: str, *args, **kw):
     """``cj.train(*args, **kw)`` checkpointing into the cache every 2 minutes: a killed run resumes from its
     latest checkpoint (``init`` dropped), a finished one removes them (the record holds the run)."""
-    import shutil
     import cgmpinn_jax as cj
     from cgmpinn_jax.training._checkpoint import latest
 

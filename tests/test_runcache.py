@@ -120,9 +120,9 @@ def test_machine_description_and_thread_flags(monkeypatch):
 def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path, monkeypatch):
     """A run killed after a checkpoint resumes from it (equal to the uninterrupted run, ``init``
     ignored); a finished run leaves no checkpoints behind; a fresh run reports resumed=False."""
-    import jax
     import cgmpinn_jax as cj
     from cgmpinn_jax.training import _checkpoint as ck
+    from test_checkpoint import assert_same_run
 
     monkeypatch.setattr(rc, "CACHE", tmp_path / "cache")
     cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, width=8, depth=2)
@@ -137,6 +137,4 @@ def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path,
     other = cj.train("poisson1d", "pinn", cfg.replace(adam={"steps": 20}), key=5, quiet=True).model
     res, resumed = rc.train_resumable("st", "r1", "poisson1d", "pinn", cfg, key=0, quiet=True, init=other)
     assert resumed is True and not folder.exists()
-    for u, v in zip(jax.tree_util.tree_leaves(plain.model), jax.tree_util.tree_leaves(res.model)):
-        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
-    assert res.metrics == plain.metrics
+    assert_same_run(plain, res)
