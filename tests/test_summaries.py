@@ -96,6 +96,16 @@ def test_progress_lines_have_totals_and_time_left():
     assert any("[lbfgs 4/4, " in s for s in steps)
 
 
+def test_progress_lines_name_the_second_stage_by_its_solver():
+    """The second stage's key is "lbfgs" whichever member runs it; its lines say which ran."""
+    out = []
+    cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 10}, second={"steps": 3}, cgm={"k_upd": 10}, width=8, depth=2,
+                                       second_stage="gauss_newton"), key=0, print_fn=out.append)
+    steps = [s for s in out if " k=" in s]
+    assert any(" gauss_newton k=" in s and "[gauss_newton 3/3, " in s for s in steps), steps
+    assert not any("lbfgs" in s for s in out), out
+
+
 def test_command_line_bars_show_totals_loss_and_coefficients(monkeypatch):
     import io
 

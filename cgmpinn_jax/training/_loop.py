@@ -44,15 +44,23 @@ def _program(kind: str, stage: str) -> str:
     return f"{kind}_{stage}"
 
 
-def _label(name: str, stages) -> str | None:
-    """How the progress lines name a program when it compiles (None: not named)."""
+def _shown(member: str) -> str:
+    """How the progress lines name a stage: its solver (``"adam"``, ``"lbfgs"`` for either
+    L-BFGS backend, ``"gauss_newton"``, a dense member's name), not its key: the second stage's
+    key is ``"lbfgs"`` whichever member runs it."""
+    return "lbfgs" if member in ("optax", "jaxopt") else member
+
+
+def _label(name: str, shown: dict) -> str | None:
+    """How the progress lines name a program when it compiles (None: not named); ``shown``:
+    stage key -> its name in the progress lines."""
     if name == "refresh":
         return "the weight refresh"
     if name == "rebase":
         return "the second stage's re-basing"
     if name.startswith("rebase_"):
-        return f"the {name[7:]} stage's re-basing"
-    return f"the {name} chunk" if name in stages else None
+        return f"the {shown.get(name[7:], name[7:])} stage's re-basing"
+    return f"the {shown[name]} chunk" if name in shown else None
 
 
 class RunOutput(NamedTuple):
@@ -110,6 +118,7 @@ class _Loop:
         self.compile_s = 0.0
         self.tag = f"[{setup.problem.name}/{setup.method.name}]"
         self.stages = setup.stage_names
+        self.shown = {st: _shown(setup.member(st)) for st in self.stages}
         self.begin = vm(eng.begin_chunk, (0, 0, 0, 0, None))
         self.rebase = {st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"}
         self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
@@ -122,7 +131,7 @@ class _Loop:
         compiled, seconds = self.cache.compiled(self.setup, name, fn, args, batched=self.batched)
         self.compile_s += seconds
         background = self.cache.last_background_seconds
-        label = _label(name, self.stages)
+        label = _label(name, self.shown)
         if label and background is not None:
             self.emit(f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)")
         elif seconds > 0.0 and label:  # compile time is real time: say where it went
@@ -215,10 +224,11 @@ class _Loop:
         now = time.perf_counter()
         elapsed = now - pace_clock.t_stage
         left = pace_clock.left(now, self.compile_s, done, total, n)
-        where = f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        shown = self.shown[stage]
+        where = f" [{shown} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
         setup, rec = self.setup, self.rec
         if n:
-            progress_line(self.emit, self.tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
+            progress_line(self.emit, self.tag, shown, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
                           setup.problem.loss_terms, self.batched, setup.method.weights_points, where)
         if self.progress is not None:
             coeffs = None
@@ -256,7 +266,7 @@ class _Loop:
                 st = self.lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not self.batched:
-                        self.emit(f"{self.tag} {stage} stage stopped at k={chunk.first_k + n - 1}: "
+                        self.emit(f"{self.tag} {self.shown[stage]} stage stopped at k={chunk.first_k + n - 1}: "
                                   f"{StageStatus(int(st[0])).name}")
                     break
                 if ci + 1 < len(chunks):
