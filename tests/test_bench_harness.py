@@ -26,6 +26,14 @@ def test_first_reach_counts_from_the_offset_and_says_never():
     assert tracking.first_reach(k, s, e, 1e-4, offset=500) == (0, 3.0)  # never negative
 
 
+def test_field_problems_reach_column_is_the_median_over_the_seeds_that_got_there():
+    from benchmarks.field_problems import _median_k
+
+    assert _median_k([{"k": 5751}, {"k": 6151}]) == "5951"
+    assert _median_k([{"k": 5751}, None, {"k": 6151}]) == "5951 (2/3)"
+    assert _median_k([None, None]) == "-"
+
+
 def _names_its_commit(doc) -> bool:
     if isinstance(doc, dict) and isinstance(doc.get("commit"), str) and doc["commit"]:
         return True
