@@ -78,6 +78,10 @@ class AdamOptions(_Checks):
     Attributes:
         steps: Adam steps (paper: 5000; Fisher-KPP 8000). ``None``: the problem's.
         lr: the learning rate (1e-3).
+        time_limit: wall-clock seconds for the stage (``None``: no limit). A stage that
+            reaches it stops at the next call boundary with status ``TIME_LIMIT``, keeps its
+            best point, and the run goes on with the next stage. It changes no step: a run
+            that does not reach it is the same run.
 
     Examples:
         >>> AdamOptions(steps=2000).lr
@@ -86,10 +90,12 @@ class AdamOptions(_Checks):
 
     steps: Optional[int] = None
     lr: float = 1e-3
+    time_limit: Optional[float] = None
 
     def __post_init__(self):
         self._int("steps", 0, none=True)
         self._real("lr", positive=True)
+        self._real("time_limit", positive=True, none=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +113,8 @@ class SecondStageOptions(_Checks):
             |objective|)).
         ftol: the relative improvement of the best unweighted loss that resets the stall count.
         patience: stop (LOSS_TOL) after this many iterations without such an improvement.
+        time_limit: wall-clock seconds for each stage after Adam (``None``: no limit), as
+            `AdamOptions.time_limit`: the stage stops with ``TIME_LIMIT`` and keeps its best point.
 
     Examples:
         >>> SecondStageOptions(steps=1500).patience is None
@@ -117,12 +125,14 @@ class SecondStageOptions(_Checks):
     gtol: Optional[float] = None
     ftol: Optional[float] = None
     patience: Optional[int] = None
+    time_limit: Optional[float] = None
 
     def __post_init__(self):
         self._int("steps", 0, none=True)
         self._real("gtol", at_least=0.0, none=True)
         self._real("ftol", at_least=0.0, none=True)
         self._int("patience", 1, none=True)
+        self._real("time_limit", positive=True, none=True)
 
 
 @dataclasses.dataclass(frozen=True)

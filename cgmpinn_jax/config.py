@@ -111,6 +111,14 @@ class TrainConfig:
         depth: number of hidden layers (reference 4). ``None``: the problem's.
         divergence_ratio: a stage stops (DIVERGED, best parameters restored) when the
             unweighted loss exceeds this multiple of the best seen in the stage (1e6).
+        time_limit: wall-clock seconds for the whole run, compilation included (``None``: no
+            limit). The run stops at the next call boundary after it: a checkpoint there when
+            the run checkpoints (so that a resume with a larger limit continues it bit for
+            bit), the stage's status ``TIME_LIMIT`` with its best point kept, and the stages
+            after it not run (``TIME_LIMIT`` too). Each stage's own limit is its group's
+            ``time_limit`` (``adam``, ``second``). Time limits change no step, are not part of
+            a run's identity (a checkpoint resumes under another limit) and appear in
+            `to_dict` only when set.
         adam: the Adam stage: `steps`, `lr` ([`AdamOptions`][cgmpinn_jax.AdamOptions]).
         second: every stage after Adam, whichever member: its budget `steps` and the stop
             rule's `gtol`, `ftol`, `patience`
@@ -146,6 +154,7 @@ class TrainConfig:
     width: Optional[int] = None
     depth: Optional[int] = None
     divergence_ratio: float = 1e6
+    time_limit: Optional[float] = None
     adam: AdamOptions = AdamOptions()
     second: SecondStageOptions = SecondStageOptions()
     lbfgs: LBFGSOptions = LBFGSOptions()
@@ -156,7 +165,8 @@ class TrainConfig:
 
     def __init__(self, *, precision: Precision = "float32", second_stage: SecondStage = "optax",
                  stages: Optional[tuple] = None, stage_steps: Optional[tuple] = None, width: Optional[int] = None,
-                 depth: Optional[int] = None, divergence_ratio: float = 1e6, adam: AdamOptions = AdamOptions(),
+                 depth: Optional[int] = None, divergence_ratio: float = 1e6, time_limit: Optional[float] = None,
+                 adam: AdamOptions = AdamOptions(),
                  second: SecondStageOptions = SecondStageOptions(), lbfgs: LBFGSOptions = LBFGSOptions(),
                  dense: DenseOptions = DenseOptions(), gauss_newton: GaussNewtonOptions = GaussNewtonOptions(),
                  cgm: CGMOptions = CGMOptions(), balancing: ReLoBRaLoOptions = ReLoBRaLoOptions(), **flat: Any):
@@ -166,7 +176,7 @@ class TrainConfig:
         if flat:  # the 0.2 flat names, on top of the groups (as dataclasses.replace passes them)
             groups = _flat.apply_flat(groups, flat, warn=True)
         top = dict(precision=precision, second_stage=second_stage, stages=stages, stage_steps=stage_steps, width=width,
-                   depth=depth, divergence_ratio=divergence_ratio)
+                   depth=depth, divergence_ratio=divergence_ratio, time_limit=time_limit)
         for name in ("stages", "stage_steps"):  # a JSON round trip gives lists
             if isinstance(top[name], list):
                 top[name] = tuple(top[name])
@@ -191,6 +201,9 @@ class TrainConfig:
         v = self.divergence_ratio
         if not _is_real(v) or not np.isfinite(float(v)) or not v > 0:
             raise ValueError(f"TrainConfig.divergence_ratio must be a finite number > 0, got {v!r}")
+        v = self.time_limit
+        if v is not None and (not _is_real(v) or not np.isfinite(float(v)) or not v > 0):
+            raise ValueError(f"TrainConfig.time_limit must be None or a number of seconds > 0, got {v!r}")
         for name, allowed in (("precision", get_args(Precision)), ("second_stage", get_args(SecondStage))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"TrainConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -261,11 +274,15 @@ class TrainConfig:
         [`from_dict`][cgmpinn_jax.TrainConfig.from_dict] reads it back). ``stages`` and
         ``stage_steps`` appear only when set, and ``cgm.system_weighting`` only when not at its
         default, ``"per_equation"`` (a dict stored before ``CONFIG_DEFAULTS`` 2, when the default
-        was ``"norm"``, reads back with ``cgmpinn_jax.config.legacy_config``)."""
+        was ``"norm"``, reads back with ``cgmpinn_jax.config.legacy_config``). The time limits
+        appear only when set."""
         d = dataclasses.asdict(self)
-        for name in ("stages", "stage_steps"):
+        for name in ("stages", "stage_steps", "time_limit"):
             if d[name] is None:
                 del d[name]
+        for group in TIME_LIMIT_GROUPS:
+            if d[group]["time_limit"] is None:
+                del d[group]["time_limit"]
         if d["cgm"]["system_weighting"] == "per_equation":
             del d["cgm"]["system_weighting"]
         return d
@@ -347,6 +364,22 @@ def stored_config(d: Any, defaults: int = CONFIG_DEFAULTS) -> Any:
     except (TypeError, ValueError, AttributeError):
         return d
     return json.loads(json.dumps(cfg.to_dict(), default=lambda x: x.item() if hasattr(x, "item") else str(x)))
+
+
+#: the option groups that hold a stage's own ``time_limit`` (`TrainConfig.time_limit` is the run's)
+TIME_LIMIT_GROUPS = ("adam", "second")
+
+
+def without_time_limits(d: Any) -> Any:
+    """A config dict (`TrainConfig.to_dict`'s) without its time limits: what a run's identity
+    compares (a checkpoint resumes under another limit)."""
+    if not isinstance(d, Mapping):
+        return d
+    out = {k: v for k, v in d.items() if k != "time_limit"}
+    for group in TIME_LIMIT_GROUPS:
+        if isinstance(out.get(group), Mapping):
+            out[group] = {k: v for k, v in out[group].items() if k != "time_limit"}
+    return out
 
 
 #: the sweepable hyperparameters (`Hyper`'s fields) -> their option ``(group, option)``

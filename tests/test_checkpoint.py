@@ -133,7 +133,8 @@ def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_rais
     assert stop.result.statuses["adam"] == cj.StageStatus.INTERRUPTED and np.isfinite(stop.result.metrics.rel_e2)
     assert len(stop.result.history.k) == 20  # no chunk lost
     meta = json.loads((ck.latest(folder) / "meta.json").read_text())
-    assert meta["position"] == {"stage": "adam", "chunk": 1, "handed": True, "done": 20}
+    assert {k: meta["position"][k] for k in ("stage", "chunk", "handed", "done", "piece")} == {
+        "stage": "adam", "chunk": 1, "handed": True, "done": 20, "piece": False}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     assert_same_run(plain, cj.resume(folder, quiet=True))
 

@@ -177,25 +177,27 @@ def _train_with_progress(args, problem, method, config, out: Path, key):
     try:
         return train(problem, method, config, key=key, quiet=args.quiet or bars is not None,
                      prefetch_compile=args.background_compile == "on", progress=bars, checkpoint_dir=out,
-                     checkpoint_every=args.checkpoint_every, resume=out if args.resume else None)
+                     checkpoint_every=args.checkpoint_every, resume=out if args.resume else None,
+                     call_seconds=args.call_seconds)
     finally:
         if bars is not None:
             bars.close()
 
 
 def _resumed(args, command: str):
-    """``(problem, method, config, key, out)`` recorded in the checkpoint of ``--resume DIR``;
-    an error if other run options were given with it."""
+    """``(problem, method, config, key, out)`` recorded in the checkpoint of ``--resume DIR``
+    (``--time-limit``: the run's new limit); an error if other run options were given with it."""
     from ..training._resuming import recorded_run
 
     defaults = build_parser().parse_args([command])
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
              if k not in ("resume", "func", "quiet", "no_plots", "compile_cache", "background_compile", "checkpoint_every",
-                          "command") and getattr(defaults, k, v) != v]
+                          "command", "time_limit", "call_seconds") and getattr(defaults, k, v) != v]
     if given:
         raise ValueError(f"--resume continues the run with the settings it recorded; drop {', '.join(given)}")
     run = recorded_run(args.resume)
-    return run["problem"], run["method"], run["config"], run["key"], Path(args.resume)
+    config = run["config"] if args.time_limit is None else run["config"].replace(time_limit=args.time_limit)
+    return run["problem"], run["method"], config, run["key"], Path(args.resume)
 
 
 def _train_and_save(args, problem, method, config, out: Path, key, command: str):
@@ -283,7 +285,12 @@ def _stages_text(config) -> str:
     return "stages " + ", ".join(f"lbfgs ({config.second_stage})" if s == "lbfgs" else s for s in config.stages)
 
 
-def _finish(out: Path) -> int:
+def _finish(out: Path, result, command: str) -> int:
+    """A finished run drops its checkpoints; one that stopped on its time limit keeps them."""
+    if result.time_limited:
+        print(f"wrote {out}; the run stopped on its time limit ({result.config.time_limit:g} s): continue with "
+              f"cgmpinn-jax {command} --resume {out} --time-limit LARGER")
+        return 0
     _drop_checkpoints(out)
     print(f"wrote {out}")
     return 0
@@ -318,7 +325,7 @@ def _cmd_run(args) -> int:
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
     print(_table(result, paper))
-    return _finish(out)
+    return _finish(out, result, "run")
 
 
 def _cmd_infer(args) -> int:
@@ -358,7 +365,7 @@ def _cmd_infer(args) -> int:
           f"noise {args.noise:g}")
     print(result.unknowns.table())
     print(_table(result, None))
-    return _finish(out)
+    return _finish(out, result, "infer")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -142,9 +142,18 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
                    help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the result "
                         "is bit-identical to an uninterrupted run on the same machine")
     r.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
-                   help="at most one checkpoint every SECONDS, at a chunk boundary (0: at every chunk boundary). "
-                        "Ctrl-C writes one at the next chunk boundary, saves the best model so far and exits with "
+                   help="at most one checkpoint every SECONDS, at a call boundary (0: at every call boundary). "
+                        "Ctrl-C writes one at the next call boundary, saves the best model so far and exits with "
                         f"status {EXIT_INTERRUPTED} (default: %(default)s)")
+    r.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="wall-clock seconds for the whole run, compilation included: at the next call boundary "
+                        "after it the run writes a checkpoint, its stage ends with TIME_LIMIT (best point kept), the "
+                        "model is saved and the checkpoints are kept; --resume DIR --time-limit LARGER continues it. "
+                        "With --resume it replaces the recorded limit (default: no limit)")
+    r.add_argument("--call-seconds", type=float, default=30.0, metavar="SECONDS",
+                   help="each compiled call of a stage lasts about SECONDS (sized from the stage's measured pace), "
+                        "so progress lines, checkpoints, Ctrl-C and the time limit wait at most that long, however "
+                        "slow an iteration; the same steps bit for bit whatever it is (default: %(default)s)")
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
     r.add_argument("--quiet", action="store_true",
                    help="no progress output while training (else: progress bars on a terminal, plain lines otherwise)")
@@ -233,6 +242,7 @@ def config_kwargs(args: argparse.Namespace) -> dict:
         "precision": args.precision or ("float64" if args.x64 else None),
         "stages": _names(args.stages),
         "stage_steps": _budgets(args.stage_steps),
+        "time_limit": getattr(args, "time_limit", None),
         **{name: {k: v for k, v in g.items() if v is not None} or None for name, g in groups.items()},
     }
     return {k: v for k, v in kw.items() if v is not None}

@@ -28,7 +28,8 @@ class StageStatus(enum.IntEnum):
     LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
     SKIPPED = 5  # zero steps requested
     NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
-    INTERRUPTED = 7  # Ctrl-C: stopped at a chunk boundary after a checkpoint (resume continues it)
+    INTERRUPTED = 7  # Ctrl-C: stopped at a call boundary after a checkpoint (resume continues it)
+    TIME_LIMIT = 8  # the run's or the stage's wall-clock time limit: best point kept
 
     def describe(self) -> str:
         """Why the stage ended, in words, with the code: ``"stopped: loss stalled (LOSS_TOL)"``."""
@@ -41,6 +42,7 @@ class StageStatus(enum.IntEnum):
             StageStatus.SKIPPED: "skipped: no steps requested (SKIPPED)",
             StageStatus.NO_DECREASE: "stopped: no decrease even at the largest damping (NO_DECREASE)",
             StageStatus.INTERRUPTED: "interrupted (Ctrl-C) after a checkpoint; resume continues it (INTERRUPTED)",
+            StageStatus.TIME_LIMIT: "stopped: the time limit was reached, best point kept (TIME_LIMIT)",
         }[self]
 
 

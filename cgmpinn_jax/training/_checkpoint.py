@@ -1,13 +1,15 @@
-"""Checkpoints of a training run at chunk boundaries, and resuming from them bit for bit.
+"""Checkpoints of a training run at call boundaries, and resuming from them bit for bit.
 
 A checkpoint is a folder ``<dir>/checkpoints/ckpt-<n>/`` with three files:
 
 * ``arrays.eqx``: the run's pytree ``(state, batch, hyper, w)`` -- trainable parameters, every
   optimizer state, the weighting / GMM / ReLoBRaLo states and keys, the stage's guards --
   written with `equinox.tree_serialise_leaves` (PRNG keys as their key data);
-* ``history.npz``: the histories so far (NumPy's ``.npz``);
-* ``meta.json``: where the run is (stage, next chunk, steps done), the finished stages'
-  statuses, the seconds spent, the run's identity (library version, problem, method, config
+* ``history.npz``: the histories so far (NumPy's ``.npz``), and, for a checkpoint inside a
+  chunk (a chunk runs as several calls when its iterations are slow: ``call_seconds``), the
+  chunk's history so far (``piece_*``);
+* ``meta.json``: where the run is (stage, next chunk or the chunk it is inside, steps done),
+  the finished stages' statuses, the seconds spent, the run's identity (library version, problem, method, config
   and, on a system, its ``config_defaults``; key) and the SHA-256 of the two data files.
 
 A checkpoint is written into a temporary folder renamed when complete (meta.json last), and
@@ -17,8 +19,8 @@ truncated or corrupted one is skipped with a warning naming the file); one of an
 different config, problem, method, precision, key or library version) is refused with the
 differing fields named.
 
-Resuming is exact: every chunk is a deterministic compiled program and a checkpoint holds everything
-the next chunk reads, so a resumed run's parameters, metrics and every history entry equal an
+Resuming is exact: every chunk (or piece of a chunk) is a deterministic compiled program and a
+checkpoint holds everything the next call reads, so a resumed run's parameters, metrics and every history entry equal an
 uninterrupted run's on the same machine (``tests/test_checkpoint.py``, ``benchmarks/results/resume.md``).
 """
 
@@ -44,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import CONFIG_DEFAULTS, stored_config
+from ..config import CONFIG_DEFAULTS, stored_config, without_time_limits
 
 __all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
            "read_meta", "SUBDIR"]
@@ -60,7 +62,7 @@ class CheckpointError(ValueError):
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the
-    run stopped at a chunk boundary after writing a checkpoint into ``checkpoint_dir``.
+    run stopped at a call boundary after writing a checkpoint into ``checkpoint_dir``.
 
     ``result``: a [`TrainResult`][cgmpinn_jax.TrainResult] of the interrupted stage's best parameters
     (status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues."""
@@ -78,12 +80,14 @@ class Snapshot:
     arrays: Any  # (state, batch, hyper, w)
     history: dict  # the recorder's and the error tracker's arrays
     stage: str  # the stage to continue: "adam" or "lbfgs"
-    chunk: int  # index of the next chunk in that stage's plan
+    chunk: int  # index of the next chunk in that stage's plan (with ``piece``: of the chunk it is inside)
     handed: bool  # the state is already in that stage's setting (its hand-off done)
     done: int  # steps of that stage done
     statuses: dict  # finished stages -> (B,) int status codes
     compile_seconds: float
     elapsed: float  # seconds since the run started, compilation included
+    piece: Any = None  # inside a chunk: the chunk's history so far (a ChunkHistory of numpy arrays); w is the chunk's
+    stage_elapsed: float = 0.0  # seconds spent in the stage so far (its own time limit)
 
 
 def identity(problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None) -> dict:
@@ -191,7 +195,7 @@ def _numbered(root: Path) -> list[tuple[int, Path]]:
 
 class Checkpointer:
     """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every``
-    seconds (``0``: at every chunk boundary), keeping the previous one until the new one is
+    seconds (``0``: at every call boundary), keeping the previous one until the new one is
     complete. ``seconds`` is the time spent writing (the overhead)."""
 
     def __init__(self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None):
@@ -218,14 +222,17 @@ class Checkpointer:
         tmp.mkdir()
         eqx.tree_serialise_leaves(tmp / "arrays.eqx", snap.arrays, filter_spec=_serialise)
         buf = _io.BytesIO()
-        np.savez(buf, **snap.history)
+        piece = {} if snap.piece is None else {f"piece_{k}": np.asarray(jax.device_get(v))
+                                               for k, v in snap.piece._asdict().items()}
+        np.savez(buf, **snap.history, **piece)
         (tmp / "history.npz").write_bytes(buf.getvalue())
         for name in ("arrays.eqx", "history.npz"):
             with open(tmp / name, "rb+") as fh:
                 os.fsync(fh.fileno())
         meta = {
             "format": FORMAT, "identity": self.ident, "seed": self.seed, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "position": {"stage": snap.stage, "chunk": snap.chunk, "handed": snap.handed, "done": snap.done},
+            "position": {"stage": snap.stage, "chunk": snap.chunk, "handed": snap.handed, "done": snap.done,
+                         "piece": snap.piece is not None, "stage_elapsed": snap.stage_elapsed},
             "statuses": {k: np.asarray(v).tolist() for k, v in snap.statuses.items()},
             "compile_seconds": snap.compile_seconds, "elapsed": snap.elapsed,
             "sha256": {name: _sha256(tmp / name) for name in ("arrays.eqx", "history.npz")},
@@ -307,8 +314,9 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         saved = meta["identity"]  # 0.2's flat config, or a system's under defaults 1: compared in today's form
         old = "config_defaults" in ident and "config_defaults" not in saved
         saved = {**saved, **({"config_defaults": ident["config_defaults"]} if old else {})}
-        diff = _differences({**saved, "config": stored_config(saved["config"], 1 if old else CONFIG_DEFAULTS)}
-                            if "config" in saved else saved, ident)
+        if "config" in saved:
+            saved = {**saved, "config": without_time_limits(stored_config(saved["config"], 1 if old else CONFIG_DEFAULTS))}
+        diff = _differences(saved, {**ident, "config": without_time_limits(ident["config"])} if "config" in ident else ident)
         if diff:
             raise CheckpointError(f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff))
         pos = meta["position"]
@@ -318,7 +326,12 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
                 arrays = eqx.tree_deserialise_leaves(ckpt / "arrays.eqx", like,
                                                      filter_spec=_deserialiser(str(ckpt / "arrays.eqx")))
             with np.load(ckpt / "history.npz") as z:
-                history = {k: z[k] for k in z.files}
+                history = {k: z[k] for k in z.files if not k.startswith("piece_")}
+                piece = None
+                if pos.get("piece"):
+                    from ._records import ChunkHistory
+
+                    piece = ChunkHistory(**{f: z[f"piece_{f}"] for f in ChunkHistory._fields})
         except Exception as e:  # noqa: BLE001 - any failure to read is a bad checkpoint
             warnings.warn(f"skipping a bad checkpoint, using the one before it: {ckpt}: {type(e).__name__}: {e}",
                           stacklevel=3)
@@ -326,7 +339,8 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         return Snapshot(arrays=arrays, history=history, stage=pos["stage"], chunk=int(pos["chunk"]),
                         handed=bool(pos["handed"]), done=int(pos["done"]),
                         statuses={k: np.asarray(v, np.int64) for k, v in meta["statuses"].items()},
-                        compile_seconds=float(meta["compile_seconds"]), elapsed=float(meta["elapsed"]))
+                        compile_seconds=float(meta["compile_seconds"]), elapsed=float(meta["elapsed"]), piece=piece,
+                        stage_elapsed=float(pos.get("stage_elapsed", 0.0)))
     raise CheckpointError(f"resume: no readable checkpoint in {root}")
 
 
@@ -375,7 +389,7 @@ def restore_recorder(rec, arrays: dict) -> list | None:
 @contextlib.contextmanager
 def sigint_flag(active: bool = True) -> Iterator[Callable[[], bool]]:
     """Within the block, the first Ctrl-C (SIGINT) only sets a flag (read by the returned
-    callable) so the run can stop at the next chunk boundary after checkpointing; a second
+    callable) so the run can stop at the next call boundary after checkpointing; a second
     Ctrl-C interrupts at once. Outside the main thread, with ``active`` False, or in a process
     that ignores SIGINT (``SIG_IGN``: a job started with ``&`` from a script, which a shell
     keeps deaf to the terminal's Ctrl-C), nothing is installed and the flag stays False."""
@@ -389,7 +403,7 @@ def sigint_flag(active: bool = True) -> Iterator[Callable[[], bool]]:
         hit["n"] += 1
         if hit["n"] > 1:
             raise KeyboardInterrupt
-        print("\n[cgmpinn-jax] Ctrl-C: stopping at the next chunk boundary after a checkpoint "
+        print("\n[cgmpinn-jax] Ctrl-C: stopping at the next call boundary after a checkpoint "
               "(Ctrl-C again to stop now)", file=sys.stderr, flush=True)
 
     previous = signal.signal(signal.SIGINT, handler)

@@ -24,7 +24,7 @@ from ..problems import Problem, get_problem, validate_problem
 from . import _checkpoint as ckpt_lib
 from ._compile import COMPILE_CACHE, CompileCache
 from ._engine import Engine, State, gn_form_note
-from ._loop import Interrupted, RunOutput, reset_stage, run_stages
+from ._loop import CALL_SECONDS, Interrupted, RunOutput, reset_stage, run_stages
 from ._objective import Trainable, init_coeffs
 from ._precision import cast_floats, precision_scope
 from ._recorder import ErrorTracker, Progress, member_history
@@ -100,6 +100,7 @@ def train(
     checkpoint_every: float = 60.0,
     resume: str | Path | None = None,
     init: Any = None,
+    call_seconds: float | None = CALL_SECONDS,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage.
 
@@ -132,9 +133,11 @@ def train(
             at chunk boundaries (`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
             a checkpoint at the next chunk boundary, then [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted]
             (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt
-            (a process that ignores SIGINT is left as it is).
+            (a process that ignores SIGINT is left as it is). A run that reaches its time
+            limit (``config.time_limit``) writes one there, from which a resume with a larger
+            limit continues.
         checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
-            chunk boundary).
+            call boundary).
         resume: a folder written with ``checkpoint_dir``: continue that run from its last
             good checkpoint; the result is bit-identical to an uninterrupted run on the same
             machine. The problem, method, config and key must be the run's (a checkpoint of
@@ -146,6 +149,11 @@ def train(
             else starts afresh (Adam's moments, the weights, the balancing), with the points
             the key draws. With ``adam={"steps": 0}`` it runs only the second stage, e.g. on
             more points than the Adam stage saw (docs/problems-from-data.md). Not with ``resume``.
+        call_seconds: each compiled call of a stage's loop lasts about this many seconds
+            (30), sized from the measured time of the stage's first calls; progress lines,
+            checkpoints, Ctrl-C and the time limits are served between calls, so none waits
+            for a chunk (``k_upd`` steps) of slow iterations. The same steps bit for bit
+            whatever it is; ``None``: one call per chunk.
 
     Returns:
         [`TrainResult`][cgmpinn_jax.TrainResult] with the trained model, metrics on the test
@@ -168,6 +176,9 @@ def train(
     if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
                                           or isinstance(track_error_every, bool) or track_error_every < 0):
         raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
+    if call_seconds is not None and (isinstance(call_seconds, bool) or not isinstance(call_seconds, (int, float))
+                                     or not np.isfinite(call_seconds) or not call_seconds > 0):
+        raise ValueError(f"call_seconds must be None or a number of seconds > 0, got {call_seconds!r}")
     t_call = time.perf_counter()
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
     key, seed = as_key(key)
@@ -198,7 +209,8 @@ def train(
                 out = run_stages(setup, eng, state, batch, hyper, emit, batched=False,
                                  snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
                                  track=tracker, track_every=int(track_error_every or 0), progress=progress,
-                                 checkpoint=checkpointer, resume=snap, interrupted=interrupted)
+                                 checkpoint=checkpointer, resume=snap, interrupted=interrupted,
+                                 call_seconds=call_seconds)
         except Interrupted as stop:
             out = stop.out._replace(state=_best_so_far(stop.out.state))
             result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
@@ -210,6 +222,11 @@ def train(
         emit(f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
              f"-> {checkpointer.root}")
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
+    result.time_limited = out.run_limit_hit
+    if out.run_limit_hit:
+        where = (f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
+                 "larger limit continues" if checkpointer is not None else "")
+        emit(f"[{problem.name}/{method.name}] time limit {config.time_limit:g} s reached{where}")
     _emit_done(emit, result, out)
     return result
 

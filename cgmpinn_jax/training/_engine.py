@@ -91,8 +91,10 @@ def _record(h: ChunkHistory, i, value, tv, lam, evals) -> ChunkHistory:
 
 
 def restore_best(state: State) -> State:
-    """The best parameters of the stage if it stopped on a guard (NONFINITE, DIVERGED)."""
-    bad = (state.status == StageStatus.NONFINITE) | (state.status == StageStatus.DIVERGED)
+    """The best parameters of the stage if it stopped on a guard (NONFINITE, DIVERGED) or on
+    its time limit (TIME_LIMIT)."""
+    bad = ((state.status == StageStatus.NONFINITE) | (state.status == StageStatus.DIVERGED)
+           | (state.status == StageStatus.TIME_LIMIT))
     params = jax.tree_util.tree_map(lambda b, p: jnp.where(bad & jnp.isfinite(state.best_raw), b, p), state.best_params, state.params)
     return eqx.tree_at(lambda s: s.params, state, params)
 
@@ -127,16 +129,24 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
             "second_stage='optax'")
 
 
-def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str | None:
-    """The line that says which linear-solve form a Gauss-Newton stage uses (None without one)."""
+def gn_shape(setup: Setup, lsq: LeastSquares, batch, params, batched: bool = False) -> tuple[int, int, str]:
+    """``(residual rows, parameters, form)`` of a Gauss-Newton stage on ``batch`` (``batched``:
+    a sweep's, with a leading member axis)."""
     from ..solvers._gauss_newton import lm_solve_form
 
-    if lsq is None or not _runs_gauss_newton(setup):
-        return None
+    if batched:
+        batch, params = jax.tree_util.tree_map(lambda x: x[0], (batch, params))
     rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
     gn = setup.config.gauss_newton
     item = jax.tree_util.tree_leaves(params)[0].dtype.itemsize
-    form = lm_solve_form(rows, n_params, gn.form, gn.memory_limit_gb * 2**30, item)
+    return rows, n_params, lm_solve_form(rows, n_params, gn.form, gn.memory_limit_gb * 2**30, item)
+
+
+def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str | None:
+    """The line that says which linear-solve form a Gauss-Newton stage uses (None without one)."""
+    if lsq is None or not _runs_gauss_newton(setup):
+        return None
+    rows, n_params, form = gn_shape(setup, lsq, batch, params)
     how = "chosen" if setup.config.gauss_newton.form == "auto" else "set"
     return (f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
             f"{form} form ({how})")

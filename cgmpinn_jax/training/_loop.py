@@ -8,6 +8,13 @@ program for every stage), for a stage whose solver stores its point the re-basin
 point (`Engine.rebase`), and the stage's loop (`Engine.stage_steps`, the same
 loop for every stage). Between chunks the host records the chunk's history, reports progress,
 checks the stage's status and writes a checkpoint when one is due.
+
+The stage's loop is called in pieces that last about ``call_seconds`` each (`_CallSizer`,
+from the measured time of the stage's calls so far): a piece runs the same iterations bit for
+bit as the whole chunk would (the loop continues from the history the last piece returned),
+so the weight refresh keeps its cadence and no result changes. Between pieces the host prints
+a progress line when one is due, writes a checkpoint when one is due or after Ctrl-C, and
+checks the time limits, so that none of them waits for a chunk whose iterations are slow.
 """
 
 from __future__ import annotations
@@ -24,13 +31,19 @@ import numpy as np
 from ..config import Hyper
 from . import _checkpoint as ckpt_lib
 from ._compile import COMPILE_CACHE, CompileCache
-from ._engine import Engine, State, restore_best
+from ._engine import Engine, State, gn_shape, restore_best
 from ._precision import cast_floats, precision_scope
 from ._records import StageStatus
 from ._recorder import Progress, Recorder, format_seconds, progress_line
 from ._schedule import Setup
 
-__all__ = ["STAGES", "RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host"]
+__all__ = ["STAGES", "RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host", "CALL_SECONDS"]
+
+#: the default length of one call of a stage's loop, in seconds (``train(..., call_seconds=...)``)
+CALL_SECONDS = 30.0
+#: without a time limit, a stage whose measured pace says it needs more than this many seconds
+#: gets one line with the estimate and what cuts it
+LONG_STAGE_SECONDS = 3600.0
 
 #: the stages of a default run, in order ("lbfgs": the second stage, whichever member)
 STAGES = ("adam", "lbfgs")
@@ -72,6 +85,7 @@ class RunOutput(NamedTuple):
     compile_seconds: float
     run_seconds: float
     stage_seconds: dict  # stage -> wall seconds without compilation (stages run in this call)
+    run_limit_hit: bool = False  # the run stopped on its time limit (TrainConfig.time_limit)
 
 
 class Interrupted(Exception):
@@ -107,10 +121,11 @@ class _Loop:
     checkpoint can be written at any chunk boundary."""
 
     def __init__(self, setup: Setup, eng: Engine, emit, *, batched: bool, cache: CompileCache, track, track_every: int,
-                 progress, checkpoint, interrupted, snapshot_refreshes: int):
+                 progress, checkpoint, interrupted, snapshot_refreshes: int, call_seconds: float | None = CALL_SECONDS):
         self.setup, self.eng, self.emit, self.batched, self.cache = setup, eng, emit, batched, cache
         self.track, self.track_every, self.progress = track, track_every, progress
         self.checkpoint, self.interrupted, self.snapshot_refreshes = checkpoint, interrupted, snapshot_refreshes
+        self.call_seconds = call_seconds
         self.precision = setup.config.precision
         vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
         self.vm = vm
@@ -124,6 +139,10 @@ class _Loop:
         self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
         self.rec, self.statuses, self.stage_seconds = Recorder(self.lead), {}, {}
         self.t_start = time.perf_counter()
+        self.last_line = self.t_start  # when the last progress line (or callback) went out
+        self.sizer, self.stage_t0, self.estimated = _CallSizer(call_seconds), self.t_start, False
+        self.run_limit_hit = False  # the run's time limit was reached: no later stage, no later checkpoint
+        self._shape = None  # a Gauss-Newton stage's (rows, parameters, form), for the estimate's line
 
     # -- compiled programs ------------------------------------------------------------------
 
@@ -148,22 +167,45 @@ class _Loop:
             out.append((_program("rebase", stage), self.rebase[stage], (state.params, state.opt, w, state.lambdas, batch)))
         return out + [(stage, self.loop[stage], (state, batch, hyper, w, h0, n_steps))]
 
-    def run_chunk(self, stage, state, batch, hyper, tau_k, n_steps, first_k):
-        wstate, w, h0 = self.call("refresh", self.begin, state.params, state.wstate, batch, hyper, tau_k)
-        state = eqx.tree_at(lambda s: s.wstate, state, wstate)
-        if self.eng.rebases_in(stage):
-            opt = self.call(_program("rebase", stage), self.rebase[stage], state.params, state.opt, w, state.lambdas, batch)
-            state = eqx.tree_at(lambda s: s.opt, state, opt)
-        loop = self.loop[stage]
-        if self.track is None or self.track_every <= 0:
-            return self.call(stage, loop, state, batch, hyper, w, h0, n_steps)
-        h, n_total = h0, int(n_steps)
-        for end in list(range(self.track_every, n_total, self.track_every)) + [n_total]:
-            state, w, h = self.call(stage, loop, state, batch, hyper, w, h, jnp.int32(end))
-            if int(h.n_done) < end:  # the stage stopped inside this piece
-                break
-            if end < n_total:
-                self.track(first_k + end - 1, state.params)
+    def run_chunk(self, stage, ci, chunk, arrays, done0, total, clock, piece=None):
+        """Chunk ``ci`` of ``stage``: the refresh (and re-basing), then the stage's loop in
+        calls of about ``call_seconds`` (`_CallSizer`) and at the error tracker's steps; between
+        calls, `boundary` (progress, checkpoint, Ctrl-C, time limits). ``piece``: a resumed
+        chunk's history so far (its refresh was done before the checkpoint; ``arrays`` holds
+        its weights). Returns ``(state, w, history)``."""
+        state, batch, hyper, w = arrays
+        if piece is None:
+            wstate, w, h = self.call("refresh", self.begin, state.params, state.wstate, batch, hyper,
+                                     jnp.int32(chunk.tau_k))
+            state = eqx.tree_at(lambda s: s.wstate, state, wstate)
+            if self.eng.rebases_in(stage):
+                opt = self.call(_program("rebase", stage), self.rebase[stage], state.params, state.opt, w, state.lambdas,
+                                batch)
+                state = eqx.tree_at(lambda s: s.opt, state, opt)
+            end = 0
+        else:
+            h = jax.tree_util.tree_map(jnp.asarray, piece)
+            end = int(np.max(self.lead(h.n_done)))
+        loop, n_total = self.loop[stage], int(chunk.n_steps)
+        tracking = self.track is not None and self.track_every > 0
+        while end < n_total:
+            nxt = min(n_total, end + self.sizer.size(n_total - end))
+            if tracking:
+                nxt = min(nxt, (end // self.track_every + 1) * self.track_every)
+            t0, c0 = time.perf_counter(), self.compile_s
+            state, w, h = self.call(stage, loop, state, batch, hyper, w, h, jnp.int32(nxt))
+            jax.block_until_ready(h.n_done)
+            self.sizer.update(nxt - end, time.perf_counter() - t0 - (self.compile_s - c0))
+            end = nxt
+            if end >= n_total or np.all(self.lead(state.status) != StageStatus.COMPLETED):
+                break  # the chunk's end, or every member stopped inside this piece
+            if tracking and end % self.track_every == 0:
+                self.track(chunk.first_k + end - 1, state.params)
+            self.report_piece(stage, chunk, h, done0 + end, total, clock)
+            arrays = self.boundary((state, batch, hyper, w), stage, ci, done0 + end, piece=h, chunk=chunk)
+            state = arrays[0]
+            if np.all(self.lead(state.status) != StageStatus.COMPLETED):
+                break  # a time limit
         return state, w, h
 
     def hand_off(self, stage, state, batch, hyper, w):
@@ -198,25 +240,93 @@ class _Loop:
         state, batch, _, w = arrays
         history = self.rec.history(self.lead(state.status).shape[0], self.setup.n_terms, self.snapshot_refreshes)
         return RunOutput(state, w, batch, history, statuses, self.compile_s,
-                         time.perf_counter() - self.t_start - self.compile_s, dict(self.stage_seconds))
+                         time.perf_counter() - self.t_start - self.compile_s, dict(self.stage_seconds), self.run_limit_hit)
 
-    def save_point(self, arrays, stage, chunk, handed, done):
-        """A checkpoint before chunk ``chunk`` of ``stage`` when due or after Ctrl-C; then,
-        after Ctrl-C, stop (raise `Interrupted`)."""
+    def write_checkpoint(self, arrays, stage, chunk, handed, done, piece=None):
+        state = arrays[0]
+        jax.block_until_ready(state)
+        now = time.perf_counter()
+        return self.checkpoint.write(ckpt_lib.Snapshot(
+            arrays=arrays, history=ckpt_lib.recorder_arrays(self.rec, getattr(self.track, "rows", None)),
+            stage=stage, chunk=chunk, handed=handed, done=done, statuses=self.statuses, compile_seconds=self.compile_s,
+            elapsed=now - self.t_start, piece=piece, stage_elapsed=now - self.stage_t0 if handed else 0.0))
+
+    def save_point(self, arrays, stage, chunk, handed, done, piece=None, partial=None):
+        """A checkpoint before chunk ``chunk`` of ``stage`` (``piece``: inside it, with its
+        history so far) when due or after Ctrl-C; then, after Ctrl-C, stop (raise
+        `Interrupted`; ``partial``: the chunk whose steps so far go into its history)."""
         checkpoint = self.checkpoint
         stop = checkpoint is not None and self.interrupted()
         if checkpoint is None or not (stop or checkpoint.due()):
             return
-        state = arrays[0]
-        jax.block_until_ready(state)
-        path = checkpoint.write(ckpt_lib.Snapshot(
-            arrays=arrays, history=ckpt_lib.recorder_arrays(self.rec, getattr(self.track, "rows", None)),
-            stage=stage, chunk=chunk, handed=handed, done=done, statuses=self.statuses, compile_seconds=self.compile_s,
-            elapsed=time.perf_counter() - self.t_start))
+        path = self.write_checkpoint(arrays, stage, chunk, handed, done, piece)
         if stop:
+            state = arrays[0]
+            if partial is not None:
+                self.rec.add(partial, piece, arrays[3])
             cut = np.full(self.lead(state.status).shape, int(StageStatus.INTERRUPTED))
             st = {s: self.statuses[s] if s in self.statuses and s != stage else cut for s in self.stages}
             raise Interrupted(path, self.output(arrays, st))
+
+    def limit_reached(self, stage) -> str | None:
+        """``"run"`` or ``"stage"`` when that time limit has been reached, else None."""
+        cfg, now = self.setup.config, time.perf_counter()
+        if cfg.time_limit is not None and now - self.t_start >= cfg.time_limit:
+            return "run"
+        own = (cfg.adam if stage == "adam" else cfg.second).time_limit
+        return "stage" if own is not None and now - self.stage_t0 >= own else None
+
+    def boundary(self, arrays, stage, ci, done, piece=None, chunk=None):
+        """Between two calls of ``stage`` (before chunk ``ci``, or inside it with ``piece``):
+        the time limits, then a checkpoint when due or after Ctrl-C. A time limit marks the
+        members still running ``TIME_LIMIT``; the run's limit first writes a checkpoint of
+        the unmarked state, from which a resume with a larger limit continues bit for bit."""
+        which = self.limit_reached(stage)
+        if which is None:
+            self.save_point(arrays, stage, ci, True, done, piece=piece, partial=chunk)
+            return arrays
+        if which == "run":
+            self.run_limit_hit = True
+            if self.checkpoint is not None:
+                self.write_checkpoint(arrays, stage, ci, True, done, piece)
+        state = arrays[0]
+        status = jnp.where(state.status == StageStatus.COMPLETED, jnp.int32(StageStatus.TIME_LIMIT), state.status)
+        return (eqx.tree_at(lambda s: s.status, state, status.astype(state.status.dtype)),) + tuple(arrays[1:])
+
+    def estimate(self, stage, done, total) -> None:
+        """Once per stage, after its first calls: when the measured pace says the stage needs
+        more than its time limit leaves (or, without one, more than an hour), one line with
+        the pace, the estimate and what cuts it."""
+        if self.estimated or self.sizer.calls < 2 or total <= done:
+            return
+        self.estimated = True
+        cfg, now = self.setup.config, time.perf_counter()
+        need = self.sizer.rate * (total - done)
+        lefts = [lim - (now - t0) for lim, t0 in ((cfg.time_limit, self.t_start),
+                                                   ((cfg.adam if stage == "adam" else cfg.second).time_limit,
+                                                    self.stage_t0)) if lim is not None]
+        left = min(lefts) if lefts else None
+        if need <= (LONG_STAGE_SECONDS if left is None else left):
+            return
+        beyond = "more than an hour" if left is None else f"more than the {format_seconds(left)} its time limit leaves"
+        self.emit(f"{self.tag} {self.shown[stage]}: {self.sizer.rate:.3g} s an iteration measured; its "
+                  f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. {self.knobs(stage)}")
+
+    def knobs(self, stage) -> str:
+        """What cuts a stage's time, for the estimate's line."""
+        limit = "or a time limit (time_limit, --time-limit)"
+        steps = "adam.steps, --adam-steps" if stage == "adam" else "second.steps, --second-steps"
+        if self.setup.member(stage) == "gauss_newton" and self._shape is not None:
+            rows, n_params, form = self._shape
+            cost = {"kernel": "rows^2 x parameters", "gramian": "rows x parameters^2",
+                    "svd": "rows x parameters x min(rows, parameters)"}.get(
+                form, "rows x parameters a CG iteration, plus a factorization every few iterations"
+                if form == "pcg" else "rows x parameters a CG iteration")
+            return (f"What cuts it: {rows} residual rows x {n_params} parameters in the {form} form, whose iteration "
+                    f"costs ~{cost}: fewer collocation points or a smaller network cut every iteration; fewer "
+                    f"iterations ({steps}) {limit} cut the stage.")
+        return (f"What cuts it: fewer collocation points or a smaller network cut every iteration; fewer steps "
+                f"({steps}) {limit} cut the stage.")
 
     def report(self, stage, chunk, n, state, pace_clock, done, total):
         """After a chunk: the progress line (with the time left from the stage's pace) and
@@ -230,13 +340,41 @@ class _Loop:
         if n:
             progress_line(self.emit, self.tag, shown, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
                           setup.problem.loss_terms, self.batched, setup.method.weights_points, where)
+        self.last_line = now
         if self.progress is not None:
-            coeffs = None
-            if getattr(state.params, "coeffs", None) is not None and not self.batched:
-                coeffs = dict(zip(setup.problem.unknown_names,
-                                  np.asarray(setup.problem.coefficient_array(state.params.coeffs)).tolist()))
             self.progress(Progress(stage, done, total, float(np.nanmedian(rec.rows["loss"][-1][:, -1])) if n
-                                   else float("nan"), elapsed, coeffs))
+                                   else float("nan"), elapsed, self._coeffs(state)))
+
+    def _coeffs(self, state):
+        if getattr(state.params, "coeffs", None) is None or self.batched:
+            return None
+        problem = self.setup.problem
+        return dict(zip(problem.unknown_names, np.asarray(problem.coefficient_array(state.params.coeffs)).tolist()))
+
+    def report_piece(self, stage, chunk, h, done, total, clock):
+        """Inside a chunk, after a call: the progress line and the ``progress`` callback when
+        half a ``call_seconds`` has passed since the last (a fast chunk prints as before: one
+        line at its end); and, once, the stage's estimate."""
+        now = time.perf_counter()
+        self.estimate(stage, done, total)
+        if self.call_seconds is None or now - self.last_line < 0.5 * self.call_seconds:
+            return
+        self.last_line = now
+        n = int(np.max(self.lead(h.n_done)))
+        loss = self.lead(h.loss)[:, n - 1]
+        elapsed = now - clock.t_stage
+        left = clock.left(now, self.compile_s, done, total, n)
+        shown = self.shown[stage]
+        where = f" [{shown} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        if self.batched:
+            self.emit(f"{self.tag} {shown:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
+                      f"{np.nanmedian(loss):.3e}{where}")
+        else:
+            raw = self.lead(h.raw)[0, n - 1]
+            terms = " ".join(f"{name}={float(v):.3e}" for name, v in zip(self.setup.problem.loss_terms, raw))
+            self.emit(f"{self.tag} {shown:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}")
+        if self.progress is not None:
+            self.progress(Progress(stage, done, total, float(np.nanmedian(loss)), elapsed, None))
 
     # -- one stage ------------------------------------------------------------------------------
 
@@ -244,33 +382,43 @@ class _Loop:
         """Run ``stage``'s chunks from the start or from checkpoint ``here``; returns the
         arrays after the stage, its best parameters restored."""
         t0, c0 = time.perf_counter(), self.compile_s
+        resumed_in = here is not None and here.handed
+        self.stage_t0 = t0 - (here.stage_elapsed if resumed_in else 0.0)
+        self.sizer, self.estimated = _CallSizer(self.call_seconds), False
         with precision_scope(self.precision, "adam" if stage == "adam" else "second"):
-            if here is None or not here.handed:
+            if not resumed_in:
                 arrays = self.hand_off(stage, *arrays)
+            if self.setup.member(stage) == "gauss_newton" and self.eng.lsq is not None:
+                self._shape = gn_shape(self.setup, self.eng.lsq, arrays[1], arrays[0].params, batched=self.batched)
+            else:
+                self._shape = None
             total = sum(c.n_steps for c in chunks)
             done = 0 if here is None else here.done
             clock = _Pace(time.perf_counter(), self.compile_s, done)
+            piece = here.piece if resumed_in else None
             for ci in range(0 if here is None else here.chunk, len(chunks)):
                 chunk = chunks[ci]
-                state, batch, hyper, _ = arrays
-                state, w, h = self.run_chunk(stage, state, batch, hyper, jnp.int32(chunk.tau_k),
-                                             jnp.int32(chunk.n_steps), chunk.first_k)
-                arrays = (state, batch, hyper, w)
+                start = done - (0 if piece is None else int(np.max(piece.n_done)))  # steps before this chunk
+                state, w, h = self.run_chunk(stage, ci, chunk, arrays, start, total, clock, piece)
+                piece = None
+                arrays = (state, arrays[1], arrays[2], w)
                 n, _ = self.rec.add(chunk, h, w)
                 if n and self.track is not None:
                     self.track(chunk.first_k + n - 1, state.params)
                 if n:
                     self.rec.add_coeffs(self.setup.problem, chunk.first_k + n - 1, state.params)
-                done += n
+                done = start + n
                 self.report(stage, chunk, n, state, clock, done, total)
+                self.estimate(stage, done, total)
+                if ci + 1 < len(chunks) and np.any(self.lead(state.status) == StageStatus.COMPLETED):
+                    arrays = self.boundary(arrays, stage, ci + 1, done)
+                    state = arrays[0]
                 st = self.lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not self.batched:
                         self.emit(f"{self.tag} {self.shown[stage]} stage stopped at k={chunk.first_k + n - 1}: "
                                   f"{StageStatus(int(st[0])).name}")
                     break
-                if ci + 1 < len(chunks):
-                    self.save_point(arrays, stage, ci + 1, True, done)
             state = arrays[0]
             self.statuses[stage] = self.lead(state.status).astype(np.int64)
             state = self.call(_program("restore", stage), self.vm(restore_best, 0), state)
@@ -278,6 +426,30 @@ class _Loop:
         if here is None:  # a resumed stage's time before the checkpoint is not known
             self.stage_seconds[stage] = time.perf_counter() - t0 - (self.compile_s - c0)
         return (state,) + tuple(arrays[1:])
+
+
+class _CallSizer:
+    """How many iterations the next call of a stage's loop runs, so that a call lasts about
+    ``seconds``: from the measured seconds per iteration of the stage's last call; the first
+    call runs one iteration and each call at most `GROWTH` times the last one's. ``seconds``
+    None: the whole chunk in one call."""
+
+    GROWTH = 4
+
+    def __init__(self, seconds: float | None):
+        self.seconds, self.rate, self.last, self.calls = seconds, None, 0, 0
+
+    def size(self, left: int) -> int:
+        if self.seconds is None:
+            return left
+        if self.rate is None:
+            return min(left, 1)
+        want = int(self.seconds / max(self.rate, 1e-12))
+        return max(1, min(left, want, self.GROWTH * self.last))
+
+    def update(self, n: int, seconds: float) -> None:
+        if n > 0:
+            self.rate, self.last, self.calls = max(seconds, 0.0) / n, n, self.calls + 1
 
 
 class _Pace:
@@ -299,7 +471,8 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
                snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
                track: Callable[[int, Any], None] | None = None, track_every: int = 0,
                progress: Callable[[Progress], None] | None = None, checkpoint: "ckpt_lib.Checkpointer | None" = None,
-               resume: "ckpt_lib.Snapshot | None" = None, interrupted: Callable[[], bool] = lambda: False) -> RunOutput:
+               resume: "ckpt_lib.Snapshot | None" = None, interrupted: Callable[[], bool] = lambda: False,
+               call_seconds: float | None = CALL_SECONDS) -> RunOutput:
     """The host loop over stages and chunks. ``batched``: state, batch and hyper have a
     leading member axis and every chunk is vmapped over it (a sweep); otherwise one run. Each
     stage runs in its precision scope (`cgmpinn_jax.training._precision`); a mixed run
@@ -310,20 +483,27 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     ([`CompileCache.prefetch`][cgmpinn_jax.CompileCache.prefetch]); it changes
     no result.
 
+    ``call_seconds``: each call of a stage's loop lasts about this long (`_CallSizer`; None:
+    one call per chunk); the same steps bit for bit, whatever it is.
+
     ``track(k, params)`` (single runs) is called at every chunk end and, with
     ``track_every > 0``, every ``track_every`` steps inside a chunk: the stage's loop is then
     called in pieces (the same steps bit for bit; one host round-trip per piece).
 
-    ``progress(Progress)`` is called after every chunk (a command-line progress bar).
+    ``progress(Progress)`` is called after every chunk and, in a chunk of slow iterations,
+    between calls at least every ``call_seconds`` (a command-line progress bar).
 
     ``checkpoint`` (a `Checkpointer`) writes a
-    checkpoint at a chunk boundary when it is due or when ``interrupted()`` (Ctrl-C) turned
+    checkpoint at a call boundary when it is due or when ``interrupted()`` (Ctrl-C) turned
     true, and then raises `Interrupted`; ``resume`` (a
     `Snapshot`) continues a run from one, bit for bit
-    (the state, batch, hyper and ``w`` arguments are then replaced by the snapshot's)."""
+    (the state, batch, hyper and ``w`` arguments are then replaced by the snapshot's).
+
+    Time limits (``setup.config.time_limit`` for the run, ``adam.time_limit`` and
+    ``second.time_limit`` per stage) are checked at every call boundary; see `TrainConfig`."""
     run = _Loop(setup, eng, emit, batched=batched, cache=cache, track=track, track_every=track_every,
                 progress=progress, checkpoint=checkpoint, interrupted=interrupted,
-                snapshot_refreshes=snapshot_refreshes)
+                snapshot_refreshes=snapshot_refreshes, call_seconds=call_seconds)
     w = eng.initial_w(state.lambdas.shape[:-1], batch["pde"][0].shape[-2], state.lambdas.dtype)
     if resume is None:
         run.rec.add_coeffs(setup.problem, 0, state.params)
@@ -346,11 +526,19 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
     for si, stage in enumerate(stages):
         if si < first:
             continue
+        lead = run.lead(arrays[0].status).shape
         if not plan[stage]:
-            run.statuses[stage] = np.full(run.lead(arrays[0].status).shape, int(StageStatus.SKIPPED))
+            run.statuses[stage] = np.full(lead, int(StageStatus.SKIPPED))
             continue
-        arrays = run.run_stage(stage, plan[stage], arrays, resume if resume is not None and si == first else None)
+        here = resume if resume is not None and si == first else None
+        if run.run_limit_hit or (here is None or not here.handed) and run.limit_reached(stage) == "run":
+            if not run.run_limit_hit and run.checkpoint is not None:  # resumable with a larger limit
+                run.write_checkpoint(arrays, stage, 0, False, 0)
+            run.run_limit_hit = True
+            run.statuses[stage] = np.full(lead, int(StageStatus.TIME_LIMIT))
+            continue
+        arrays = run.run_stage(stage, plan[stage], arrays, here)
         later = [s for s in stages[si + 1:] if plan[s]]
-        if later:
+        if later and not run.run_limit_hit:
             run.save_point(arrays, later[0], 0, False, 0)
     return run.output(arrays, run.statuses)

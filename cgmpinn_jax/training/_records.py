@@ -129,6 +129,7 @@ class TrainResult:
     checkpoint_seconds: Optional[float] = None  # seconds spent writing checkpoints (None: none asked for)
     stage_seconds: Optional[dict] = None  # stage name -> wall seconds without compilation (see StageRecord)
     plan: tuple = ()  # ((stage name, budget), ...) in order; () = Adam and the second stage
+    time_limited: bool = False  # the run stopped on its time limit (TrainConfig.time_limit); a checkpoint resumes it
 
     @property
     def _plan(self) -> tuple:

@@ -36,10 +36,17 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
             "key": key}
 
 
-def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainResult:
+_KEEP = object()
+
+
+def resume(folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, **train_kwargs) -> TrainResult:
     """Continue the run checkpointed in ``folder`` (``train(..., checkpoint_dir=folder)``)
     from its last good checkpoint, with the problem, method, config and key it recorded.
     The result is bit-identical to the uninterrupted run on the same machine.
+
+    ``time_limit``: the run's new wall-clock limit in seconds (``None``: none), counted from
+    the run's start as before; by default the recorded one. A run that stopped on its time
+    limit continues with a larger one.
 
     ``train_kwargs`` go to [`train`][cgmpinn_jax.train] (``quiet``, ``progress``,
     ``checkpoint_every``, ``track_error_every``, ...).
@@ -54,4 +61,5 @@ def resume(folder: str | Path, *, problem: Any = None, **train_kwargs) -> TrainR
     if not Path(folder).exists():
         raise FileNotFoundError(f"resume: no such folder {folder}")
     run = recorded_run(folder, problem=problem)
-    return train(run["problem"], run["method"], run["config"], key=run["key"], resume=folder, **train_kwargs)
+    config = run["config"] if time_limit is _KEEP else run["config"].replace(time_limit=time_limit)
+    return train(run["problem"], run["method"], config, key=run["key"], resume=folder, **train_kwargs)
