@@ -1,9 +1,9 @@
-"""Bit for bit: eight tiny runs' histories, for checking that a refactor changes no result.
+"""Bit for bit: thirteen tiny runs' histories, for checking that a refactor changes no result.
 
 A move of code (a new module layout, a new stage loop) must leave every number the same. This
-script trains eight tiny runs that between them pass through every precision (float32,
+script trains thirteen tiny runs that between them pass through every precision (float32,
 float64, mixed), every second-stage member, PINN and CGMPINN, Fisher-KPP, an inverse
-problem and the accurate preset, and writes every history entry (losses, terms, lambdas, evaluations, refresh
+problem and the accurate preset (once per Gauss-Newton form), and writes every history entry (losses, terms, lambdas, evaluations, refresh
 records, coefficients) and the final metrics as exact hexadecimal floats. Two such files,
 written by two commits on the same machine, must be equal::
 
@@ -43,7 +43,10 @@ RUNS = (
      dict(second_stage="optax", adam={"steps": 60}, second={"steps": 10}, cgm={"k_upd": 20})),
     ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", dict(second_stage="ssbfgs")),
     ("accurate-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second={"steps": 10}), "accurate"),
-)
+) + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
+    (f"accurate-pinn-poisson1d-{form}", "poisson1d", "pinn",
+     dict(second={"steps": 10}, gauss_newton={"form": form}, width=16, depth=2), "accurate")
+    for form in ("kernel", "gramian", "pcg", "matfree", "svd"))
 
 
 def _hex(a) -> list:

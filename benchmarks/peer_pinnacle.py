@@ -4,7 +4,8 @@ Each problem: two processes started together, one core each (``taskset``), one t
 code from a clone of i207M/PINNacle (``--peer-src``) under its own environment (``--peer-python``:
 PyTorch on the CPU, its bundled DeepXDE; that side imports nothing of cgmpinn_jax), and ours
 (``benchmarks.pinnacle.setup(problem, "pinnacle")``: 5 x 100 tanh, Adam lr 1e-3, PINNacle's point
-counts, loss weights 1, float32). The peer side is built as PINNacle's ``benchmark.py --method adam``
+counts, loss weights 1, float32, Glorot-normal weights and zero biases as PINNacle's, where our PINN's
+default is PyTorch's init: ``--init torch`` runs that instead). The peer side is built as PINNacle's ``benchmark.py --method adam``
 builds it (its PDE class, ``dde.nn.FNN`` tanh with Glorot normal, ``torch.optim.Adam``, loss weights
 1), trained by its ``Model.train`` with its loss display every ``--iters`` steps (only at the start
 and the end, as logging is not training), and scored as its ``TesterCallback`` scores: pooled
@@ -99,10 +100,14 @@ def ours(args, out: Path) -> None:
     from benchmarks import pinnacle
     from cgmpinn_jax.nn._nets import count_params
 
+    from cgmpinn_jax.methods import Method, MethodSettings
+
     params, cfg = pinnacle.setup(args.problem, "pinnacle", adam_steps=args.iters)
     prob = cj.get_problem(args.problem, **params)
+    init = {"glorot": "xavier", "torch": "torch"}[args.init]
+    method = Method("pinn", settings=lambda problem: MethodSettings(init=init), label="PINN")
     t0 = time.perf_counter()
-    res = cj.train(prob, "pinn", cfg, key=args.seed, quiet=True, track_error_every=args.track_every)
+    res = cj.train(prob, method, cfg, key=args.seed, quiet=True, track_error_every=args.track_every)
     wall = time.perf_counter() - t0
     h, a = res.history, res.stages[0].seconds
     k = np.asarray(h.error_k, float)
@@ -145,7 +150,7 @@ def side_by_side(args, problem: str, out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     common = ["--problem", problem, "--iters", str(args.iters), "--seed", str(args.seed),
-              "--track-every", str(args.track_every), "--out", str(out)]
+              "--track-every", str(args.track_every), "--out", str(out), "--init", args.init]
     here = Path(__file__).resolve().parents[1]
     env_ours = dict(os.environ, XLA_FLAGS=machine.ONE_THREAD_XLA_FLAGS, PYTHONPATH=str(here))
     env_peer = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "XLA_FLAGS")}
@@ -161,7 +166,7 @@ def side_by_side(args, problem: str, out: Path) -> dict:
         if p.wait() != 0:
             raise RuntimeError(f"{problem}: the {side} side failed (rc {p.returncode}); see {out / (side + '.log')}")
     pe, us = (json.loads((out / f"{s}.json").read_text()) for s in ("peer", "ours"))
-    return summarize(problem, pe, us, args.iters)
+    return {**summarize(problem, pe, us, args.iters), "ours_init": args.init}
 
 
 def _compact(full: dict) -> dict:
@@ -180,12 +185,12 @@ def render(recs: dict) -> str:
              "grid). Seconds per iteration: training wall time, error evaluations and our compilation taken out. "
              "`common error`: the larger of the two final errors, reached by both; `time to it`: ours / PINNacle's "
              "seconds to first reach it.", "",
-             "| problem | iterations | PINNacle PINN | ours | ours / PINNacle | s/iter PINNacle | s/iter ours | "
-             "speed ratio (ours / PINNacle) | common error | time to it, ours / PINNacle | torch | commit |",
-             "|" + "---|" * 12]
+             "| problem | iterations | our init | PINNacle PINN | ours | ours / PINNacle | s/iter PINNacle | "
+             "s/iter ours | speed ratio (ours / PINNacle) | common error | time to it, ours / PINNacle | torch | commit |",
+             "|" + "---|" * 13]
     for r in rows:
         tr = r.get("time_ratio_at_common")
-        lines.append(f"| {r['problem']} | {r['iters']} | {r['peer_l2re']:.3e} | {r['ours_l2re']:.3e} | "
+        lines.append(f"| {r['problem']} | {r['iters']} | {r.get('ours_init', 'torch')} | {r['peer_l2re']:.3e} | {r['ours_l2re']:.3e} | "
                      f"{r['ratio_ours_peer']:.2f} | {r['peer_s_per_iter']:.4f} | {r['ours_s_per_iter']:.4f} | "
                      f"{r['speed_ratio']:.2f} | {r['common_error']:.2e} | {'-' if tr is None else f'{tr:.2f}'} | "
                      f"{r.get('peer_torch')} | {r.get('commit', '?')} |")
@@ -203,6 +208,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--track-every", type=int, default=500)
+    ap.add_argument("--init", choices=["glorot", "torch"], default="glorot",
+                    help="our network's init: PINNacle's Glorot normal (default) or our PINN's default, PyTorch's")
     ap.add_argument("--peer-python", type=Path, help="python of PINNacle's environment (PyTorch, CPU)")
     ap.add_argument("--peer-src", type=Path, help="a clone of i207M/PINNacle")
     ap.add_argument("--no-pin", action="store_true", help="no taskset (one thread each all the same)")
@@ -220,9 +227,10 @@ def main(argv=None) -> int:
         if args.peer_python is None or args.peer_src is None:
             ap.error("--peer-python and --peer-src are needed to run (or give --report-only)")
         for p in args.problems:
-            work = (args.out or runcache.CACHE / STUDY) / "work" / f"{p}_{args.iters}_seed{args.seed}"
-            r = study.run(f"{p}__iters{args.iters}__seed{args.seed}", lambda: side_by_side(args, p, work),
-                          compact=_compact)
+            tag = f"{p}_{args.iters}_seed{args.seed}" + ("" if args.init == "glorot" else f"_{args.init}")
+            work = (args.out or runcache.CACHE / STUDY) / "work" / tag
+            key = f"{p}__iters{args.iters}__seed{args.seed}" + ("" if args.init == "glorot" else f"__init_{args.init}")
+            r = study.run(key, lambda: side_by_side(args, p, work), compact=_compact)
             print(f"{p}: PINNacle {r['peer_l2re']:.3e} ({r['peer_s_per_iter']:.4f} s/it), ours {r['ours_l2re']:.3e} "
                   f"({r['ours_s_per_iter']:.4f} s/it)", flush=True)
     study.write_report(render)
