@@ -93,6 +93,10 @@ def _gaps(times, start, end) -> float | None:
 
 
 def scenario(name: str, args, work: Path) -> dict:
+    return {**_scenario(name, args, work), "threads": machine.threads_label(machine.ONE_THREAD_XLA_FLAGS)}
+
+
+def _scenario(name: str, args, work: Path) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     base = ["run", _module(work, args.n_pde), "--method", "pinn", "--preset", "accurate", "--width", str(args.width),
             "--adam-steps", str(args.adam_steps), "--seed", "0", "--no-plots", "--compile-cache", "off"]
@@ -113,6 +117,8 @@ def scenario(name: str, args, work: Path) -> dict:
                     "--compile-cache", "off"], work, out)
     summary = lambda r: [line.strip() for _, line in r["lines"] if "Gauss-Newton" in line and " of " in line]  # noqa: E731
     return {"scenario": name, "time_limit_s": args.time_limit, "rc": first["rc"], "wall_s": first["wall"],
+            "estimate_line": next((line for _, line in first["lines"] + again["lines"]
+                                   if "an iteration measured" in line), None),
             "over_limit_s": first["wall"] - args.time_limit, "summary": summary(first),
             "continue_line": next((line for _, line in first["lines"] if "--resume" in line), None),
             "resume_limit_s": args.resume_limit, "resume_rc": again["rc"], "resume_wall_s": again["wall"],

@@ -1,5 +1,5 @@
 """PINNacle's seven problems through the library: PINN and CGMPINN at three settings, beside
-PINNacle's published table (issue 43).
+PINNacle's own PINN run here and its best published method (a secondary quote).
 
 Cells: every problem of ``cgmpinn_jax.problems.PINNACLE`` at ``faithful`` (``TrainConfig()``: our
 default network and budgets at the problem's default points; PINN and CGMPINN), ``pinnacle``
@@ -11,7 +11,9 @@ CGMPINN). L2RE is PINNacle's: ``||U_hat - U||_2 / ||U||_2`` pooled over every fi
 (``rel_e2``), against PINNacle's reference data or the closed form; ``burgers1d_c`` also against
 our pseudo-spectral reference (``l2re_spectral``). Runs are cached by ``benchmarks/runcache.py``
 (record ``results/pinnacle.json``, with commit and thread setting); report ``results/pinnacle.md``;
-PINNacle's published numbers from ``results/pinnacle_published.json``.
+PINNacle's best published method per problem from ``results/pinnacle_published.json`` (as a secondary
+summary quotes the paper's Table 3); PINNacle's own PINN as run here, beside ours at its setting, from
+``results/peer_pinnacle.json`` (``benchmarks/peer_pinnacle.py``).
 
     python -m benchmarks.pinnacle --list
     python -m benchmarks.pinnacle --problems wave1d_c --presets pinnacle --seeds 0 1 2
@@ -38,6 +40,7 @@ from benchmarks import runcache
 
 STUDY = "pinnacle"
 PUBLISHED = runcache.BENCH / "results" / "pinnacle_published.json"  # committed, wherever the runs go
+PEER = runcache.BENCH / "results" / "peer_pinnacle.json"  # PINNacle's own PINN beside ours (benchmarks/peer_pinnacle.py)
 PROBLEMS = ("burgers1d_c", "poisson2d_c", "ns2d_c", "wave1d_c", "heat2d_ms", "poisson_nd", "heat_nd")
 PRESETS = {"faithful": ("pinn", "cgmpinn"), "pinnacle": ("pinn",), "accurate": ("pinn", "cgmpinn")}
 # PINNacle's point counts (8192 collocation, 2048 boundary, 2048 initial; x 4 where a class calls
@@ -149,11 +152,9 @@ def _cell(vals) -> str:
     return "-" if a.size == 0 else f"{np.median(a):.2e}{spread} (n={a.size})"
 
 
-def _pub(pub: dict, problem: str, key: str) -> str:
+def _pub(pub: dict, problem: str) -> str:
     row = pub.get("problems", {}).get(problem, {})
-    if row.get(key) is None:
-        return "not found"
-    return f"{row[key]:.2e}" + (f" ({row.get('best_method')})" if key == "best" else "")
+    return "not found" if row.get("best") is None else f"{row['best']:.2e} ({row.get('best_method')})"
 
 
 def _ratio_text(ours, ref, fmt: str) -> str:
@@ -166,37 +167,54 @@ def _stages_text(runs) -> str:
                      f"({', '.join(sorted({r['stages'][i]['status'] for r in runs}))})" for i, s in enumerate(first))
 
 
-def render(recs: dict, pub: dict | None = None) -> str:
+def load_peer(path: Path = PEER) -> dict:
+    """Per problem, the side-by-side run of PINNacle's own PINN and ours at its setting with the most
+    iterations (Glorot init on ours, as PINNacle's), from ``results/peer_pinnacle.json``."""
+    runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
+    best: dict = {}
+    for r in runs.values():
+        if r.get("ours_init", "torch") == "glorot" and r["iters"] >= best.get(r["problem"], {}).get("iters", -1):
+            best[r["problem"]] = r
+    return best
+
+
+def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str:
     pub = load_published() if pub is None else pub
+    peer = load_peer() if peer is None else peer
     by: dict = {}
     for r in recs.values():
         by.setdefault((r["problem"], r["preset"], r["method"], r.get("variant", "")), []).append(r)
         by[(r["problem"], r["preset"], r["method"], r.get("variant", ""))].sort(key=lambda q: q["seed"])
     errs = lambda p, s, m, v="": [r["l2re"] for r in by.get((p, s, m, v), [])]  # noqa: E731
-    lines = ["# PINNacle's problems: PINN and CGMPINN beside PINNacle's published table", "",
-             "Written by `python -m benchmarks.pinnacle` from its record `benchmarks/results/pinnacle.json`. L2RE = "
-             "||U_hat - U||_2 / ||U||_2 pooled over every field and point (PINNacle's definition), against PINNacle's "
-             "reference data (burgers1d_c: `ref/burgers1d.dat`; poisson2d_c, ns2d_c: its COMSOL data) or the closed "
-             "form; median [min - max] over the seeds. Settings: `faithful` = `TrainConfig()` at our default points; "
-             "`pinnacle` = PINNacle's `benchmark.py` (5 x 100 tanh, Adam lr 1e-3, 20000 iterations, no second stage) "
-             "at its point counts, PINN only; `accurate` = `TrainConfig.preset(\"accurate\")` (float64, Gauss-Newton) "
-             "at the CPU-sized points and network of `benchmarks/pinnacle.py` (`ACCURATE`).", "",
-             "PINNacle's published numbers: " + ("{citation}, {table} ({url}).".format(**pub["source"])
-                                                 if pub.get("status") == "found" else "**not found** (what was "
-                                                 "searched is in `benchmarks/results/pinnacle_published.json`)."), "",
-             "| problem | PINNacle PINN | PINNacle best (method) | faithful PINN | faithful CGMPINN | pinnacle PINN | "
-             "pinnacle PINN / published PINN | accurate PINN | accurate CGMPINN | accurate (better median) / published "
-             "best |",
+    label = pub.get("label", "PINNacle's published table")
+    lines = ["# PINNacle's problems: PINN and CGMPINN beside PINNacle's own PINN and its best published method", "",
+             "Written by `python -m benchmarks.pinnacle` from its record `benchmarks/results/pinnacle.json` and the "
+             "side-by-side record `benchmarks/results/peer_pinnacle.json` (`python -m benchmarks.peer_pinnacle`). "
+             "L2RE = ||U_hat - U||_2 / ||U||_2 pooled over every field and point (PINNacle's definition), against "
+             "PINNacle's reference data (burgers1d_c: `ref/burgers1d.dat`; poisson2d_c, ns2d_c: its COMSOL data) or "
+             "the closed form; median [min - max] over the seeds. `PINNacle PINN, run here`: PINNacle's own code "
+             "(DeepXDE on PyTorch, 5 x 100 tanh, Glorot normal, Adam lr 1e-3, its point counts, loss weights 1) on "
+             "this machine, beside ours at the same setting and budget (`our PINN there`; iterations in brackets, "
+             "PINNacle's own budget is 20000). `faithful` = `TrainConfig()` at our default points; `accurate` = "
+             "`TrainConfig.preset(\"accurate\")` (float64, Gauss-Newton) at the CPU-sized points and network of "
+             "`benchmarks/pinnacle.py` (`ACCURATE`).", "",
+             f"PINNacle's best method: {label}" + (" ({citation}, {table}).".format(**pub["source"])
+                                                    if pub.get("source") else ".")
+             + " Not checked against the paper.", "",
+             "| problem | PINNacle best (method), secondary quote | PINNacle PINN, run here | our PINN there | ours / "
+             "PINNacle | faithful PINN | faithful CGMPINN | accurate PINN | accurate CGMPINN | accurate (better "
+             "median) / PINNacle best |",
              "|" + "---|" * 10]
     for p in PROBLEMS:
-        pp = pub.get("problems", {}).get(p, {})
+        best = pub.get("problems", {}).get(p, {}).get("best")
         acc = min(([float(np.median(e))] for e in (errs(p, "accurate", "pinn"), errs(p, "accurate", "cgmpinn")) if e),
                   default=[])  # the better method's median
-        lines.append(f"| {p} | {_pub(pub, p, 'pinn')} | {_pub(pub, p, 'best')} | {_cell(errs(p, 'faithful', 'pinn'))} "
-                     f"| {_cell(errs(p, 'faithful', 'cgmpinn'))} | {_cell(errs(p, 'pinnacle', 'pinn'))} | "
-                     f"{_ratio_text(errs(p, 'pinnacle', 'pinn'), pp.get('pinn'), '{:.2f}')} | "
-                     f"{_cell(errs(p, 'accurate', 'pinn'))} | {_cell(errs(p, 'accurate', 'cgmpinn'))} | "
-                     f"{_ratio_text(acc, pp.get('best'), '{:.1e}')} |")
+        q = peer.get(p)
+        side = (f"{q['peer_l2re']:.2e} ({q['iters']}) | {q['ours_l2re']:.2e} ({q['iters']}) | "
+                f"{q['ratio_ours_peer']:.2f}") if q else "- | - | -"
+        lines.append(f"| {p} | {_pub(pub, p)} | {side} | {_cell(errs(p, 'faithful', 'pinn'))} "
+                     f"| {_cell(errs(p, 'faithful', 'cgmpinn'))} | {_cell(errs(p, 'accurate', 'pinn'))} | "
+                     f"{_cell(errs(p, 'accurate', 'cgmpinn'))} | {_ratio_text(acc, best, '{:.1e}')} |")
     lines += ["", "## Runs: points, network, time and iterations", "",
               "Iterations per stage: median over the seeds / budget (stop statuses). Seconds: the whole `cj.train` "
               "call, median. burgers1d_c also against our pseudo-spectral reference (`vs spectral`).", "",

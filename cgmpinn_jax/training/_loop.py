@@ -184,7 +184,8 @@ class _Loop:
                 state = eqx.tree_at(lambda s: s.opt, state, opt)
             end = 0
         else:
-            h = jax.tree_util.tree_map(jnp.asarray, piece)
+            where = w.sharding if self.batched and isinstance(w, jax.Array) else None  # a sweep's member axis
+            h = jax.tree_util.tree_map(lambda x: jnp.asarray(x) if where is None else jax.device_put(x, where), piece)
             end = int(np.max(self.lead(h.n_done)))
         loop, n_total = self.loop[stage], int(chunk.n_steps)
         tracking = self.track is not None and self.track_every > 0
