@@ -5,7 +5,9 @@ code from a clone of i207M/PINNacle (``--peer-src``) under its own environment (
 PyTorch on the CPU, its bundled DeepXDE; that side imports nothing of cgmpinn_jax), and ours
 (``benchmarks.pinnacle.setup(problem, "pinnacle")``: 5 x 100 tanh, Adam lr 1e-3, PINNacle's point
 counts, loss weights 1, float32, Glorot-normal weights and zero biases as PINNacle's, where our PINN's
-default is PyTorch's init: ``--init torch`` runs that instead). The peer side is built as PINNacle's ``benchmark.py --method adam``
+default is PyTorch's init: ``--init torch`` runs that instead; the PDE residual on DeepXDE's point set,
+the boundary and initial points included, ``benchmarks.pinnacle.deepxde_point_set``: ``--points
+interior`` leaves them out). The peer side is built as PINNacle's ``benchmark.py --method adam``
 builds it (its PDE class, ``dde.nn.FNN`` tanh with Glorot normal, ``torch.optim.Adam``, loss weights
 1), trained by its ``Model.train`` with its loss display every ``--iters`` steps (only at the start
 and the end, as logging is not training), and scored as its ``TesterCallback`` scores: pooled
@@ -103,7 +105,8 @@ def ours(args, out: Path) -> None:
     from cgmpinn_jax.methods import Method, MethodSettings
 
     params, cfg = pinnacle.setup(args.problem, "pinnacle", adam_steps=args.iters)
-    prob = cj.get_problem(args.problem, **params)
+    prob = pinnacle.make_problem(args.problem, "pinnacle", params) if args.points == "deepxde" else \
+        cj.get_problem(args.problem, **params)
     init = {"glorot": "xavier", "torch": "torch"}[args.init]
     method = Method("pinn", settings=lambda problem: MethodSettings(init=init), label="PINN")
     t0 = time.perf_counter()
@@ -150,7 +153,7 @@ def side_by_side(args, problem: str, out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     common = ["--problem", problem, "--iters", str(args.iters), "--seed", str(args.seed),
-              "--track-every", str(args.track_every), "--out", str(out), "--init", args.init]
+              "--track-every", str(args.track_every), "--out", str(out), "--init", args.init, "--points", args.points]
     here = Path(__file__).resolve().parents[1]
     env_ours = dict(os.environ, XLA_FLAGS=machine.ONE_THREAD_XLA_FLAGS, PYTHONPATH=str(here))
     env_peer = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "XLA_FLAGS")}
@@ -166,7 +169,7 @@ def side_by_side(args, problem: str, out: Path) -> dict:
         if p.wait() != 0:
             raise RuntimeError(f"{problem}: the {side} side failed (rc {p.returncode}); see {out / (side + '.log')}")
     pe, us = (json.loads((out / f"{s}.json").read_text()) for s in ("peer", "ours"))
-    return {**summarize(problem, pe, us, args.iters), "ours_init": args.init}
+    return {**summarize(problem, pe, us, args.iters), "ours_init": args.init, "ours_points": args.points}
 
 
 def _compact(full: dict) -> dict:
@@ -210,6 +213,9 @@ def main(argv=None) -> int:
     ap.add_argument("--track-every", type=int, default=500)
     ap.add_argument("--init", choices=["glorot", "torch"], default="glorot",
                     help="our network's init: PINNacle's Glorot normal (default) or our PINN's default, PyTorch's")
+    ap.add_argument("--points", choices=["deepxde", "interior"], default="deepxde",
+                    help="our PDE points: DeepXDE's set, the boundary and initial points included, as PINNacle's code "
+                         "trains (default), or our problems' interior points only")
     ap.add_argument("--peer-python", type=Path, help="python of PINNacle's environment (PyTorch, CPU)")
     ap.add_argument("--peer-src", type=Path, help="a clone of i207M/PINNacle")
     ap.add_argument("--no-pin", action="store_true", help="no taskset (one thread each all the same)")
@@ -227,9 +233,10 @@ def main(argv=None) -> int:
         if args.peer_python is None or args.peer_src is None:
             ap.error("--peer-python and --peer-src are needed to run (or give --report-only)")
         for p in args.problems:
-            tag = f"{p}_{args.iters}_seed{args.seed}" + ("" if args.init == "glorot" else f"_{args.init}")
-            work = (args.out or runcache.CACHE / STUDY) / "work" / tag
-            key = f"{p}__iters{args.iters}__seed{args.seed}" + ("" if args.init == "glorot" else f"__init_{args.init}")
+            var = ("" if args.init == "glorot" else f"__init_{args.init}") + \
+                ("" if args.points == "deepxde" else f"__points_{args.points}")
+            work = (args.out or runcache.CACHE / STUDY) / "work" / f"{p}_{args.iters}_seed{args.seed}{var}"
+            key = f"{p}__iters{args.iters}__seed{args.seed}{var}"
             r = study.run(key, lambda: side_by_side(args, p, work), compact=_compact)
             print(f"{p}: PINNacle {r['peer_l2re']:.3e} ({r['peer_s_per_iter']:.4f} s/it), ours {r['ours_l2re']:.3e} "
                   f"({r['ours_s_per_iter']:.4f} s/it)", flush=True)

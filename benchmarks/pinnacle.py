@@ -73,6 +73,38 @@ def seeds_for(problem: str, preset: str) -> list[int]:
     return [0] if (problem, preset) in ONE_SEED else [0, 1, 2]
 
 
+def deepxde_point_set(prob):
+    """``prob`` with DeepXDE's point set, as PINNacle's code trains it: the PDE residual on every
+    training point, the boundary and initial ones included (DeepXDE's ``train_x_all``; its
+    boundary conditions take their points from that set), not on the interior points only. A
+    point shared by several pieces (a wall's u and v) is added once."""
+    import jax.numpy as jnp
+
+    base = type(prob)
+
+    def sample_points(self, key):
+        batch = base.sample_points(self, key)
+        seen: list = []
+        for term, pieces in batch.items():
+            for piece in (pieces if term != "pde" else ()):
+                pts = piece[0] if isinstance(piece, (tuple, list)) else piece
+                if not any(pts is q or (pts.shape == q.shape and bool(jnp.all(pts == q))) for q in seen):
+                    seen.append(pts)
+        return {**batch, "pde": jnp.concatenate([batch["pde"], *seen], 0)}
+
+    cls = dataclasses.dataclass(frozen=True)(type(base.__name__, (base,), {"sample_points": sample_points,
+                                                                           "__module__": __name__}))
+    return cls(**{f.name: getattr(prob, f.name) for f in dataclasses.fields(prob)})
+
+
+def make_problem(problem: str, preset: str, params: dict):
+    """The problem of a cell: PINNacle's setting trains on DeepXDE's point set (`deepxde_point_set`)."""
+    import cgmpinn_jax as cj
+
+    prob = cj.get_problem(problem, **params)
+    return deepxde_point_set(prob) if preset == "pinnacle" else prob
+
+
 def budgets(cfg) -> dict:
     """Adam steps, Adam's learning rate and the second stage's budget of ``cfg``."""
     return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
@@ -120,7 +152,7 @@ def train_one(problem: str, preset: str, method: str, seed: int, **kw) -> dict:
     from cgmpinn_jax.metrics import compare
 
     params, cfg = setup(problem, preset, **kw)
-    prob = cj.get_problem(problem, **params)
+    prob = make_problem(problem, preset, params)
     t0 = time.perf_counter()
     res = cj.train(prob, method, cfg, key=seed, quiet=True)
     wall = time.perf_counter() - t0
@@ -169,11 +201,12 @@ def _stages_text(runs) -> str:
 
 def load_peer(path: Path = PEER) -> dict:
     """Per problem, the side-by-side run of PINNacle's own PINN and ours at its setting with the most
-    iterations (Glorot init on ours, as PINNacle's), from ``results/peer_pinnacle.json``."""
+    iterations (ours with Glorot init and DeepXDE's point set, as PINNacle's), from ``results/peer_pinnacle.json``."""
     runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
     best: dict = {}
     for r in runs.values():
-        if r.get("ours_init", "torch") == "glorot" and r["iters"] >= best.get(r["problem"], {}).get("iters", -1):
+        like = r.get("ours_init", "torch") == "glorot" and r.get("ours_points", "interior") == "deepxde"
+        if like and r["iters"] >= best.get(r["problem"], {}).get("iters", -1):
             best[r["problem"]] = r
     return best
 
