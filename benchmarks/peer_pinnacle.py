@@ -169,7 +169,7 @@ def side_by_side(args, problem: str, out: Path) -> dict:
         if p.wait() != 0:
             raise RuntimeError(f"{problem}: the {side} side failed (rc {p.returncode}); see {out / (side + '.log')}")
     pe, us = (json.loads((out / f"{s}.json").read_text()) for s in ("peer", "ours"))
-    return {**summarize(problem, pe, us, args.iters), "ours_init": args.init, "ours_points": args.points}
+    return {**summarize(problem, pe, us, args.iters), "ours_init": args.init, "ours_point_set": args.points}
 
 
 def _compact(full: dict) -> dict:

@@ -205,7 +205,7 @@ def load_peer(path: Path = PEER) -> dict:
     runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
     best: dict = {}
     for r in runs.values():
-        like = r.get("ours_init", "torch") == "glorot" and r.get("ours_points", "interior") == "deepxde"
+        like = r.get("ours_init", "torch") == "glorot" and r.get("ours_point_set", "interior") == "deepxde"
         if like and r["iters"] >= best.get(r["problem"], {}).get("iters", -1):
             best[r["problem"]] = r
     return best

@@ -88,8 +88,8 @@ def test_report_renders_the_quote_the_side_by_side_ratios_and_pairs():
 
 def test_the_side_by_side_with_the_most_iterations_at_pinnacles_setting_is_shown(tmp_path):
     rec = {"format": "x", "study": "peer_pinnacle", "runs": {
-        "a": {"problem": "wave1d_c", "iters": 2000, "ours_init": "glorot", "ours_points": "deepxde", "peer_l2re": 1},
-        "b": {"problem": "wave1d_c", "iters": 4000, "ours_init": "glorot", "ours_points": "deepxde", "peer_l2re": 2},
+        "a": {"problem": "wave1d_c", "iters": 2000, "ours_init": "glorot", "ours_point_set": "deepxde", "peer_l2re": 1},
+        "b": {"problem": "wave1d_c", "iters": 4000, "ours_init": "glorot", "ours_point_set": "deepxde", "peer_l2re": 2},
         "c": {"problem": "wave1d_c", "iters": 8000, "ours_init": "glorot", "peer_l2re": 3},  # interior points only
         "d": {"problem": "wave1d_c", "iters": 9000, "peer_l2re": 4}}}  # no init recorded: the torch default
     (tmp_path / "peer.json").write_text(json.dumps(rec))
