@@ -270,3 +270,42 @@ def test_taylor_lanes_against_autodiff(f64):
         assert rel(lanes[(i, j)], h[:, i, j]) < RTOL
     with pytest.raises(ValueError, match="shape"):
         model.taylor_lanes(pts[:, :1], [()])
+
+
+@pytest.mark.parametrize("network", ["mlp", "lnn_pinn", "star_pinn"])
+def test_a_systems_fields_take_the_fast_path_with_the_same_residuals_and_gradients(network, f64):
+    """The lid-driven cavity (u, v, p; three equations): one Taylor-mode pass for every field."""
+    problem = get_problem("ns2d_c", n_pde=64, n_lid=8, n_wall=16)
+    factory = {"mlp": nets.mlp, "lnn_pinn": nets.lnn_pinn, "star_pinn": nets.star_pinn}[network]
+    kw = {} if network == "star_pinn" else {"depth": 3}
+    model = factory(jax.random.key(0), 2, 12, out_dim=3, **kw)
+    pts = problem.sample(jax.random.key(1))["pde"][0].astype(jnp.float64)
+    model = jax.tree_util.tree_map(lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model)
+
+    def loss(m):
+        r = problem.pde_residuals(m, pts)
+        return jnp.sum(r ** 2), r
+
+    (l_f, r_f), g_f = jax.value_and_grad(loss, has_aux=True)(model)
+    with taylor.fast_path(False):
+        (l_s, r_s), g_s = jax.value_and_grad(lambda m: loss(m), has_aux=True)(model)
+    assert r_f.shape == (64, 3) and rel(r_f, r_s) < RTOL and rel(l_f, l_s) < RTOL
+    for a, b in zip(jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_s), strict=True):
+        assert rel(a, b) < RTOL
+    d_fast = n_dots(lambda m: problem.pde_residuals(m, pts), model)
+    with taylor.fast_path(False):
+        d_slow = n_dots(lambda m: problem.pde_residuals(m, pts), model)
+    assert d_fast < d_slow, (d_fast, d_slow)
+
+
+def test_a_system_operator_reading_every_field_at_once_falls_back():
+    fields = ("u", "v")
+    net = nets.mlp(jax.random.key(0), 2, 8, 2, out_dim=2)
+    pts = jax.random.uniform(jax.random.key(1), (5, 2))
+    whole = lambda u, z: jnp.stack([u(z)[0] - partial(u.v, 0)(z), u(z)[1]])  # noqa: E731
+    assert taylor.system_operator_values(whole, net, pts, fields) is None
+    per_field = lambda u, z: jnp.stack([u.u(z) - partial(u["v"], 0, 0)(z), partial(u.v, 1)(z)])  # noqa: E731
+    out = taylor.system_operator_values(per_field, net, pts, fields)
+    from cgmpinn_jax.problems._pieces import Fields
+    ref = jax.vmap(lambda z: per_field(Fields(net, fields), z))(pts)
+    assert out.shape == (5, 2) and rel(out, ref) < 1e-5

@@ -142,7 +142,7 @@ class MLP(eqx.Module):
         u, u1, u2 = _linear_jet(self.layers[-1], jet)
         return u[0], u1[0], u2[0]
 
-    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+    def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass (the
         derivative fast path, `cgmpinn_jax.nn._taylor`).
 
@@ -152,8 +152,12 @@ class MLP(eqx.Module):
             keys: lanes wanted: ``()`` value, ``(i,)`` du/dz_i, ``(i, j)`` (i <= j)
                 d2u/dz_i dz_j; the first-order lanes the second-order ones need are added.
 
+            fields: every output (a system's fields): lanes ``(N, F)`` instead of the first
+                output's ``(N,)``.
+
         Returns:
-            ``{key: (N,)}`` for every lane carried (see `cgmpinn_jax.nn._taylor.lane_closure`).
+            ``{key: (N,)}`` (``fields``: ``(N, F)``) for every lane carried (see
+            `cgmpinn_jax.nn._taylor.lane_closure`).
             Each layer is one stacked ``(lanes N, width) x (width, width)`` product, or
             one ``(N, width)`` product per lane (`cgmpinn_jax.nn._taylor.linear`).
         """
@@ -162,7 +166,7 @@ class MLP(eqx.Module):
         jet = _tl.input_jet(points, full, self.input_map)
         for layer in self.layers[:-1]:
             jet = _tl.tanh(_tl.linear(layer, jet), full)
-        return _tl.scalar_output(_tl.linear(self.layers[-1], jet), full)
+        return _tl.outputs(_tl.linear(self.layers[-1], jet), full, fields)
 
 
 class LNNPINN(eqx.Module):
@@ -196,7 +200,7 @@ class LNNPINN(eqx.Module):
         u, u1, u2 = _linear_jet(self.out, jet)
         return u[0], u1[0], u2[0]
 
-    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+    def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass
         (see `MLP.taylor_lanes`)."""
         _check_batch(points, self.in_dim)
@@ -207,7 +211,7 @@ class LNNPINN(eqx.Module):
             new = _tl.tanh(_tl.linear(lin, jet), full)
             mixed = _tl.add(_tl.scale(jet, jax.nn.softplus(a)), _tl.scale(new, jax.nn.softplus(b)))
             jet = _tl.tanh(mixed, full)
-        return _tl.scalar_output(_tl.linear(self.out, jet), full)
+        return _tl.outputs(_tl.linear(self.out, jet), full, fields)
 
 
 class STARPINN(eqx.Module):
@@ -247,7 +251,7 @@ class STARPINN(eqx.Module):
                 out = tuple(x + g * y for x, y in zip(o, out))
         return out
 
-    def taylor_lanes(self, points: jax.Array, keys) -> dict:
+    def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
         """Value and derivative lanes at a batch of points in one Taylor-mode pass
         (see `MLP.taylor_lanes`)."""
         _check_batch(points, self.in_dim)
@@ -260,7 +264,7 @@ class STARPINN(eqx.Module):
                 jet = _tl.tanh(_tl.linear(layer, jet), full)
             o = _tl.linear(block[-1], jet)
             out = o if out is None else _tl.add(o, _tl.scale(out, jax.nn.sigmoid(self.gates[i - 1])))
-        return _tl.scalar_output(out, full)
+        return _tl.outputs(out, full, fields)
 
 
 def _check_sizes(in_dim: int, width: int, depth: int, out_dim: int = 1) -> None:

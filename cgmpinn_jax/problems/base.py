@@ -280,16 +280,20 @@ class Problem(abc.ABC):
 
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
         """Residuals at ``points`` (N, d) -> (N,), or (N, E) for several equations. With
-        ``source`` given (the batch's precomputed f) the source is not re-derived. A scalar
-        problem's operator goes through the derivative fast path (`cgmpinn_jax.nn._taylor`:
-        one Taylor-mode pass of the network for all points and lanes) when it covers ``u``
-        and the operator, else ``vmap`` of the operator with nested ``jvp``;
+        ``source`` given (the batch's precomputed f) the source is not re-derived. The
+        operator goes through the derivative fast path (`cgmpinn_jax.nn._taylor`: one
+        Taylor-mode pass of the network for all points, lanes and, on a system, fields) when it
+        covers ``u`` and the operator, else ``vmap`` of the operator with nested ``jvp``;
         ``taylor.fast_path(False)`` forces the latter."""
         points = check_points(points, self.dim, name="pde points")
         if source is None:
             source = jax.vmap(self.source)(points)
         if not self.is_system:
             return _taylor.operator_values(self.operator, u, points) - source
+        fast = _taylor.system_operator_values(lambda f, z: self._equations(self.operator(f, z)), u, points,
+                                              self.fields)
+        if fast is not None:
+            return fast - source
         fields = self.as_fields(u)
         return jax.vmap(lambda z: self._equations(self.operator(fields, z)))(points) - source
 
