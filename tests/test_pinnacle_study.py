@@ -94,3 +94,19 @@ def test_the_side_by_side_with_the_most_iterations_at_pinnacles_setting_is_shown
         "d": {"problem": "wave1d_c", "iters": 9000, "peer_l2re": 4}}}  # no init recorded: the torch default
     (tmp_path / "peer.json").write_text(json.dumps(rec))
     assert study.load_peer(tmp_path / "peer.json")["wave1d_c"]["peer_l2re"] == 2
+
+
+def test_deepxde_point_set_adds_every_constraint_point_once_to_the_pde_points():
+    import jax
+
+    from cgmpinn_jax.problems import validate_problem
+
+    for name, params, extra in (("burgers1d_c", dict(n_pde=50, n_ic=7, n_bc=5), 7 + 2 * 5),
+                                ("ns2d_c", dict(n_pde=50, n_lid=6, n_wall=9), 6 + 9 + 1)):  # u and v share their points
+        prob = study.make_problem(name, "pinnacle", params)
+        validate_problem(prob)
+        plain = cj.get_problem(name, **params).sample_points(jax.random.key(0))
+        pts = jax.jit(prob.sample_points)(jax.random.key(0))
+        assert pts["pde"].shape[0] == 50 + extra
+        assert (pts["pde"][:50] == plain["pde"]).all()
+        assert type(study.make_problem(name, "faithful", params)) is type(cj.get_problem(name))
