@@ -41,8 +41,9 @@ def test_call_sizer_aims_at_call_seconds_and_grows_at_most_4x():
     assert _loop._CallSizer(None).size(37) == 37  # None: the whole chunk
 
 
-@pytest.mark.parametrize("extra", [{}, {"precision": "float64", "second_stage": "gauss_newton", "second": {"steps": 8}}],
-                         ids=["float32-optax", "float64-gauss_newton"])
+@pytest.mark.parametrize("extra", [{}, pytest.param({"precision": "float64", "second_stage": "gauss_newton",
+                                                     "second": {"steps": 8}}, marks=pytest.mark.slow)],
+                         ids=["float32-optax", "float64-gauss_newton"])  # CI: Gauss-Newton's pieces in the test below
 def test_calls_of_one_iteration_give_the_same_run_and_a_progress_report_after_each(extra):
     cfg = cj.TrainConfig(**{**ONE_CHUNK, **extra})
     whole = cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True, call_seconds=None)
@@ -77,6 +78,7 @@ def test_ctrl_c_inside_a_chunk_stops_at_the_next_call_and_resume_is_bit_identica
     assert_same_run(plain, cj.resume(folder, quiet=True))
 
 
+@pytest.mark.slow  # CI time (15 s); the Ctrl-C tests resume from inside a chunk too
 def test_every_piece_boundary_is_a_resumable_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "_KEEP", 1000)
     cfg = cj.TrainConfig(**{**ONE_CHUNK, "precision": "float64", "second_stage": "gauss_newton", "second": {"steps": 6}})
@@ -180,3 +182,41 @@ def test_command_line_time_limit_keeps_the_checkpoints_and_resume_with_a_larger_
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["rel_e2"] == plain.metrics.rel_e2
     assert not (out / ck.SUBDIR).exists()  # finished: its checkpoints removed
+
+
+def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_and_stops_within_a_call(
+        tmp_path, ctrl_c_raises):
+    """A Gauss-Newton chunk of 24 iterations (one chunk: k_upd 1000) of roughly 0.1-0.5 s each and
+    call_seconds 1: progress and checkpoints at least every call plus an iteration, Ctrl-C answered
+    within that bound, and the resumed run bit-identical to the uninterrupted one."""
+    import time
+
+    cfg = cj.TrainConfig.preset("accurate", adam={"steps": 20}, second={"steps": 24}, cgm={"k_upd": 1000}, width=24,
+                                depth=3, gauss_newton={"form": "gramian"})
+    prob = cj.get_problem("heat", n_pde=3000)
+    marks = []
+    plain = cj.train(prob, "pinn", cfg, key=0, quiet=True, call_seconds=TINY_CALL,
+                     progress=lambda p: marks.append((p.stage, time.perf_counter())))
+    gn = [t for s, t in marks if s == "lbfgs"]
+    iteration = max(b - a for a, b in zip(gn, gn[1:]))  # one call was one iteration
+    bound = 1.0 + 2 * iteration + 1.0  # call_seconds, an iteration either side, slack for a loaded machine
+    seen, sent = [], {}
+    folder = tmp_path / "run"
+
+    def progress(p):
+        now = time.perf_counter()
+        seen.append((p.stage, p.done, now, len(list((folder / ck.SUBDIR).glob("ckpt-*")))))
+        if p.stage == "lbfgs" and p.done >= 12 and not sent:
+            sent["at"] = now
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(cj.TrainingInterrupted):
+        cj.train(prob, "pinn", cfg, key=0, quiet=True, call_seconds=1.0, checkpoint_dir=folder,
+                 checkpoint_every=0.5, progress=progress)
+    answered = time.perf_counter() - sent["at"]
+    gn = [(d, t, n) for s, d, t, n in seen if s == "lbfgs"]
+    assert gn[-1][0] < 24  # stopped inside the chunk, not at its end
+    assert max(b[1] - a[1] for a, b in zip(gn, gn[1:])) <= bound
+    assert answered <= bound, (answered, bound)
+    assert gn[-1][2] > gn[0][2]  # checkpoints written inside the chunk, between calls
+    assert_same_run(plain, cj.resume(folder, quiet=True))
