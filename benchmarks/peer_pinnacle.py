@@ -177,7 +177,7 @@ def _compact(full: dict) -> dict:
 
 
 def render(recs: dict) -> str:
-    rows = sorted(recs.values(), key=lambda r: (list(CLASSES).index(r["problem"]), r["iters"]))
+    rows = sorted(recs.values(), key=lambda r: (list(CLASSES).index(r["problem"]), r["iters"], r.get("commit", "")))
     lines = ["# PINNacle's PINN (DeepXDE on PyTorch) beside ours at its setting", "",
              "Written by `python -m benchmarks.peer_pinnacle` from its record `benchmarks/results/peer_pinnacle.json`. "
              "Per problem, PINNacle's own code (a clone of i207M/PINNacle, its bundled DeepXDE on PyTorch, CPU) and "
@@ -185,15 +185,19 @@ def render(recs: dict) -> str:
              "at PINNacle's point counts and loss weights 1, seed 0 on both sides (not the same initial weights or "
              "points), started together, one core and one thread each. L2RE pooled over every field and point, "
              "each side on its own test points (the same reference data; closed-form problems on each side's own "
-             "grid). Seconds per iteration: training wall time, error evaluations and our compilation taken out. "
+             "grid). `our PDE points`: `deepxde` = the PDE residual on DeepXDE's point set, the boundary and initial "
+             "points included, as PINNacle's code trains; `interior` = our problems' interior points only. Seconds per "
+             "iteration: training wall time, error evaluations and our compilation taken out. "
              "`common error`: the larger of the two final errors, reached by both; `time to it`: ours / PINNacle's "
              "seconds to first reach it.", "",
-             "| problem | iterations | our init | PINNacle PINN | ours | ours / PINNacle | s/iter PINNacle | "
-             "s/iter ours | speed ratio (ours / PINNacle) | common error | time to it, ours / PINNacle | torch | commit |",
-             "|" + "---|" * 13]
+             "| problem | iterations | our init | our PDE points | PINNacle PINN | ours | ours / PINNacle | "
+             "s/iter PINNacle | s/iter ours | speed ratio (ours / PINNacle) | common error | time to it, ours / "
+             "PINNacle | torch | commit |",
+             "|" + "---|" * 14]
     for r in rows:
         tr = r.get("time_ratio_at_common")
-        lines.append(f"| {r['problem']} | {r['iters']} | {r.get('ours_init', 'torch')} | {r['peer_l2re']:.3e} | {r['ours_l2re']:.3e} | "
+        lines.append(f"| {r['problem']} | {r['iters']} | {r.get('ours_init', 'torch')} | "
+                     f"{r.get('ours_point_set', 'interior')} | {r['peer_l2re']:.3e} | {r['ours_l2re']:.3e} | "
                      f"{r['ratio_ours_peer']:.2f} | {r['peer_s_per_iter']:.4f} | {r['ours_s_per_iter']:.4f} | "
                      f"{r['speed_ratio']:.2f} | {r['common_error']:.2e} | {'-' if tr is None else f'{tr:.2f}'} | "
                      f"{r.get('peer_torch')} | {r.get('commit', '?')} |")
