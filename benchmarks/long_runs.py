@@ -93,7 +93,10 @@ def _gaps(times, start, end) -> float | None:
 
 
 def scenario(name: str, args, work: Path) -> dict:
-    return {**_scenario(name, args, work), "threads": machine.threads_label(machine.ONE_THREAD_XLA_FLAGS)}
+    r = json.loads(json.dumps(_scenario(name, args, work)).replace(str(work / name), "DIR"))  # no machine paths
+    return {**r, "threads": machine.threads_label(machine.ONE_THREAD_XLA_FLAGS), "n_pde": args.n_pde,
+            "width": args.width, "adam_steps": args.adam_steps,
+            **({"sigint_after_s": args.sigint_after} if name == "ctrl-c" else {})}
 
 
 def _scenario(name: str, args, work: Path) -> dict:
