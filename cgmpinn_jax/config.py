@@ -111,14 +111,10 @@ class TrainConfig:
         depth: number of hidden layers (reference 4). ``None``: the problem's.
         divergence_ratio: a stage stops (DIVERGED, best parameters restored) when the
             unweighted loss exceeds this multiple of the best seen in the stage (1e6).
-        time_limit: wall-clock seconds for the whole run, compilation included (``None``: no
-            limit). The run stops at the next call boundary after it: a checkpoint there when
-            the run checkpoints (so that a resume with a larger limit continues it bit for
-            bit), the stage's status ``TIME_LIMIT`` with its best point kept, and the stages
-            after it not run (``TIME_LIMIT`` too). Each stage's own limit is its group's
-            ``time_limit`` (``adam``, ``second``). Time limits change no step, are not part of
-            a run's identity (a checkpoint resumes under another limit) and appear in
-            `to_dict` only when set.
+        time_limit: wall-clock seconds for the whole run, compilation included (``None``: none):
+            at the next call boundary after it, a checkpoint (a resume with a larger limit goes
+            on bit for bit), then ``TIME_LIMIT`` for the stage (best point kept) and the later
+            ones. Per stage: ``adam.time_limit``, ``second.time_limit``. Not part of a run's identity.
         adam: the Adam stage: `steps`, `lr` ([`AdamOptions`][cgmpinn_jax.AdamOptions]).
         second: every stage after Adam, whichever member: its budget `steps` and the stop
             rule's `gtol`, `ftol`, `patience`
@@ -371,15 +367,9 @@ TIME_LIMIT_GROUPS = ("adam", "second")
 
 
 def without_time_limits(d: Any) -> Any:
-    """A config dict (`TrainConfig.to_dict`'s) without its time limits: what a run's identity
-    compares (a checkpoint resumes under another limit)."""
-    if not isinstance(d, Mapping):
-        return d
-    out = {k: v for k, v in d.items() if k != "time_limit"}
-    for group in TIME_LIMIT_GROUPS:
-        if isinstance(out.get(group), Mapping):
-            out[group] = {k: v for k, v in out[group].items() if k != "time_limit"}
-    return out
+    """A config dict without its time limits: what a run's identity compares."""
+    drop = lambda g: {k: v for k, v in g.items() if k != "time_limit"} if isinstance(g, Mapping) else g  # noqa: E731
+    return {k: drop(v) if k in TIME_LIMIT_GROUPS else v for k, v in drop(d).items()} if isinstance(d, Mapping) else d
 
 
 #: the sweepable hyperparameters (`Hyper`'s fields) -> their option ``(group, option)``

@@ -15,6 +15,7 @@ import pytest
 
 from cgmpinn_jax.nn import _nets as nets
 from cgmpinn_jax.nn import _taylor as taylor
+from cgmpinn_jax.nn import _taylor_systems
 from cgmpinn_jax.methods import get_method
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import get_problem
@@ -303,9 +304,9 @@ def test_a_system_operator_reading_every_field_at_once_falls_back():
     net = nets.mlp(jax.random.key(0), 2, 8, 2, out_dim=2)
     pts = jax.random.uniform(jax.random.key(1), (5, 2))
     whole = lambda u, z: jnp.stack([u(z)[0] - partial(u.v, 0)(z), u(z)[1]])  # noqa: E731
-    assert taylor.system_operator_values(whole, net, pts, fields) is None
+    assert _taylor_systems.system_operator_values(whole, net, pts, fields) is None
     per_field = lambda u, z: jnp.stack([u.u(z) - partial(u["v"], 0, 0)(z), partial(u.v, 1)(z)])  # noqa: E731
-    out = taylor.system_operator_values(per_field, net, pts, fields)
+    out = _taylor_systems.system_operator_values(per_field, net, pts, fields)
     from cgmpinn_jax.problems._pieces import Fields
     ref = jax.vmap(lambda z: per_field(Fields(net, fields), z))(pts)
     assert out.shape == (5, 2) and rel(out, ref) < 1e-5

@@ -171,6 +171,8 @@ def test_command_line_time_limit_keeps_the_checkpoints_and_resume_with_a_larger_
             "--width", "16", "--depth", "2", "--no-plots", "--quiet", "--compile-cache", "off"]
     assert cli.main(["run", "poisson1d", *opts, "--time-limit", "-5", "--out", str(out)]) == 2
     assert "TrainConfig.time_limit" in capsys.readouterr().err
+    assert cli.main(["run", "poisson1d", *opts, "--call-seconds", "0", "--out", str(out)]) == 2
+    assert "--call-seconds" in capsys.readouterr().err
     assert cli.main(["run", "poisson1d", *opts, "--time-limit", "1e-6", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "TIME_LIMIT" in text and f"--resume {out} --time-limit LARGER" in text

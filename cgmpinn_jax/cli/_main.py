@@ -265,6 +265,8 @@ def _prepared(args, kind: str, build):
     if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
     try:
+        if not args.call_seconds > 0 or args.call_seconds == float("inf"):
+            raise ValueError(f"--call-seconds must be a number of seconds > 0, got {args.call_seconds!r}")
         problem, method, config, key, out = _resumed(args, kind) if args.resume else build()
         return problem, method, config, key, out, _compile_cache(args)
     except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:

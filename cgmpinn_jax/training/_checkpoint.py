@@ -5,23 +5,16 @@ A checkpoint is a folder ``<dir>/checkpoints/ckpt-<n>/`` with three files:
 * ``arrays.eqx``: the run's pytree ``(state, batch, hyper, w)`` -- trainable parameters, every
   optimizer state, the weighting / GMM / ReLoBRaLo states and keys, the stage's guards --
   written with `equinox.tree_serialise_leaves` (PRNG keys as their key data);
-* ``history.npz``: the histories so far (NumPy's ``.npz``), and, for a checkpoint inside a
-  chunk (a chunk runs as several calls when its iterations are slow: ``call_seconds``), the
-  chunk's history so far (``piece_*``);
-* ``meta.json``: where the run is (stage, next chunk or the chunk it is inside, steps done),
-  the finished stages' statuses, the seconds spent, the run's identity (library version, problem, method, config
-  and, on a system, its ``config_defaults``; key) and the SHA-256 of the two data files.
+* ``history.npz``: the histories so far, and inside a chunk (``call_seconds``) the chunk's (``piece_*``);
+* ``meta.json``: where the run is (stage, chunk, steps done), the finished stages' statuses, the seconds
+  spent, the run's identity (version, problem, method, config, key) and the data files' SHA-256.
 
-A checkpoint is written into a temporary folder renamed when complete (meta.json last), and
-the previous one deleted only after that, so an interruption never leaves the run without a
-good checkpoint. Loading takes the newest checkpoint whose files match their checksums (a
-truncated or corrupted one is skipped with a warning naming the file); one of another run (a
-different config, problem, method, precision, key or library version) is refused with the
-differing fields named.
+A checkpoint is written into a temporary folder renamed when complete (meta.json last); the previous one is
+deleted only after that. Loading takes the newest checkpoint whose files match their checksums (a bad one is
+skipped with a warning naming the file); one of another run is refused, naming the differing fields.
 
-Resuming is exact: every chunk (or piece of a chunk) is a deterministic compiled program and a
-checkpoint holds everything the next call reads, so a resumed run's parameters, metrics and every history entry equal an
-uninterrupted run's on the same machine (``tests/test_checkpoint.py``, ``benchmarks/results/resume.md``).
+Resuming is exact: every call is a deterministic compiled program and a checkpoint holds everything the
+next call reads, so a resumed run equals an uninterrupted one on the same machine (``tests/test_checkpoint.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import CONFIG_DEFAULTS, stored_config, without_time_limits
+from ._records import ChunkHistory
 
 __all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
            "read_meta", "SUBDIR"]
@@ -61,8 +55,8 @@ class CheckpointError(ValueError):
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the
-    run stopped at a call boundary after writing a checkpoint into ``checkpoint_dir``.
+    """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the run stopped at a call
+    boundary after writing a checkpoint into ``checkpoint_dir``.
 
     ``result``: a [`TrainResult`][cgmpinn_jax.TrainResult] of the interrupted stage's best parameters
     (status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues."""
@@ -86,8 +80,7 @@ class Snapshot:
     statuses: dict  # finished stages -> (B,) int status codes
     compile_seconds: float
     elapsed: float  # seconds since the run started, compilation included
-    piece: Any = None  # inside a chunk: the chunk's history so far (a ChunkHistory of numpy arrays); w is the chunk's
-    stage_elapsed: float = 0.0  # seconds spent in the stage so far (its own time limit)
+    piece: Any = None; stage_elapsed: float = 0.0  # inside a chunk: its ChunkHistory so far; seconds in the stage
 
 
 def identity(problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None) -> dict:
@@ -194,9 +187,8 @@ def _numbered(root: Path) -> list[tuple[int, Path]]:
 
 
 class Checkpointer:
-    """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every``
-    seconds (``0``: at every call boundary), keeping the previous one until the new one is
-    complete. ``seconds`` is the time spent writing (the overhead)."""
+    """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every`` seconds (``0``: at every
+    call boundary), keeping the previous one until the new one is complete. ``seconds``: time spent writing."""
 
     def __init__(self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None):
         if not isinstance(every, (int, float)) or isinstance(every, bool) or not every >= 0:
@@ -222,9 +214,8 @@ class Checkpointer:
         tmp.mkdir()
         eqx.tree_serialise_leaves(tmp / "arrays.eqx", snap.arrays, filter_spec=_serialise)
         buf = _io.BytesIO()
-        piece = {} if snap.piece is None else {f"piece_{k}": np.asarray(jax.device_get(v))
-                                               for k, v in snap.piece._asdict().items()}
-        np.savez(buf, **snap.history, **piece)
+        np.savez(buf, **snap.history, **{f"piece_{k}": np.asarray(jax.device_get(v))
+                                         for k, v in (snap.piece._asdict() if snap.piece is not None else {}).items()})
         (tmp / "history.npz").write_bytes(buf.getvalue())
         for name in ("arrays.eqx", "history.npz"):
             with open(tmp / name, "rb+") as fh:
@@ -327,11 +318,7 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
                                                      filter_spec=_deserialiser(str(ckpt / "arrays.eqx")))
             with np.load(ckpt / "history.npz") as z:
                 history = {k: z[k] for k in z.files if not k.startswith("piece_")}
-                piece = None
-                if pos.get("piece"):
-                    from ._records import ChunkHistory
-
-                    piece = ChunkHistory(**{f: z[f"piece_{f}"] for f in ChunkHistory._fields})
+                piece = ChunkHistory(**{f: z[f"piece_{f}"] for f in ChunkHistory._fields}) if pos.get("piece") else None
         except Exception as e:  # noqa: BLE001 - any failure to read is a bad checkpoint
             warnings.warn(f"skipping a bad checkpoint, using the one before it: {ckpt}: {type(e).__name__}: {e}",
                           stacklevel=3)

@@ -176,9 +176,7 @@ def train(
     if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
                                           or isinstance(track_error_every, bool) or track_error_every < 0):
         raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
-    if call_seconds is not None and (isinstance(call_seconds, bool) or not isinstance(call_seconds, (int, float))
-                                     or not np.isfinite(call_seconds) or not call_seconds > 0):
-        raise ValueError(f"call_seconds must be None or a number of seconds > 0, got {call_seconds!r}")
+    _check_call_seconds(call_seconds)
     t_call = time.perf_counter()
     emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
     key, seed = as_key(key)
@@ -224,11 +222,22 @@ def train(
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
     result.time_limited = out.run_limit_hit
     if out.run_limit_hit:
-        where = (f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
-                 "larger limit continues" if checkpointer is not None else "")
-        emit(f"[{problem.name}/{method.name}] time limit {config.time_limit:g} s reached{where}")
+        _emit_time_limit(emit, result, checkpointer, checkpoint_dir)
     _emit_done(emit, result, out)
     return result
+
+
+def _check_call_seconds(call_seconds) -> None:
+    if call_seconds is not None and (isinstance(call_seconds, bool) or not isinstance(call_seconds, (int, float))
+                                     or not np.isfinite(call_seconds) or not call_seconds > 0):
+        raise ValueError(f"call_seconds must be None or a number of seconds > 0, got {call_seconds!r}")
+
+
+def _emit_time_limit(emit, result: TrainResult, checkpointer, checkpoint_dir) -> None:
+    """The line of a run that stopped on its time limit: where its checkpoint is, how to go on."""
+    where = (f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
+             "larger limit continues" if checkpointer is not None else "")
+    emit(f"[{result.problem.name}/{result.method.name}] time limit {result.config.time_limit:g} s reached{where}")
 
 
 def _emit_done(emit, result: TrainResult, out: RunOutput) -> None:
