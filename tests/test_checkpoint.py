@@ -114,16 +114,22 @@ def ctrl_c_raises():
     signal.signal(signal.SIGINT, before)
 
 
-def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_raises):
-    cfg = cj.TrainConfig(**TINY)
-    plain = cj.train("poisson1d", "pinn", cfg, key=5, quiet=True)
+def sigint_at(stage: str, done: int):
+    """A ``progress`` callback that sends Ctrl-C (SIGINT) once, when ``stage`` has run ``done`` steps."""
     sent = []
 
-    def progress(p):  # Ctrl-C in the middle of the Adam stage
-        if p.stage == "adam" and p.done == 20 and not sent:
+    def progress(p):
+        if p.stage == stage and p.done == done and not sent:
             sent.append(1)
             signal.raise_signal(signal.SIGINT)
 
+    return progress
+
+
+def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_raises):
+    cfg = cj.TrainConfig(**TINY)
+    plain = cj.train("poisson1d", "pinn", cfg, key=5, quiet=True)
+    progress = sigint_at("adam", 20)  # Ctrl-C in the middle of the Adam stage
     folder = tmp_path / "run"
     with pytest.raises(cj.TrainingInterrupted) as info:
         cj.train("poisson1d", "pinn", cfg, key=5, quiet=True, checkpoint_dir=folder, checkpoint_every=1e9,

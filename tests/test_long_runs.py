@@ -11,19 +11,12 @@ import pytest
 import cgmpinn_jax as cj
 from cgmpinn_jax.training import _checkpoint as ck
 from cgmpinn_jax.training import _loop
-from test_checkpoint import SMALL, assert_same_run, only
+from test_checkpoint import SMALL, assert_same_run, ctrl_c_raises, only, sigint_at  # noqa: F401 (a fixture)
 
 # one chunk per stage (k_upd larger than either budget): without pieces, nothing would happen
 # between the stage's first and last iteration
 ONE_CHUNK = dict(adam={"steps": 30}, second={"steps": 24}, cgm={"k_upd": 1000}, **SMALL)
 TINY_CALL = 1e-9  # every call runs one iteration
-
-
-@pytest.fixture
-def ctrl_c_raises():
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
 
 
 def test_call_sizer_aims_at_call_seconds_and_grows_at_most_4x():
@@ -59,13 +52,7 @@ def test_calls_of_one_iteration_give_the_same_run_and_a_progress_report_after_ea
 def test_ctrl_c_inside_a_chunk_stops_at_the_next_call_and_resume_is_bit_identical(tmp_path, ctrl_c_raises):
     cfg = cj.TrainConfig(**ONE_CHUNK)
     plain = cj.train("poisson1d", "pinn", cfg, key=5, quiet=True)
-    sent = []
-
-    def progress(p):  # Ctrl-C after the second stage's 7th iteration, inside its only chunk
-        if p.stage == "lbfgs" and p.done == 7 and not sent:
-            sent.append(1)
-            signal.raise_signal(signal.SIGINT)
-
+    progress = sigint_at("lbfgs", 7)  # Ctrl-C after the second stage's 7th iteration, inside its only chunk
     folder = tmp_path / "run"
     with pytest.raises(cj.TrainingInterrupted) as info:
         cj.train("poisson1d", "pinn", cfg, key=5, quiet=True, checkpoint_dir=folder, checkpoint_every=1e9,
