@@ -110,8 +110,9 @@ def budgets(cfg) -> dict:
     return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
 
 
-def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None):
-    """(problem parameters, TrainConfig) of a cell."""
+def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None, time_limit=None):
+    """(problem parameters, TrainConfig) of a cell. ``time_limit``: the run's wall-clock limit in seconds
+    (``TrainConfig.time_limit``; not part of the run's key: the record says whether it was reached)."""
     import cgmpinn_jax as cj
 
     params, name, opts = {}, preset, {}
@@ -129,12 +130,14 @@ def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_ste
         cfg = cfg.replace(adam={"steps": adam_steps})
     if second_steps is not None:
         cfg = cfg.replace(second={"steps": second_steps})
+    if time_limit is not None:
+        cfg = cfg.replace(time_limit=time_limit)
     if problem == "burgers1d_c":
         params["reference_source"] = "pinnacle"  # PINNacle's L2RE; l2re_spectral is measured too
     return params, cfg
 
 
-def variant(smoke=False, adam_steps=None, second_steps=None) -> str:
+def variant(smoke=False, adam_steps=None, second_steps=None, time_limit=None) -> str:
     parts = (["smoke"] if smoke else []) + ([f"adam{adam_steps}"] if adam_steps is not None else []) \
         + ([f"second{second_steps}"] if second_steps is not None else [])
     return ",".join(parts)
@@ -166,7 +169,8 @@ def train_one(problem: str, preset: str, method: str, seed: int, **kw) -> dict:
            "second_stage": cfg.second_stage,
            "stages": [{"name": s.name, "label": s.label, "status": s.status.name, "iterations": s.iterations,
                        "budget": s.budget, "evaluations": s.evaluations, "seconds": s.seconds} for s in res.stages],
-           "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds, "wall_seconds": wall}
+           "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds, "wall_seconds": wall,
+           "time_limit": cfg.time_limit, "time_limited": bool(res.time_limited)}
     if problem == "burgers1d_c":
         truth = dataclasses.replace(prob, reference_source="spectral").truth()
         spec = compare(res.predict(truth.points), truth.values, fields=truth.fields, against=truth.against)
@@ -291,6 +295,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=None, help="default: seeds_for(problem, preset)")
     ap.add_argument("--adam-steps", type=int, default=None)
     ap.add_argument("--second-steps", type=int, default=None, help="second-stage iterations (Gauss-Newton, L-BFGS)")
+    ap.add_argument("--time-limit", type=float, default=None, help="each run's wall-clock limit in seconds "
+                    "(TrainConfig.time_limit: the best point so far is kept; the record says when it was reached)")
     ap.add_argument("--smoke", action="store_true", help="tiny budgets, written to --out (never to results/)")
     ap.add_argument("--out", type=Path, default=None, help="folder of the record, cache and report (default: "
                     "benchmarks/results and benchmarks/cache; with --smoke a temporary folder)")
@@ -299,7 +305,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(tempfile.mkdtemp(prefix="pinnacle-smoke-")) if args.smoke and args.out is None else args.out
     study = runcache.Study(STUDY) if out is None else runcache.Study(STUDY, results_dir=out, cache_dir=out / "cache")
-    kw = dict(smoke=args.smoke, adam_steps=args.adam_steps, second_steps=args.second_steps)
+    kw = dict(smoke=args.smoke, adam_steps=args.adam_steps, second_steps=args.second_steps,
+              time_limit=args.time_limit)
     if not args.report_only:
         done = study.load()
         for p in args.problems:
