@@ -31,7 +31,9 @@ __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRES
 Precision = Literal["float32", "float64", "mixed"]
 SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
 flat_dict = _flat.flat_dict
-CONFIG_DEFAULTS, legacy_config, record_config = _flat.CONFIG_DEFAULTS, _flat.legacy_config, _flat.record_config
+CONFIG_DEFAULTS = _flat.CONFIG_DEFAULTS
+legacy_config = _flat.legacy_config
+record_config = _flat.record_config
 
 
 class StopRule(NamedTuple):
