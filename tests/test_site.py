@@ -1,4 +1,5 @@
-"""The API reference documents every public name, each with its table.
+"""The built docs site: the API reference documents every public name, each with its table;
+the notebooks are pages with their figures; formulas are MathML; nothing loads from a network.
 
 A public module is the package, each subpackage and each module of the package whose dotted
 path has no component starting with ``_``; its public names are its ``__all__``. The built site
@@ -219,3 +220,22 @@ def test_api_search_finds_the_pieces_of_a_problem(site):
     index = (site / "search" / "search_index.json").read_text()
     for name in ("Dirichlet", "Neumann", "Box", "load_reference", "partial"):
         assert re.search(rf'"location":\s*"api/[\w-]+/#cgmpinn_jax\.[\w.]*\b{name}"', index), name
+
+
+def test_notebooks_are_pages_with_their_figures(site):
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 5
+    for nb in notebooks:
+        page = site / "notebooks" / nb.stem / "index.html"
+        assert page.exists(), nb.name
+        text = page.read_text()
+        assert text.count('src="data:image/png') >= 1, f"{nb.name}: no figure on its page"
+
+
+def test_formulas_are_mathml_and_nothing_loads_from_a_network(site):
+    home = (site / "index.html").read_text()
+    assert home.count("<math") >= 5 and "arithmatex" not in home
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        remote = re.findall(r'<(?:script|link)[^>]*(?:src|href)="(https?://[^"]+)"', text)
+        assert remote == [], f"{page.relative_to(site)} loads {remote[:3]}"
