@@ -57,7 +57,7 @@ def test_no_sphinx_roles_in_docstrings():
 def test_docs_directives_name_public_paths():
     """Every ``::: path`` line of the docs names a public object (no private module as a heading)."""
     directives = []
-    for page in sorted((ROOT / "docs").glob("*.md")):
+    for page in sorted((ROOT / "docs").rglob("*.md")):
         for line in page.read_text().splitlines():
             if line.startswith(":::"):
                 directives.append((page.name, line[3:].strip()))
@@ -110,7 +110,7 @@ def api_html(tmp_path_factory) -> str:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")]
     assert warnings == []
-    return (site / "api" / "index.html").read_text()
+    return "\n".join(page.read_text() for page in sorted((site / "api").rglob("index.html")))
 
 
 def test_api_page_has_no_sphinx_roles(api_html):
