@@ -24,6 +24,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import typing
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -200,7 +201,9 @@ def test_every_entry_has_its_table(inventory, entries):
         text = entries[path]
         heading = path.rsplit(".", 1)[-1]
         described = len(text.replace(heading, "").strip()) > 20
-        if inspect.isclass(obj) and issubclass(obj, enum.Enum):
+        if typing.get_origin(obj) is not None:  # a type alias such as Literal[...]: a description
+            ok = described
+        elif inspect.isclass(obj) and issubclass(obj, enum.Enum):
             ok = described and all(m in text for m in obj.__members__)  # every member listed
         elif inspect.isclass(obj) and (issubclass(obj, BaseException) or _is_protocol(obj)):
             ok = described
