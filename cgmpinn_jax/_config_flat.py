@@ -85,17 +85,29 @@ def apply_flat(groups: dict, flat: Mapping[str, Any], *, warn: bool) -> dict:
     return {name: dataclasses.replace(g, **changes[name]) if name in changes else g for name, g in groups.items()}
 
 
-#: The version of the defaults a stored config dict leaves out. 1: ``cgm.system_weighting``
-#: was ``"norm"``; 2: ``"per_equation"``, the better of the two on the lid-driven
-#: cavity (docs/problems-from-data.md). Saved models (``model.json``) and checkpoints
-#: (``meta.json``) store it as ``config_defaults``; one without it is of version 1.
 CONFIG_DEFAULTS = 2
+"""The version of the defaults that a stored config dict leaves out (it stores only the options
+that differ from them). Version 1: ``cgm.system_weighting`` was ``"norm"``; version 2 (today):
+``"per_equation"``, the better of the two on the lid-driven cavity
+(docs/problems-from-data.md). Saved models (``model.json``) and checkpoints (``meta.json``)
+store it as ``config_defaults``; one without it is of version 1, and
+[`legacy_config`][cgmpinn_jax.config.legacy_config] reads it in today's terms."""
 
 
 def legacy_config(d: Mapping[str, Any], defaults: int = 1) -> dict:
-    """A config dict stored under the defaults of version ``defaults`` (`CONFIG_DEFAULTS`),
-    written out in today's terms: under version 1, a dict (today's or 0.2's flat form) without
-    ``system_weighting`` meant ``"norm"``, which it then names. ``d`` unchanged otherwise.
+    """A config dict stored under older defaults, written out in today's terms: under version
+    1, a dict (today's or 0.2's flat form) without ``system_weighting`` meant ``"norm"``, which
+    it then names.
+
+    Args:
+        d: a stored config dict ([`TrainConfig.to_dict`][cgmpinn_jax.TrainConfig.to_dict]'s
+            form, or the flat form of 0.2).
+        defaults: the version of the defaults it was stored under
+            ([`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS]).
+
+    Returns:
+        A new dict that means the same settings under today's defaults (a copy of ``d``
+            when ``defaults`` is today's).
 
     Examples:
         >>> legacy_config({"adam": {"steps": 10}})
@@ -114,9 +126,21 @@ def legacy_config(d: Mapping[str, Any], defaults: int = 1) -> dict:
 
 
 def record_config(record: Mapping[str, Any]) -> dict:
-    """The ``config`` of a stored record (a saved model's ``model.json``, a checkpoint's
-    identity) in today's terms, read under the defaults of its ``config_defaults`` version
-    (1 when absent; `legacy_config`)."""
+    """The ``config`` of a stored record in today's terms, read under the defaults of the
+    record's ``config_defaults`` version (1 when absent; see
+    [`legacy_config`][cgmpinn_jax.config.legacy_config]).
+
+    Args:
+        record: a stored record with a ``"config"`` dict: a saved model's ``model.json``, or a
+            checkpoint's identity.
+
+    Returns:
+        The config dict, ready for [`TrainConfig.from_dict`][cgmpinn_jax.TrainConfig.from_dict].
+
+    Examples:
+        >>> record_config({"config": {"adam": {"steps": 10}}, "config_defaults": 2})
+        {'adam': {'steps': 10}}
+    """
     return legacy_config(record["config"], record.get("config_defaults", 1))
 
 
@@ -126,11 +150,27 @@ def warn_read(old: str) -> None:
 
 
 def flat_dict(config) -> dict:
-    """``config`` in the flat form ``TrainConfig.to_dict`` wrote before the options moved
-    (``stages`` and ``stage_steps`` only when set, ``system_weighting`` only when not at
-    its default, ``"per_equation"`` since ``CONFIG_DEFAULTS`` 2): the same dict, hence the
-    same hash, for the same settings (for a problem with one equation, the option does
-    nothing)."""
+    """``config`` in the flat form that ``TrainConfig.to_dict`` wrote before the options moved
+    into groups: the same dict, hence the same hash, for the same settings (a study's run keys
+    hash it).
+
+    ``stages`` and ``stage_steps`` appear only when set, ``system_weighting`` only when not at
+    its default, ``"per_equation"`` since [`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS]
+    2 (for a problem with one equation, the option does nothing).
+
+    Args:
+        config: a [`TrainConfig`][cgmpinn_jax.TrainConfig].
+
+    Returns:
+        A dict of the old flat option names (``adam_steps``, ``lbfgs_steps``,
+            ``gn_mu_init``, ...) to their values.
+
+    Examples:
+        >>> from cgmpinn_jax import TrainConfig
+        >>> d = flat_dict(TrainConfig(second={"steps": 10}))
+        >>> d["lbfgs_steps"], d["adam_lr"]
+        (10, 0.001)
+    """
     d = {}
     for old, (group, option) in FLAT.items():
         d[old] = getattr(config if group is None else getattr(config, group), option)

@@ -1,5 +1,6 @@
 """The options of each part of a run, one frozen dataclass per part, composed by
-[`TrainConfig`][cgmpinn_jax.TrainConfig] (`cgmpinn_jax.config`).
+[`TrainConfig`][cgmpinn_jax.TrainConfig]; each is importable from ``cgmpinn_jax`` and
+``cgmpinn_jax.config``.
 
 Each class holds only the options its part reads and checks them on construction; an error
 names the class and the option (``GaussNewtonOptions.mu_init must be > 0, got -1.0``). Every
@@ -18,8 +19,8 @@ import numpy as np
 __all__ = ["AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
            "ReLoBRaLoOptions", "GN_FORMS", "GROUPS"]
 
-#: the Gauss-Newton member's system forms (see `GaussNewtonOptions`)
 GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree", "svd")
+"""The Gauss-Newton member's linear-system forms, the values of ``GaussNewtonOptions.form``."""
 
 
 def _is_int(v) -> bool:
@@ -73,11 +74,15 @@ class _Checks:
 
 @dataclasses.dataclass(frozen=True)
 class AdamOptions(_Checks):
-    """The Adam stage (optax Adam, a refresh of the weights every ``k_upd`` steps).
+    """The Adam stage: optax Adam with the reference's torch defaults (betas 0.9, 0.999,
+    epsilon 1e-8, no weight decay, a constant learning rate), one step per outer step, and a
+    refresh of the per-point weights every ``cgm.k_upd`` steps.
 
-    Attributes:
-        steps: Adam steps (paper: 5000; Fisher-KPP 8000). ``None``: the problem's.
-        lr: the learning rate (1e-3).
+    Args:
+        steps: the stage's budget, in Adam steps (paper: 5000; Fisher-KPP 8000); ``0`` skips
+            the stage. ``None``: the problem's default.
+        lr: the learning rate, the size of every Adam step (1e-3). Swept inside one compiled
+            call by [`sweep`][cgmpinn_jax.sweep] as ``adam_lr``.
         time_limit: wall-clock seconds for the stage (``None``: no limit). A stage that
             reaches it stops at the next call boundary with status ``TIME_LIMIT``, keeps its
             best point, and the run goes on with the next stage. It changes no step: a run
@@ -104,17 +109,23 @@ class SecondStageOptions(_Checks):
     Gauss-Newton): its budget and its stop rule's tolerances (one iteration per outer step).
 
     The tolerances left at ``None`` take the member's defaults for the stage's precision
-    (`cgmpinn_jax.config.stop_rule`).
+    ([`stop_rule`][cgmpinn_jax.config.stop_rule] lists them: for L-BFGS in float32
+    ``gtol=1e-7, ftol=1e-3, patience=1000``).
 
-    Attributes:
-        steps: iterations (paper: 10000 L-BFGS; Fisher-KPP 12000; the accurate preset 1500
-            Gauss-Newton). ``None``: the problem's.
-        gtol: the gradient tolerance (stop with GRAD_TOL when max|g| <= gtol * max(1,
-            |objective|)).
-        ftol: the relative improvement of the best unweighted loss that resets the stall count.
-        patience: stop (LOSS_TOL) after this many iterations without such an improvement.
+    Args:
+        steps: the budget of each stage after Adam, in iterations (paper: 10000 L-BFGS;
+            Fisher-KPP 12000; the accurate preset 1500 Gauss-Newton); ``0`` skips the stage.
+            ``None``: the problem's default.
+        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
+            turns the test off. ``None``: the member's default.
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count (``None``: the member's default).
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
+            such an improvement (``None``: the member's default).
         time_limit: wall-clock seconds for each stage after Adam (``None``: no limit), as
-            `AdamOptions.time_limit`: the stage stops with ``TIME_LIMIT`` and keeps its best point.
+            ``AdamOptions.time_limit``: the stage stops with ``TIME_LIMIT`` and keeps its best
+            point.
 
     Examples:
         >>> SecondStageOptions(steps=1500).patience is None
@@ -137,17 +148,26 @@ class SecondStageOptions(_Checks):
 
 @dataclasses.dataclass(frozen=True)
 class LBFGSOptions(_Checks):
-    """The L-BFGS members, ``second_stage="optax"`` and ``"jaxopt"``.
+    """The L-BFGS members, ``second_stage="optax"`` (optax L-BFGS with its zoom line search)
+    and ``"jaxopt"`` (jaxopt.LBFGS). Their budget and tolerances are the second stage's
+    ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
 
-    Attributes:
-        lr: the line search's first trial step (1.0; the reference's torch lr is 0.8).
-        history: the curvature memory (100, as the reference).
-        max_linesearch: at most this many line-search evaluations per iteration (10).
-        linesearch: jaxopt only: ``"zoom"`` (the default), ``"hager-zhang"`` or
-            ``"backtracking"``.
-        linesearch_init: jaxopt only: ``"increase"`` (the default), ``"max"`` or ``"current"``.
-        reset_on_failure: jaxopt only: restart the curvature memory after a failed line
-            search (False).
+    Args:
+        lr: the line search's first trial step, as a multiple of the L-BFGS direction (1.0;
+            jaxopt also caps every step at it). The reference's torch L-BFGS used 0.8, which
+            made jaxopt's line search fail far more often.
+        history: the curvature memory: how many of the latest ``(s, y)`` pairs (parameter and
+            gradient changes) build the inverse-Hessian approximation (100, as the reference).
+        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
+            search (10; torch allows 25, which in a float32 plateau are wasted).
+        linesearch: jaxopt only: the line-search algorithm, ``"zoom"`` (strong Wolfe, the
+            default), ``"hager-zhang"`` or ``"backtracking"`` (Armijo).
+        linesearch_init: jaxopt only: the first trial step of each line search:
+            ``"increase"`` (the previous accepted step, increased, capped at ``lr``; the
+            default), ``"max"`` (``lr`` every time) or ``"current"`` (the previous accepted
+            step).
+        reset_on_failure: jaxopt only: empty the curvature memory after a line search that
+            found no acceptable step (False).
 
     A jaxopt-only option set while no stage runs jaxopt is an error (it would have no effect).
 
@@ -177,12 +197,16 @@ class LBFGSOptions(_Checks):
 
 @dataclasses.dataclass(frozen=True)
 class DenseOptions(_Checks):
-    """The dense quasi-Newton members, ``second_stage="bfgs"``, ``"ssbfgs"`` and
-    ``"ssbroyden"`` (an n x n inverse Hessian over the raveled parameters).
+    """The dense quasi-Newton members, ``second_stage="bfgs"``, ``"ssbfgs"`` (self-scaled
+    BFGS) and ``"ssbroyden"`` (self-scaled Broyden): a full n x n inverse-Hessian
+    approximation over the raveled parameters, for small networks. Their budget and
+    tolerances are the second stage's ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
 
-    Attributes:
-        max_params: refuse networks with more parameters (20000).
-        max_linesearch: at most this many line-search evaluations per iteration (10).
+    Args:
+        max_params: the largest network, in parameters, the members accept (20000: an
+            n x n matrix of 4e8 entries); a larger one is refused before anything is compiled.
+        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
+            search (10).
 
     Examples:
         >>> DenseOptions().max_params
@@ -200,24 +224,35 @@ class DenseOptions(_Checks):
 @dataclasses.dataclass(frozen=True)
 class GaussNewtonOptions(_Checks):
     """The Gauss-Newton (Levenberg-Marquardt) member, ``second_stage="gauss_newton"``
-    (`cgmpinn_jax.solvers.GaussNewton`). Its budget and tolerances are the second stage's
-    ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
+    ([`GaussNewton`][cgmpinn_jax.solvers.GaussNewton]). Its budget and tolerances are the
+    second stage's ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
 
-    Attributes:
-        form: the linear system's form: ``"auto"`` (in float32 ``"svd"`` up to 4096 rows or
-            parameters; else the Gramian ``J^T J`` when rows exceed parameters, ``"pcg"``
-            from 2048 rows on, the exact kernel ``J J^T`` below; ``"matfree"`` where that
-            form would need more than ``memory_limit_gb``),
-            ``"kernel"``, ``"gramian"``, ``"pcg"`` (the kernel system by conjugate
+    An iteration forms the residuals ``r`` (M rows) and their Jacobian ``J`` (M x P), solves
+    the damped system ``(J^T J + mu I) d = -J^T r`` for the step ``d``, and accepts ``x + d``
+    when the objective falls. The damping ``mu`` interpolates between a Gauss-Newton step
+    (small ``mu``) and a short gradient step (large ``mu``); it shrinks after an accepted trial
+    and grows after a rejected one (Nielsen's rule), and carries over to the next iteration.
+    Every ``mu`` is relative to the Jacobian's scale, the mean diagonal of ``J^T J``.
+
+    Args:
+        form: how the damped system is solved: ``"auto"`` (in float32 ``"svd"`` up to 4096
+            rows or parameters; else the Gramian ``J^T J`` when rows exceed parameters,
+            ``"pcg"`` from 2048 rows on, the exact kernel ``J J^T`` below; ``"matfree"``
+            where that form would need more than ``memory_limit_gb``), ``"kernel"`` (the
+            M x M system ``J J^T + mu I`` by Cholesky), ``"gramian"`` (the P x P system
+            ``J^T J + mu I`` by Cholesky), ``"pcg"`` (the kernel system by conjugate
             gradients preconditioned with an earlier iteration's Cholesky factor),
             ``"matfree"`` (conjugate gradients on products with ``J`` and ``J^T`` from
             automatic differentiation: no Jacobian and no matrix is stored), or ``"svd"``
             (every trial's step from one thin SVD of ``J``: no squared condition number,
             several times the kernel step's cost).
-        mu_init: the first damping, relative to the mean diagonal of ``J^T J`` (1e-3).
-        mu_min: the damping's lower bound, relative as ``mu_init`` (1e-15).
-        mu_max: the damping's upper bound, relative as ``mu_init`` (1e8).
-        max_trials: trials of the damping per iteration (12).
+        mu_init: the damping of the stage's first trial (1e-3).
+        mu_min: the smallest damping (1e-15).
+        mu_max: the largest damping (1e8); a trial rejected at it stops the stage with
+            ``NO_DECREASE`` (no decrease even along a short gradient step).
+        max_trials: at most this many trial steps (values of ``mu``) per iteration, each one
+            forward pass of the objective (12); an iteration whose trials all fail leaves the
+            parameters as they are.
         memory_limit_gb: the memory an iteration may hold, GiB (16); a larger system is
             refused before anything is compiled (``form="auto"`` takes ``"matfree"`` instead).
 
@@ -247,23 +282,42 @@ class GaussNewtonOptions(_Checks):
 
 @dataclasses.dataclass(frozen=True)
 class CGMOptions(_Checks):
-    """The per-point weights (paper §2.2-2.4): the refresh period every method's chunks use,
-    and the CGM mixture (GMMPINN and CLPINN read ``n_components``, ``beta``, ``eps``).
+    """The per-point weights of the PDE residuals (paper §2.2-2.4): the refresh period every
+    method's chunks use, and the CGM mixture (GMMPINN and CLPINN read ``n_components``,
+    ``beta``, ``eps``).
 
-    Attributes:
+    At every refresh a one-dimensional Gaussian mixture is fitted to the signed PDE residuals.
+    Each component m gets a difficulty ``d_m`` (the mean squared residual of its points),
+    min-max normalised to ``[0, 1]``, and a weight that moves from favouring easy components,
+    ``exp(-beta d_m)``, to favouring hard ones, ``exp(-beta (1 - d_m))``, as the curriculum
+    parameter ``tau`` goes from 0 to 1. A point's weight is its components' weights averaged
+    by its responsibilities, normalised to mean 1; it stays fixed until the next refresh.
+
+    Args:
         k_upd: steps between two refreshes of the per-point weights (paper k_upd; reference
-            200, Fisher-KPP CGMPINN 100). ``None``: the method's on this problem.
-        n_components: K, the GMM components (4), or ``"bic"`` (K in 1..6 by BIC each refresh).
-        beta: the difficulty exponent beta (1).
-        eps: the epsilon of the min-max normalisations (1e-6).
-        c_sat: tau reaches 1 at c_sat * k_max (0.8).
-        variance_factor: multiply by the precision factor v_m (True).
+            200, Fisher-KPP CGMPINN 100). ``None``: the method's default on this problem.
+        n_components: K, the number of mixture components (4), or ``"bic"`` (K in 1..6
+            chosen by the Bayesian information criterion at each refresh).
+        beta: the difficulty exponent (1): the larger, the stronger the contrast between the
+            weights of easy and hard components; ``0`` weights every point alike. Swept inside
+            one compiled call by [`sweep`][cgmpinn_jax.sweep].
+        eps: the small constant of the normalisations (1e-6): it guards the divisions by a
+            component's total responsibility, by a variance and by the mean weight, and a
+            difficulty range below it gives uniform weights. Absolute, as in the reference.
+            Sweepable.
+        c_sat: the curriculum's saturation fraction (0.8): ``tau = min(k / (c_sat k_max), 1)``
+            on the global step ``k`` of ``k_max`` (all stages' steps), so the weights reach
+            their hard-first end after this fraction of the run. In ``(0, 1]``; sweepable.
+        variance_factor: also multiply a component's weight by its normalised precision
+            ``v_m = (1/(sigma_m^2 + eps)) / max_l (1/(sigma_l^2 + eps))``, faded towards 1 as
+            ``tau`` grows (True), so tightly clustered residuals count more early on.
         system_weighting: on a system (several PDE equations), ``"per_equation"`` (one
             mixture and one weight per point and equation; the default) or ``"norm"`` (one
             mixture on the norm of each point's residual vector, one weight per point; the
-            default until ``cgmpinn_jax.config.CONFIG_DEFAULTS`` 2, and what a config stored before it meant by
-            leaving the option out); docs/problems-from-data.md has the measurement behind
-            the default. No effect on a problem with one equation.
+            default until [`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS] 2, and what
+            a config stored before it meant by leaving the option out);
+            docs/problems-from-data.md has the measurement behind the default. No effect on a
+            problem with one equation.
 
     Examples:
         >>> CGMOptions(k_upd=100).n_components
@@ -291,18 +345,48 @@ class CGMOptions(_Checks):
 
 @dataclasses.dataclass(frozen=True)
 class ReLoBRaLoOptions(_Checks):
-    """ReLoBRaLo, the balancing of the loss terms (lambda per term).
+    """ReLoBRaLo (relative loss balancing with random lookback): one weight ``lambda_c`` per
+    loss term (PDE, IC, BC, ...), so that the objective is ``sum_c lambda_c L_c``.
 
-    Attributes:
-        stages: ``None`` = the method's default, ``"both"`` stages, ``"adam"`` stage only,
-            ``"none"``; ``True``/``False`` mean ``"both"``/``"none"``.
-        alpha: alpha (0.999).
-        rho: rho (0.99).
-        temperature: T (1).
-        variant: ``"reference"`` (the released code) or ``"original"`` (the paper).
-        second_stage_apply: ``"iteration"`` (new lambdas in the objective every iteration of
-            a stage after Adam, as the reference) or ``"refresh"`` (only at the weight
-            refreshes).
+    At every step (Adam) or iteration (later stages) the weights are recomputed from the
+    current term losses ``L_c`` and a reference value of each:
+
+        lambda_c = C softmax_c( L_c / (L_ref_c + 1e-8) / T ),
+
+    C the number of terms, so the weights sum to C and a term that fell less than the others
+    relative to its reference gets more weight. In the ``"reference"`` variant the reference
+    is, with probability ``rho``, an exponential moving average of the losses,
+    ``L_bar <- alpha L_bar + (1 - alpha) L`` (updated before use), and otherwise the losses of
+    a uniformly drawn earlier step (the random lookback). The weights are treated as
+    constants by the gradient.
+
+    Args:
+        stages: where ReLoBRaLo runs: ``"both"`` (Adam and every later stage), ``"adam"``
+            (the Adam stage only; the later stages sum the terms with every lambda 1),
+            ``"none"`` (every lambda 1), or ``None``: the method's default (CGMPINN
+            ``"both"``, the baselines ``"none"``, the GMMPINN and CLPINN ablations as the
+            reference ran them on each problem). ``True`` and ``False`` mean ``"both"`` and
+            ``"none"``.
+        alpha: the smoothing factor in ``[0, 1]`` (0.999). ``"reference"``: the EMA's memory,
+            about ``1 / (1 - alpha)`` steps. ``"original"``: the share of the weights that
+            carries over from history, against ``1 - alpha`` for the weights relative to the
+            previous step's losses.
+        rho: the probability in ``[0, 1]`` (0.99) of the usual reference: ``"reference"``,
+            of comparing with the EMA rather than with a random earlier step's losses;
+            ``"original"``, of keeping the previous weights as the history rather than the
+            weights relative to the first step's losses.
+        temperature: the softmax temperature T > 0 (1): a large T pulls every lambda
+            towards 1, a small T gives nearly all the weight to the term with the largest
+            relative loss.
+        variant: ``"reference"`` (the authors' released code, the default: an EMA of the
+            losses as the reference) or ``"original"`` (Bischof & Kraus 2021: an EMA of the
+            weights, no random lookback).
+        second_stage_apply: in a stage after Adam, when the objective takes the new lambdas:
+            ``"iteration"`` (at every iteration, as the reference) or ``"refresh"`` (only at
+            the weight refreshes, every ``cgm.k_upd`` iterations; ReLoBRaLo's state still
+            moves every iteration). ``"refresh"`` keeps the objective fixed between refreshes,
+            so the solver's curvature pairs come from one objective; the
+            ``"accurate"`` presets use it.
 
     Examples:
         >>> ReLoBRaLoOptions(stages="adam").alpha

@@ -1,14 +1,15 @@
 """Training options: [`TrainConfig`][cgmpinn_jax.TrainConfig], the option groups it composes
-(one per part of a run, `cgmpinn_jax._options`), its named presets, and the traceable `Hyper`.
+(one per part of a run: [`AdamOptions`][cgmpinn_jax.AdamOptions] ...
+[`ReLoBRaLoOptions`][cgmpinn_jax.ReLoBRaLoOptions]), its named presets, the second stage's
+stop rules and the traceable `Hyper`.
 
 Every option has the reference code's default (docs/reference-code.md §2, §4-§7, §8.7);
 ``None`` means "the problem's or the method's own default". A user changes settings here,
 never by editing code; every class is frozen (hashable: a config keys the compile cache) and
 validated on construction, so a mistake fails before anything is compiled. The flat names of
 0.2 (``lbfgs_steps``, ``gn_mu_init``, ...) still work for one release, with a
-``DeprecationWarning`` naming the new spelling (`cgmpinn_jax._config_flat`).
+``DeprecationWarning`` naming the new spelling (`flat_dict` gives a config in that form).
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -20,6 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _config_flat as _flat
+from ._config_flat import CONFIG_DEFAULTS as CONFIG_DEFAULTS
+from ._config_flat import flat_dict as flat_dict
+from ._config_flat import legacy_config as legacy_config
+from ._config_flat import record_config as record_config
 from ._options import (GROUPS, AdamOptions, CGMOptions, DenseOptions, GaussNewtonOptions, LBFGSOptions,
                        ReLoBRaLoOptions, SecondStageOptions, _is_int, _is_real)
 
@@ -29,19 +34,36 @@ __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRES
            "ReLoBRaLoOptions", "HYPER_OPTIONS"]
 
 Precision = Literal["float32", "float64", "mixed"]
+"""The values of [`TrainConfig.precision`][cgmpinn_jax.TrainConfig]: ``"float32"`` (the whole run in
+float32, as the reference), ``"float64"`` (the whole run in float64) or ``"mixed"`` (Adam in float32,
+every later stage in float64)."""
 SecondStage = Literal["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
-flat_dict = _flat.flat_dict
-CONFIG_DEFAULTS = _flat.CONFIG_DEFAULTS
-legacy_config = _flat.legacy_config
-record_config = _flat.record_config
+"""The values of [`TrainConfig.second_stage`][cgmpinn_jax.TrainConfig], the solver that runs the stage
+after Adam: ``"optax"`` (optax L-BFGS, the default), ``"jaxopt"`` (jaxopt L-BFGS), ``"bfgs"``,
+``"ssbfgs"``, ``"ssbroyden"`` (dense quasi-Newton: BFGS, self-scaled BFGS, self-scaled Broyden) or
+``"gauss_newton"`` (Levenberg-Marquardt on the residuals)."""
 
 
 class StopRule(NamedTuple):
-    """The second stage's tolerances, resolved for one precision (see `stop_rule`)."""
+    """The tolerances of a stage after Adam, resolved for one member and one precision
+    ([`stop_rule`][cgmpinn_jax.config.stop_rule] builds it from a config).
 
-    gtol: float  # stop (GRAD_TOL) when max|g| <= gtol * max(1, |objective|)
-    ftol: float  # relative improvement of the best unweighted loss that resets the stall count
-    patience: int  # stop (LOSS_TOL) after this many iterations without such an improvement
+    Attributes:
+        gtol: gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)`` (0 turns the test off).
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count.
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations without such an
+            improvement.
+
+    Examples:
+        >>> StopRule(gtol=1e-7, ftol=1e-3, patience=1000).patience
+        1000
+    """
+
+    gtol: float
+    ftol: float
+    patience: int
 
 
 #: Default tolerances per second-stage precision (float32: the values every table run used).
@@ -88,9 +110,9 @@ class TrainConfig:
     problem's or the method's default. The flat names of 0.2 (``lbfgs_steps=...``,
     ``gn_mu_init=...``; docs/getting-started.md has the table) are still accepted, as keyword
     arguments and as attributes, for one release, each with a ``DeprecationWarning`` naming its
-    new spelling.
+    new spelling. Every argument is also an attribute of the same name.
 
-    Attributes:
+    Args:
         precision: ``"float32"`` (default: the faithful setting), ``"float64"`` (the whole
             run), or ``"mixed"`` (Adam in float32; parameters, points, targets and optimizer
             states cast to float64 at the hand-off, the second stage in float64). jax's global
@@ -117,9 +139,10 @@ class TrainConfig:
             at the next call boundary after it, a checkpoint (a resume with a larger limit goes
             on bit for bit), then ``TIME_LIMIT`` for the stage (best point kept) and the later
             ones. Per stage: ``adam.time_limit``, ``second.time_limit``. Not part of a run's identity.
-        adam: the Adam stage: `steps`, `lr` ([`AdamOptions`][cgmpinn_jax.AdamOptions]).
-        second: every stage after Adam, whichever member: its budget `steps` and the stop
-            rule's `gtol`, `ftol`, `patience`
+        adam: the Adam stage: `steps`, `lr`, `time_limit`
+            ([`AdamOptions`][cgmpinn_jax.AdamOptions]).
+        second: every stage after Adam, whichever member: its budget `steps`, the stop
+            rule's `gtol`, `ftol`, `patience`, and `time_limit`
             ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
         lbfgs: the L-BFGS members (optax, jaxopt): `lr`, `history`, `max_linesearch` and
             jaxopt's line-search options ([`LBFGSOptions`][cgmpinn_jax.LBFGSOptions]).
@@ -130,8 +153,11 @@ class TrainConfig:
             ([`GaussNewtonOptions`][cgmpinn_jax.GaussNewtonOptions]).
         cgm: the per-point weights: `k_upd`, `n_components`, `beta`, `eps`, `c_sat`,
             `variance_factor`, `system_weighting` ([`CGMOptions`][cgmpinn_jax.CGMOptions]).
-        balancing: ReLoBRaLo: `stages`, `alpha`, `rho`, `temperature`, `variant`,
-            `second_stage_apply` ([`ReLoBRaLoOptions`][cgmpinn_jax.ReLoBRaLoOptions]).
+        balancing: ReLoBRaLo, the balancing of the loss terms: `stages`, `alpha`, `rho`,
+            `temperature`, `variant`, `second_stage_apply`
+            ([`ReLoBRaLoOptions`][cgmpinn_jax.ReLoBRaLoOptions]).
+        **flat: the flat option names of 0.2 (``lbfgs_steps=...``, ``gn_mu_init=...``),
+            deprecated: each sets its option in its group, with a ``DeprecationWarning``.
 
     Raises:
         ValueError: an option out of range (the message names it), or a member's options
@@ -250,11 +276,20 @@ class TrainConfig:
 
     @property
     def second_stage_dtype(self) -> str:
+        """The floating dtype of the stages after Adam: ``"float32"`` for ``precision="float32"``,
+        else ``"float64"``."""
         return "float32" if self.precision == "float32" else "float64"
 
     def replace(self, **changes: Any) -> "TrainConfig":
         """This config with ``changes``: a field's new value; a group's dict changes only the
         options it names (``cfg.replace(second={"steps": 10})`` keeps the stop rule's).
+
+        Args:
+            **changes: field name -> new value: a top-level option (``precision="float64"``),
+                an option group as its object, or as a dict of the options to change in it.
+
+        Returns:
+            A new, validated [`TrainConfig`][cgmpinn_jax.TrainConfig]; ``self`` is unchanged.
 
         Examples:
             >>> TrainConfig.preset("accurate").replace(second={"steps": 10}).second.steps
@@ -269,11 +304,18 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         """The options as a dict of plain values, each group a dict of its options (JSON-able;
-        [`from_dict`][cgmpinn_jax.TrainConfig.from_dict] reads it back). ``stages`` and
-        ``stage_steps`` appear only when set, and ``cgm.system_weighting`` only when not at its
-        default, ``"per_equation"`` (a dict stored before ``CONFIG_DEFAULTS`` 2, when the default
-        was ``"norm"``, reads back with ``cgmpinn_jax.config.legacy_config``). The time limits
-        appear only when set."""
+        [`from_dict`][cgmpinn_jax.TrainConfig.from_dict] reads it back).
+
+        ``stages`` and ``stage_steps`` appear only when set, and ``cgm.system_weighting`` only
+        when not at its default, ``"per_equation"`` (a dict stored before
+        [`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS] 2, when the default was
+        ``"norm"``, reads back with [`legacy_config`][cgmpinn_jax.config.legacy_config]). The
+        time limits appear only when set.
+
+        Examples:
+            >>> TrainConfig(adam={"steps": 10}).to_dict()["adam"]
+            {'steps': 10, 'lr': 0.001}
+        """
         d = dataclasses.asdict(self)
         for name in ("stages", "stage_steps", "time_limit"):
             if d[name] is None:
@@ -291,6 +333,16 @@ class TrainConfig:
         of 0.2 (records, saved models and checkpoints written before the options moved into
         groups; read without a warning).
 
+        Args:
+            d: option name -> value; a group's value is a dict of its options.
+
+        Returns:
+            The validated [`TrainConfig`][cgmpinn_jax.TrainConfig].
+
+        Raises:
+            TypeError: an unknown top-level name.
+            ValueError: an unknown option inside a group, or a value out of range.
+
         Examples:
             >>> TrainConfig.from_dict({"lbfgs_steps": 10, "gn_mu_init": 1e-2, "second_stage": "gauss_newton"}).second.steps
             10
@@ -306,7 +358,7 @@ class TrainConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "TrainConfig":
-        """A named setting from `PRESETS`, with ``overrides`` on top (as
+        """A named setting from [`PRESETS`][cgmpinn_jax.PRESETS], with ``overrides`` on top (as
         [`replace`][cgmpinn_jax.TrainConfig.replace]: a group's dict changes only the options
         it names).
 
@@ -314,6 +366,15 @@ class TrainConfig:
         best measured setting for accuracy (float64 Gauss-Newton,
         ``benchmarks/results/accuracy.md``); ``"accurate_lbfgs"`` the float64 L-BFGS setting
         (``benchmarks/results/precision.md``).
+
+        Args:
+            name: a key of [`PRESETS`][cgmpinn_jax.PRESETS]: ``"faithful"``, ``"accurate"`` or
+                ``"accurate_lbfgs"``.
+            **overrides: options on top of the preset, as for
+                [`replace`][cgmpinn_jax.TrainConfig.replace].
+
+        Raises:
+            ValueError: an unknown preset name.
 
         Examples:
             >>> TrainConfig.preset("accurate", second={"steps": 200}).second.steps
@@ -324,24 +385,49 @@ class TrainConfig:
         return cls(**PRESETS[name]).replace(**overrides)
 
 
-#: Named settings for `TrainConfig.preset` (options that differ from the defaults).
-#: "accurate": float64, the Gauss-Newton (Levenberg-Marquardt) second stage for 1500
-#: iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
-#: refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
-#: "accurate_lbfgs": the previous accurate preset, float64 optax L-BFGS for the problem's
-#: budget; accurate on 1D Poisson CGMPINN, it stalls above a relative e2 of 1e-5 on heat,
-#: damped wave and 2D Poisson (``benchmarks/results/precision.md``).
 PRESETS: dict[str, dict] = {
     "faithful": {},
     "accurate": {"precision": "float64", "second_stage": "gauss_newton", "second": {"steps": 1500},
                  "balancing": {"second_stage_apply": "refresh"}},
     "accurate_lbfgs": {"precision": "float64", "second_stage": "optax", "balancing": {"second_stage_apply": "refresh"}},
 }
+"""Named settings for [`TrainConfig.preset`][cgmpinn_jax.TrainConfig.preset]: preset name -> the
+options that differ from the defaults (as ``TrainConfig`` keyword arguments).
+
+* ``"faithful"``: the defaults, the reference's float32 Adam + L-BFGS run.
+* ``"accurate"``: float64, the Gauss-Newton (Levenberg-Marquardt) second stage for 1500
+  iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
+  refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
+* ``"accurate_lbfgs"``: the previous accurate preset, float64 optax L-BFGS for the problem's
+  budget; accurate on 1D Poisson CGMPINN, it stalls above a relative e2 of 1e-5 on heat,
+  damped wave and 2D Poisson (``benchmarks/results/precision.md``).
+"""
 
 
 def stop_rule(config: TrainConfig, member: Optional[str] = None) -> StopRule:
-    """A second-stage member's tolerances (``member``: ``None`` = ``config.second_stage``):
-    the config's (``config.second``), or the member's defaults for its precision."""
+    """The tolerances a stage after Adam stops by: each one ``config.second`` sets, else the
+    member's default for the stages' precision.
+
+    The defaults: L-BFGS and the dense members in float32 ``gtol=1e-7, ftol=1e-3,
+    patience=1000`` (the values every table run used), in float64 ``1e-12, 1e-9, 2000`` (only a
+    true stall stops the stage); Gauss-Newton in float32 ``0, 1e-6, 100``, in float64 ``0,
+    1e-10, 200`` (an iteration costs about a hundred L-BFGS iterations, and its gradient test
+    is off).
+
+    Args:
+        config: the run's options.
+        member: a second-stage member's name (a value of
+            [`SecondStage`][cgmpinn_jax.config.SecondStage]); ``None``: ``config.second_stage``.
+
+    Returns:
+        The resolved [`StopRule`][cgmpinn_jax.config.StopRule].
+
+    Examples:
+        >>> stop_rule(TrainConfig(precision="float64"))
+        StopRule(gtol=1e-12, ftol=1e-09, patience=2000)
+        >>> stop_rule(TrainConfig(second={"patience": 50}), "gauss_newton").patience
+        50
+    """
     member = config.second_stage if member is None else member
     table = _GN_STOP_DEFAULTS if member == "gauss_newton" else _STOP_DEFAULTS
     d, s = table[config.second_stage_dtype], config.second
@@ -353,10 +439,23 @@ def stop_rule(config: TrainConfig, member: Optional[str] = None) -> StopRule:
 
 
 def stored_config(d: Any, defaults: int = CONFIG_DEFAULTS) -> Any:
-    """A stored config dict (the flat form of 0.2 or today's; ``defaults``: the version of the
-    defaults it was stored under, `legacy_config`) as today's
-    [`to_dict`][cgmpinn_jax.TrainConfig.to_dict] writes it after a JSON round trip; ``d``
-    itself when it is not a config this version reads."""
+    """A stored config dict, normalised: as today's
+    [`TrainConfig.to_dict`][cgmpinn_jax.TrainConfig.to_dict] writes it after a JSON round trip,
+    so that two records of the same settings compare equal.
+
+    Args:
+        d: a config dict, in the flat form of 0.2 or today's grouped form.
+        defaults: the version of the defaults it was stored under
+            ([`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS]; see
+            [`legacy_config`][cgmpinn_jax.config.legacy_config]).
+
+    Returns:
+        The normalised dict; ``d`` itself when it is not a config this version reads.
+
+    Examples:
+        >>> stored_config({"lbfgs_steps": 10})["second"]["steps"]
+        10
+    """
     try:
         cfg = TrainConfig.from_dict(legacy_config(d, defaults))
     except (TypeError, ValueError, AttributeError):
@@ -374,13 +473,29 @@ def without_time_limits(d: Any) -> Any:
     return {k: drop(v) if k in TIME_LIMIT_GROUPS else v for k, v in drop(d).items()} if isinstance(d, Mapping) else d
 
 
-#: the sweepable hyperparameters (`Hyper`'s fields) -> their option ``(group, option)``
 HYPER_OPTIONS = {"beta": ("cgm", "beta"), "eps": ("cgm", "eps"), "c_sat": ("cgm", "c_sat"), "adam_lr": ("adam", "lr")}
+"""The hyperparameters a sweep can vary inside one compiled call (the fields of
+[`Hyper`][cgmpinn_jax.config.Hyper]) -> where each lives in a
+[`TrainConfig`][cgmpinn_jax.TrainConfig], as ``(group, option)``: ``beta``, ``eps`` and ``c_sat``
+in ``cgm``, ``adam_lr`` is ``adam.lr``."""
 
 
 class Hyper(NamedTuple):
-    """Array-valued hyperparameters: chunk functions take them as (traceable) inputs so a
-    sweep can vmap over them (see `cgmpinn_jax.training.sweep`)."""
+    """Array-valued hyperparameters: the compiled chunk functions take them as (traceable)
+    inputs, so that [`sweep`][cgmpinn_jax.sweep] can vmap over them. Each is a ``()`` array
+    (one run) or ``(B,)`` (a sweep's B members) of the run's floating dtype.
+
+    Attributes:
+        beta: the CGM difficulty exponent, ``cgm.beta``.
+        eps: the epsilon of the CGM min-max normalisations, ``cgm.eps``.
+        c_sat: the curriculum's saturation fraction, ``cgm.c_sat``.
+        adam_lr: Adam's learning rate, ``adam.lr``.
+
+    Examples:
+        >>> h = Hyper.from_config(TrainConfig(cgm={"beta": 2.0}))
+        >>> h.beta.shape, float(h.beta)
+        ((), 2.0)
+    """
 
     beta: jax.Array
     eps: jax.Array
@@ -389,12 +504,28 @@ class Hyper(NamedTuple):
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, dtype=None) -> "Hyper":
+        """The hyperparameters of ``cfg`` as ``()`` arrays.
+
+        Args:
+            cfg: the run's options.
+            dtype: their dtype (``None``: jax's default floating dtype in the current scope).
+        """
         dtype = dtype or jnp.zeros(()).dtype
         return cls(*(jnp.asarray(getattr(getattr(cfg, HYPER_OPTIONS[f][0]), HYPER_OPTIONS[f][1]), dtype)
                      for f in cls._fields))
 
     @staticmethod
     def option(cfg: TrainConfig, name: str, value: float) -> TrainConfig:
-        """``cfg`` with the hyperparameter ``name`` (a field of `Hyper`) set to ``value``."""
+        """``cfg`` with the hyperparameter ``name`` set to ``value`` (validated as any option).
+
+        Args:
+            cfg: the config to change.
+            name: a field of `Hyper` (a key of [`HYPER_OPTIONS`][cgmpinn_jax.config.HYPER_OPTIONS]).
+            value: its new value.
+
+        Examples:
+            >>> Hyper.option(TrainConfig(), "adam_lr", 1e-2).adam.lr
+            0.01
+        """
         group, option = HYPER_OPTIONS[name]
         return cfg.replace(**{group: {option: value}})

@@ -42,25 +42,36 @@ def _first(f: ScalarField, axis: int) -> ScalarField:
 
 
 def partial(f: ScalarField, *axes: int) -> ScalarField:
-    """``z -> d^n f / dz_{axes[0]} ... dz_{axes[-1]}`` by nested forward mode.
+    r"""The partial derivative $\partial^n f / \partial z_{a_1} \cdots \partial z_{a_n}$ of a
+    scalar field, as a function of one point, by nested forward mode (``jax.jvp`` along unit
+    vectors).
 
-    A pure second derivative ``partial(f, i, i)`` of a field that offers
-    ``f.jet2(z, v) -> (f, D_v f, D_v^2 f)`` (the networks in `cgmpinn_jax.nn._nets` do)
-    uses that Taylor-mode pass instead: the same value with one stream fewer than nested
-    jvp (faster for the 4x50 MLP, measured in benchmarks/results/derivatives.md).
-
-    Inside a problem's operator evaluated through the derivative fast path
-    (`cgmpinn_jax.nn._taylor`), ``f`` is a lane-aware field and ``partial`` reads the lane
-    that one Taylor-mode pass over the whole batch already computed.
+    This is how a problem writes its differential operator, e.g.
+    ``partial(u, 1)(z) - D * partial(u, 0, 0)(z)`` for ``u_t - D u_xx``.  A pure second
+    derivative ``partial(f, i, i)`` of a field that offers ``f.jet2(z, v)`` (the networks
+    [`MLP`][cgmpinn_jax.nn.MLP], [`LNNPINN`][cgmpinn_jax.nn.LNNPINN] and
+    [`STARPINN`][cgmpinn_jax.nn.STARPINN] do) uses that Taylor-mode pass instead: the same
+    value with one stream fewer than nested ``jvp``.  Inside an operator evaluated through the
+    derivative fast path (see [`fast_path`][cgmpinn_jax.nn.fast_path]), ``f`` is a lane-aware
+    field and ``partial`` reads the lane that one Taylor-mode pass over the whole batch has
+    already computed.
 
     Args:
-        f: scalar field of one point ``z`` of shape ``(d,)``.
-        *axes: coordinate indices, one per derivative order (``partial(u, 0, 0)`` is
-            ``u_xx``; no axes returns ``f`` itself).
+        f: a scalar field of one point ``z`` of shape ``(d,)``.
+        *axes: coordinate indices ``a_1, ..., a_n``, one per derivative order
+            (``partial(u, 0, 0)`` is ``u_xx``; no axes returns ``f`` itself).
 
     Returns:
-        A function of one point ``z`` (shape ``(d,)``) returning a scalar. Use ``jax.vmap``
+        A function of one point ``z`` (shape ``(d,)``) returning a scalar.  Use ``jax.vmap``
         for a batch of points.
+
+    Raises:
+        ValueError: an axis that is not a non-negative int.
+
+    Examples:
+        >>> u = lambda z: z[0] ** 3 * z[1]
+        >>> float(partial(u, 0, 1)(jnp.array([2.0, 5.0])))   # 3 x^2
+        12.0
     """
     for axis in axes:
         if not isinstance(axis, int) or axis < 0:
@@ -77,22 +88,53 @@ def partial(f: ScalarField, *axes: int) -> ScalarField:
 
 
 def partial_jvp(f: ScalarField, *axes: int) -> ScalarField:
-    """`partial` without the Taylor-mode shortcut (always nested jvp)."""
+    """[`partial`][cgmpinn_jax.derivatives.partial] without its shortcuts: always nested
+    forward mode (``jax.jvp``), never the Taylor-mode pass of a network or the fast path's
+    lanes; for comparisons and tests.
+
+    Args:
+        f: a scalar field of one point ``z`` of shape ``(d,)``.
+        *axes: coordinate indices, one per derivative order.
+
+    Returns:
+        A function of one point ``z`` (shape ``(d,)``) returning a scalar.
+    """
     for axis in axes:
         f = _first(f, axis)
     return f
 
 
 def partial_reverse(f: ScalarField, *axes: int) -> ScalarField:
-    """Same as `partial` with nested reverse mode (``jax.grad``); kept for comparison
-    and as a cross-check in the tests."""
+    """[`partial`][cgmpinn_jax.derivatives.partial] by nested reverse mode (``jax.grad``);
+    slower for the small networks here, kept for comparison and as a cross-check.
+
+    Args:
+        f: a scalar field of one point ``z`` of shape ``(d,)``.
+        *axes: coordinate indices, one per derivative order.
+
+    Returns:
+        A function of one point ``z`` (shape ``(d,)``) returning a scalar.
+    """
     for axis in axes:
         f = (lambda g, a: (lambda z: jax.grad(g)(z)[a]))(f, axis)
     return f
 
 
 def gradient(f: ScalarField) -> Callable[[jax.Array], jax.Array]:
-    """``z -> (df/dz_0, ..., df/dz_{d-1})`` by forward mode (one jvp per coordinate)."""
+    """The gradient ``z -> (df/dz_0, ..., df/dz_(d-1))`` of a scalar field by forward mode, one
+    [`partial`][cgmpinn_jax.derivatives.partial] per coordinate.
+
+    Args:
+        f: a scalar field of one point ``z`` of shape ``(d,)``.
+
+    Returns:
+        A function of one point ``z`` (shape ``(d,)``) returning a ``(d,)`` array.
+
+    Examples:
+        >>> g = gradient(lambda z: z[0] ** 2 + 3.0 * z[1])
+        >>> g(jnp.array([1.0, 0.0])).tolist()
+        [2.0, 3.0]
+    """
 
     def grad_f(z: jax.Array) -> jax.Array:
         return jnp.stack([partial(f, i)(z) for i in range(z.shape[-1])])

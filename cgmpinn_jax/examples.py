@@ -56,7 +56,15 @@ from cgmpinn_jax.problems import Dirichlet, edge_pair, grid, initial_line, unifo
 
 @dataclasses.dataclass(frozen=True)
 class ViscousBurgers(cj.Problem):
-    """u_t + u u_x - nu u_xx = 0 on [-1, 1] x [0, 1], u* = (1 - tanh((x - t/2) / (4 nu))) / 2."""
+    """Viscous Burgers, u_t + u u_x - nu u_xx = 0 on [-1, 1] x [0, 1], with the exact
+    solution u* = (1 - tanh((x - t/2) / (4 nu))) / 2.
+
+    Attributes:
+        nu: the viscosity.
+        n_pde: the number of collocation points in the domain.
+        n_ic: the number of points on the initial line t = 0.
+        n_bc: the number of points on each of the edges x = -1 and x = 1.
+    """
 
     nu: float = 0.05  # fields: the problem's parameters (saved with a trained model)
     n_pde: int = 2000
@@ -74,9 +82,10 @@ class ViscousBurgers(cj.Problem):
         return 0.5 * (1.0 - jnp.tanh((z[0] - 0.5 * z[1]) / (4.0 * self.nu)))
 
     def operator(self, u, z):  # N[u] = u_t + u u_x - nu u_xx, at one point
-        return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
+        return (partial(u, 1)(z) + u(z) * partial(u, 0)(z)
+                - self.nu * partial(u, 0, 0)(z))
 
-    def pieces(self):  # u = u* at t = 0; u = u* on x = -1 and on x = 1 (two pieces, summed)
+    def pieces(self):  # u = u* at t = 0, and on x = -1 and x = 1 (two pieces, summed)
         return {"ic": (Dirichlet(),), "bc": (Dirichlet(), Dirichlet())}
 
     def sample_points(self, key):  # one point array per piece, in the order of pieces()
@@ -101,8 +110,23 @@ class Helmholtz2D(cj.Problem):
     The second PDE of the "where to start" table (``benchmarks/results/own_pde.md``): the 2D Helmholtz
     test problem of the PINN literature (Wang, Teng and Perdikaris 2021) with ``a = (1, 4)``,
     ``k = 1``. The source ``f = N[u*]`` is derived by automatic differentiation; the zero
-    boundary values come from the exact solution. 2000 collocation points uniform in the
-    square, 100 uniform points on each edge, a 101 x 101 test grid.
+    boundary values come from the exact solution. Collocation points are uniform in the
+    square, ``n_edge`` uniform points on each edge (redrawn with every key); the test grid
+    is 101 x 101.
+
+    Attributes:
+        a1: the wave number of the exact solution along ``x``, in units of ``pi``.
+        a2: the wave number of the exact solution along ``y``, in units of ``pi``.
+        k: the Helmholtz coefficient in ``u_xx + u_yy + k^2 u``.
+        n_pde: the number of collocation points.
+        n_edge: the number of boundary points on each of the four edges.
+
+    Examples:
+        >>> import jax
+        >>> problem = Helmholtz2D(n_pde=100, n_edge=10)
+        >>> points = problem.sample_points(jax.random.key(0))
+        >>> points["pde"].shape, [e.shape for e in points["bc"]]
+        ((100, 2), [(10, 2), (10, 2), (10, 2), (10, 2)])
     """
 
     a1: float = 1.0
@@ -142,7 +166,8 @@ __all__ = ["ViscousBurgers", "Helmholtz2D", "example_source", "readme_block"]
 # What the README runs after the class (tests/test_examples.py runs it at a tiny budget).
 README_USAGE = '''
 problem = ViscousBurgers(n_pde=500)
-config = cj.TrainConfig(adam=cj.AdamOptions(steps=300), second=cj.SecondStageOptions(steps=200),
+config = cj.TrainConfig(adam=cj.AdamOptions(steps=300),
+                        second=cj.SecondStageOptions(steps=200),
                         cgm=cj.CGMOptions(k_upd=100))
 result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 print(result.metrics)
@@ -153,7 +178,17 @@ README_END = "<!-- END GENERATED -->"
 
 
 def example_source() -> str:
-    """The example's source text (imports and class), as a user would write it."""
+    """The source text of the example, as a user would write it: the imports and the
+    ``ViscousBurgers`` class, from the marked region of this module.
+
+    Returns:
+        The code as a string ending with a newline; the docs page "Your own PDE" and the
+            custom-PDE notebook show exactly this text.
+
+    Examples:
+        >>> example_source().splitlines()[0]
+        'import dataclasses'
+    """
     text = Path(__file__).read_text(encoding="utf-8")
     start = text.index("# --8<-- [start:example]\n") + len("# --8<-- [start:example]\n")
     end = text.index("# --8<-- [end:example]")
@@ -161,7 +196,17 @@ def example_source() -> str:
 
 
 def readme_block() -> str:
-    """The README's generated region: the example's source and its usage, one code block."""
+    """The generated region of the docs page "Your own PDE": the example's source and the
+    code that trains it, as one fenced Python code block between the region's marker comments.
+
+    Returns:
+        The region's Markdown text, what ``python -m cgmpinn_jax.examples --write-readme
+            docs/own-pde.md`` writes and ``--check-readme`` compares.
+
+    Examples:
+        >>> readme_block().splitlines()[1]
+        '```python'
+    """
     code = example_source() + "\n\n" + README_USAGE.strip("\n") + "\n"
     return f"{README_BEGIN}\n```python\n{code}```\n{README_END}"
 

@@ -15,7 +15,8 @@ Models saved before class paths were recorded name a registry problem and still 
 
 A model saved in float64 (``precision="float64"`` or ``"mixed"``, the accurate preset) loads
 and predicts in float64 in any process: [`load_model`][cgmpinn_jax.load_model] and
-[`LoadedModel.predict`][cgmpinn_jax.LoadedModel.predict] scope ``jax_enable_x64`` themselves and leave jax's configuration as they found it.
+[`LoadedModel.predict`][cgmpinn_jax.LoadedModel.predict] scope ``jax_enable_x64`` themselves
+and leave jax's configuration as they found it.
 
 Examples:
     ```python
@@ -49,7 +50,24 @@ __all__ = ["save_result", "load_model", "load_problem", "to_jsonable", "LoadedMo
 
 
 def to_jsonable(x: Any) -> Any:
-    """Plain JSON types (NaN/inf as strings) from numpy/jax values, tuples and dataclasses."""
+    """Convert a value to plain JSON types, as ``model.json`` and ``metrics.json`` store it.
+
+    Dataclasses become dicts (of their fields), dict keys strings, tuples and lists lists,
+    numpy and jax arrays nested lists, numpy scalars Python numbers; a non-finite float becomes
+    the string ``"nan"``, ``"inf"`` or ``"-inf"`` (JSON has no such numbers). Anything else is
+    returned as it is.
+
+    Args:
+        x: the value, nested to any depth.
+
+    Returns:
+        The converted value, ready for ``json.dumps``.
+
+    Examples:
+        >>> import numpy as np
+        >>> to_jsonable({"e2": np.float32(0.5), "grid": (np.arange(2), float("nan")), 3: None})
+        {'e2': 0.5, 'grid': [[0, 1], 'nan'], '3': None}
+    """
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return to_jsonable(dataclasses.asdict(x))
     if isinstance(x, dict):
@@ -172,7 +190,34 @@ def _check_reference(info: dict, problem: Problem, folder: Path) -> None:
 
 
 def save_result(result, folder: str | Path) -> Path:
-    """Write ``model.eqx`` and ``model.json`` (and ``metrics.json``) into ``folder``."""
+    """Save a trained model with what is needed to load it again.
+
+    Writes three files into ``folder`` (created if needed; existing files are replaced):
+
+    * ``model.eqx``: the network's parameters (``eqx.tree_serialise_leaves``);
+    * ``model.json``: the problem (name, class path, field values, the content hash of its
+      reference data), the method, the network's width, depth and dtype, the configuration,
+      the summary and the loss weights;
+    * ``metrics.json``: the summary alone (``result.summary()``: errors, timings, steps).
+
+    [`load_model`][cgmpinn_jax.load_model] reads the folder back.
+
+    Args:
+        result: a [`TrainResult`][cgmpinn_jax.TrainResult], as
+            [`train`][cgmpinn_jax.train] returns it.
+        folder: the folder to write, a string or ``pathlib.Path``.
+
+    Returns:
+        ``folder`` as a ``pathlib.Path``.
+
+    Examples:
+        >>> import cgmpinn_jax as cj
+        >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=10), second=cj.SecondStageOptions(steps=0))
+        >>> res = cj.train("poisson1d", "pinn", cfg, quiet=True)  # doctest: +SKIP
+        >>> folder = save_result(res, "runs/demo")  # doctest: +SKIP
+        >>> sorted(f.name for f in folder.iterdir())  # doctest: +SKIP
+        ['metrics.json', 'model.eqx', 'model.json']
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     eqx.tree_serialise_leaves(folder / "model.eqx", result.model)
@@ -275,7 +320,30 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
 
 
 def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
-    """The problem a saved run was trained on, rebuilt as [`load_model`][cgmpinn_jax.load_model] does."""
+    """Rebuild the problem a saved run was trained on, without loading the network.
+
+    The problem is rebuilt as [`load_model`][cgmpinn_jax.load_model] does, and a data-defined
+    problem's reference data is checked against the content hash saved with the model.
+
+    Args:
+        folder: a folder written by [`save_result`][cgmpinn_jax.save_result].
+        problem: optional, as for ``load_model``: the problem (an instance, a Problem subclass,
+            a registry name or ``"package.module:ClassName"``) when its class cannot be
+            imported again; its name and coordinates must match the saved ones.
+
+    Returns:
+        The [`Problem`][cgmpinn_jax.Problem] instance.
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a saved run.
+        ValueError: the problem cannot be rebuilt, does not match, or its reference data
+            changed.
+
+    Examples:
+        >>> problem = load_problem("runs/demo")  # doctest: +SKIP
+        >>> problem.name  # doctest: +SKIP
+        'poisson1d'
+    """
     folder = Path(folder)
     info = _read_info(folder)
     rebuilt = _rebuild_problem(info, problem, folder)
@@ -284,16 +352,28 @@ def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
 
 
 class LoadedModel:
-    """A saved model with what it was saved with; unpacks as ``model, info`` (the older API).
+    """A saved model with what it was saved with, as [`load_model`][cgmpinn_jax.load_model]
+    returns it; it also unpacks as ``model, info`` (the older API).
+
+    Args:
+        model: the network with its loaded parameters.
+        info: the contents of ``model.json``; ``info["dtype"]`` must be set.
+        problem: the problem the model was trained on.
 
     Attributes:
-        model: the network (an equinox Module of one point ``(d,)`` -> scalar), its
-            parameters in the saved dtype.
+        model: the network (an equinox Module mapping one point ``(d,)`` to a scalar, or to
+            ``(F,)`` for a system of ``F`` fields), its parameters in the saved dtype.
         info: model.json's dict (config, metrics, summary, problem record); a config saved
             under older defaults is written out in today's terms (``config_defaults``,
             ``cgmpinn_jax.config.legacy_config``).
-        problem: the rebuilt problem.
+        problem: the rebuilt [`Problem`][cgmpinn_jax.Problem].
         dtype: the parameters' dtype name, ``"float32"`` or ``"float64"``.
+
+    Examples:
+        >>> loaded = load_model("runs/demo")  # doctest: +SKIP
+        >>> loaded.predict([[0.25], [0.5]]).shape  # doctest: +SKIP
+        (2,)
+        >>> model, info = loaded  # doctest: +SKIP
     """
 
     def __init__(self, model, info: dict, problem: Problem):
@@ -313,9 +393,22 @@ class LoadedModel:
                 f"dtype={self.dtype!r}, width={self.info.get('width')}, depth={self.info.get('depth')})")
 
     def predict(self, points) -> np.ndarray:
-        """The model at ``points`` ``(M, d)`` (``d = len(problem.coords)``) -> ``(M,)``, computed
-        in the saved precision (a float64 model inside ``jax.enable_x64(True)``, restored
-        after)."""
+        """Evaluate the model at points, in the saved precision.
+
+        A float64 model is evaluated inside ``jax.enable_x64(True)`` (restored after), with
+        the highest matmul precision, whatever jax's configuration.
+
+        Args:
+            points: array-like of shape ``(M, d)`` with ``d = len(problem.coords)``, columns in
+                the order of ``problem.coords``; ``(M,)`` is accepted when ``d = 1``.
+
+        Returns:
+            A numpy array of shape ``(M,)`` (``(M, F)`` for a system of ``F`` fields) in the
+                saved dtype.
+
+        Raises:
+            ValueError: ``points`` has the wrong shape.
+        """
         pts = np.asarray(points, dtype=np.float64)
         d = len(self.problem.coords)
         if pts.ndim == 1 and d == 1:

@@ -58,14 +58,30 @@ Stages = Literal["both", "adam", "none"]
 
 @dataclasses.dataclass(frozen=True)
 class MethodSettings:
-    """How a method is set up on one problem.
+    """How a method is set up on one problem: what a method's ``settings(problem)`` returns.
+
+    The baselines use the defaults on every problem; CGMPINN and its ablations change them per
+    problem (see [`cgm_settings`][cgmpinn_jax.methods.cgm_settings] and
+    [`ablation_settings`][cgmpinn_jax.methods.ablation_settings]).
 
     Attributes:
-        relobralo: stages with ReLoBRaLo: "both", "adam" or "none".
-        k_upd: steps between weight refreshes; ``None`` = the problem's ``defaults.k_upd``.
-        init: network init, "torch" (PyTorch's default) or "xavier" (Xavier normal).
-        input_map: static affine input map ``(scale, shift)`` or ``None``.
-        refit_before_lbfgs_step: the L-BFGS refresh comes before the step (Fisher-KPP CGMPINN).
+        relobralo: the stages whose loss terms are balanced by ReLoBRaLo: ``"both"`` (the Adam
+            stage and the second stage), ``"adam"`` (the Adam stage only) or ``"none"``
+            (every term weight is 1).
+        k_upd: the number of steps between two refreshes of the point weights; ``None`` takes
+            the problem's ``defaults.k_upd``.
+        init: the network's initialisation: ``"torch"`` (PyTorch's default for a linear
+            layer, uniform weights and biases) or ``"xavier"`` (Xavier-normal weights, zero
+            biases).
+        input_map: a fixed (not trained) affine map ``z -> scale * z + shift`` of the network's
+            input, given as ``(scale, shift)``, two tuples of one float per coordinate; ``None``
+            feeds the raw coordinates.
+        refit_before_lbfgs_step: in the second stage, refresh the weights before each step
+            rather than after it (the reference's Fisher-KPP scripts).
+
+    Examples:
+        >>> MethodSettings(relobralo="adam", k_upd=200).init
+        'torch'
     """
 
     relobralo: Stages = "none"
@@ -77,13 +93,24 @@ class MethodSettings:
 
 @dataclasses.dataclass(frozen=True)
 class LossSpec:
-    """How the loss terms are formed (the method's loss transform).
+    """How a method forms its loss from the residuals of the loss terms.
 
     Attributes:
-        aggregation: "sum" of per-piece MSEs (reference PINN/CGMPINN) or "concat" (one MSE
-            over the concatenated residuals of a term, lbPINN).
-        learnable_balance: lbPINN's trainable log-variances s_c.
-        grad_weight: gPINN's weight of the residual-gradient term (0 = off).
+        aggregation: how a loss term made of several pieces (e.g. the boundary condition on
+            each edge) becomes one number: ``"sum"`` adds the mean squared residual of each
+            piece (the reference PINN and CGMPINN), ``"concat"`` takes one mean over the
+            concatenated residuals of all pieces (lbPINN).
+        learnable_balance: lbPINN's balance: one trainable log-variance ``s_c`` per term and
+            the loss ``sum_c 0.5 exp(-s_c) L_c + 0.5 softplus(s_c)``.
+        grad_weight: gPINN's weight of the residual-gradient term
+            ``sum_j mean((dr/dz_j)^2)`` (0, the default, leaves it out).
+
+    Raises:
+        ValueError: an unknown ``aggregation`` or a negative ``grad_weight``.
+
+    Examples:
+        >>> LossSpec(grad_weight=0.01)
+        LossSpec(aggregation='sum', learnable_balance=False, grad_weight=0.01)
     """
 
     aggregation: Literal["sum", "concat"] = "sum"
@@ -100,17 +127,66 @@ class LossSpec:
 # ---- network factories: (key, in_dim, width, depth, init, input_map[, out_dim=]) -> eqx.Module --
 # (``out_dim`` is passed only for a system, a problem with several fields)
 
-
 def mlp_network(key, in_dim, width, depth, init, input_map, out_dim=1):
+    """The network of CGMPINN, PINN, lbPINN, gPINN and the ablations: a
+    [`MLP`][cgmpinn_jax.nn.MLP] built by [`mlp`][cgmpinn_jax.nn.mlp].
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d`` (the problem's ``dim``).
+        width: hidden units per layer.
+        depth: the number of hidden layers.
+        init: ``"torch"`` or ``"xavier"`` (see
+            [`MethodSettings`][cgmpinn_jax.methods.MethodSettings]).
+        input_map: ``(scale, shift)`` or ``None`` (see
+            [`MethodSettings`][cgmpinn_jax.methods.MethodSettings]).
+        out_dim: outputs per point: 1 for a scalar field, the number of fields for a system.
+
+    Returns:
+        The network, an equinox module mapping one point of shape ``(d,)`` to a scalar
+        (to an ``(out_dim,)`` vector when ``out_dim > 1``).
+    """
     return nets.mlp(key, in_dim, width, depth, init=init, input_map=input_map, out_dim=out_dim)
 
 
 def lnn_network(key, in_dim, width, depth, init, input_map, out_dim=1):
+    """The network of LNN-PINN: an [`LNNPINN`][cgmpinn_jax.nn.LNNPINN] built by
+    [`lnn_pinn`][cgmpinn_jax.nn.lnn_pinn] (``depth - 1`` liquid residual blocks).
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d`` (the problem's ``dim``).
+        width: hidden units per layer.
+        depth: the number of hidden layers (the input layer and ``depth - 1`` blocks).
+        init: ``"torch"`` or ``"xavier"``.
+        input_map: ``(scale, shift)`` or ``None``.
+        out_dim: outputs per point: 1 for a scalar field, the number of fields for a system.
+
+    Returns:
+        The network, an equinox module mapping one point of shape ``(d,)`` to a scalar
+        (to an ``(out_dim,)`` vector when ``out_dim > 1``).
+    """
     return nets.lnn_pinn(key, in_dim, width, depth, init=init, input_map=input_map, out_dim=out_dim)
 
 
 def star_network(key, in_dim, width, depth, init, input_map, out_dim=1):
-    """STAR-PINN: 3 blocks of 2 hidden layers whatever ``depth`` (as the reference)."""
+    """The network of STAR-PINN: a [`STARPINN`][cgmpinn_jax.nn.STARPINN] built by
+    [`star_pinn`][cgmpinn_jax.nn.star_pinn], always 3 blocks of 2 hidden layers whatever
+    ``depth`` (as the reference code).
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d`` (the problem's ``dim``).
+        width: hidden units per layer.
+        depth: ignored (accepted so that every network factory has the same signature).
+        init: ``"torch"`` or ``"xavier"``.
+        input_map: ``(scale, shift)`` or ``None``.
+        out_dim: outputs per point: 1 for a scalar field, the number of fields for a system.
+
+    Returns:
+        The network, an equinox module mapping one point of shape ``(d,)`` to a scalar
+        (to an ``(out_dim,)`` vector when ``out_dim > 1``).
+    """
     return nets.star_pinn(key, in_dim, width, init=init, input_map=input_map, out_dim=out_dim)
 
 
@@ -146,17 +222,62 @@ _ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}
 
 
 def plain_settings(problem: Problem) -> MethodSettings:
-    """The baselines: raw inputs, PyTorch's init, the problem's k_upd, no ReLoBRaLo."""
+    """The settings of the baselines on every problem: raw inputs, PyTorch's initialisation,
+    the problem's ``k_upd`` and no ReLoBRaLo (the default
+    [`MethodSettings`][cgmpinn_jax.methods.MethodSettings]).
+
+    Args:
+        problem: the problem (not read: the settings are the same everywhere).
+
+    Returns:
+        ``MethodSettings()``.
+    """
     return MethodSettings()
 
 
 def cgm_settings(problem: Problem) -> MethodSettings:
+    """The settings of CGMPINN on ``problem``, as in the reference's scripts.
+
+    ReLoBRaLo in both stages everywhere. On Fisher-KPP (``problem.name == "fisher_kpp"``)
+    also the input map ``(x/5, t - 1)``, Xavier-normal initialisation, ``k_upd = 100`` and the
+    refresh before each second-stage step; elsewhere raw inputs, PyTorch's initialisation and
+    the problem's ``k_upd``.
+
+    Args:
+        problem: the problem to be solved.
+
+    Returns:
+        The [`MethodSettings`][cgmpinn_jax.methods.MethodSettings] of CGMPINN there.
+
+    Examples:
+        >>> from cgmpinn_jax import get_problem
+        >>> cgm_settings(get_problem("fisher_kpp")).k_upd, cgm_settings(get_problem("heat")).k_upd
+        (100, None)
+    """
     if problem.name == "fisher_kpp":
         return MethodSettings(relobralo="both", k_upd=100, **_CGM_FISHER_KPP)
     return MethodSettings(relobralo="both")
 
 
 def ablation_settings(problem: Problem) -> MethodSettings:
+    """The settings of the ablation runs (GMMPINN, CLPINN) on ``problem``, as in the
+    reference's ablation scripts.
+
+    ``k_upd = 200`` on every problem; ReLoBRaLo off for 1D Poisson, in the Adam stage only for
+    Fisher-KPP and in both stages elsewhere; on Fisher-KPP also CGMPINN's input map,
+    Xavier-normal initialisation and refresh before each second-stage step.
+
+    Args:
+        problem: the problem to be solved.
+
+    Returns:
+        The [`MethodSettings`][cgmpinn_jax.methods.MethodSettings] of the ablations there.
+
+    Examples:
+        >>> from cgmpinn_jax import get_problem
+        >>> ablation_settings(get_problem("poisson1d")).relobralo, ablation_settings(get_problem("heat")).relobralo
+        ('none', 'both')
+    """
     relo = _ABLATION_RELOBRALO.get(problem.name, "both")
     # the ablation refits before the step too (docs/reference-code.md §11)
     extra = _CGM_FISHER_KPP if problem.name == "fisher_kpp" else {}
@@ -165,16 +286,46 @@ def ablation_settings(problem: Problem) -> MethodSettings:
 
 @dataclasses.dataclass(frozen=True)
 class Method:
-    """A training method as a record of behaviour.
+    """A training method as a record of behaviour: the pieces the training engine calls.
+
+    Every method, CGMPINN and the baselines alike, is one such frozen record (the eight of
+    the paper are in [`METHODS`][cgmpinn_jax.METHODS]); nothing is interpreted from its name.
+    [`train`][cgmpinn_jax.train] takes a method's name or a record, so a new method is a new
+    record.
 
     Attributes:
-        name: registry name.
-        network: ``(key, in_dim, width, depth, init, input_map) -> eqx.Module`` (one point to
-            a scalar).
-        weighting: ``(TrainConfig, Hyper) -> weighting.Weighting``, the per-point PDE weights.
-        loss: `LossSpec` (aggregation, lbPINN's learnable balance, gPINN's term).
-        settings: ``problem -> MethodSettings`` (ReLoBRaLo stages, k_upd, init, input map).
-        label: the name the paper uses.
+        name: the registry name (``"cgmpinn"``, ``"pinn"``, ...).
+        network: the network factory ``(key, in_dim, width, depth, init, input_map) -> module``,
+            called with ``out_dim=F`` as well for a system of ``F`` fields; the module maps one
+            point ``(d,)`` to a scalar (``(F,)``). Default:
+            [`mlp_network`][cgmpinn_jax.methods.mlp_network].
+        weighting: the factory of the per-point weights of the PDE residual,
+            ``(config, hyper) -> Weighting`` with ``config`` the run's
+            [`TrainConfig`][cgmpinn_jax.TrainConfig] and ``hyper`` its
+            [`Hyper`][cgmpinn_jax.config.Hyper] (``beta``, ``eps``); it returns a
+            [`Weighting`][cgmpinn_jax.weighting.Weighting]. Default: the uniform weighting
+            (every weight 1).
+        loss: how the loss terms are formed, a [`LossSpec`][cgmpinn_jax.methods.LossSpec].
+        settings: ``problem -> MethodSettings``, the per-problem set-up (ReLoBRaLo stages,
+            ``k_upd``, initialisation, input map), a
+            [`MethodSettings`][cgmpinn_jax.methods.MethodSettings]. Default:
+            [`plain_settings`][cgmpinn_jax.methods.plain_settings].
+        label: the name the paper uses (``"CGMPINN"``), for tables and figures.
+
+    Raises:
+        ValueError: ``network``, ``weighting`` or ``settings`` not callable, or ``loss`` not a
+            ``LossSpec``.
+
+    Examples:
+        CGMPINN without the precision factor:
+
+        >>> from cgmpinn_jax import weighting
+        >>> from cgmpinn_jax.methods import Method, cgm_settings, get_method
+        >>> novar = Method("cgm_novar", settings=cgm_settings, label="CGMPINN w/o v",
+        ...                weighting=lambda cfg, hyper: weighting.cgm_weighting(
+        ...                    beta=hyper.beta, eps=hyper.eps, variance_factor=False))
+        >>> novar.weights_points, get_method("pinn").weights_points
+        (True, False)
     """
 
     name: str
@@ -199,8 +350,23 @@ class Method:
 
 
 def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
-    """The method's network for ``problem`` (with the method's init and input map there), with
-    one output per field of the problem (``problem.fields``)."""
+    """The method's network for ``problem``, initialised.
+
+    The network has the problem's number of inputs (``problem.dim``), one output per field of
+    the problem (``problem.fields``), and the initialisation and input map of the method's
+    settings there (``method.settings(problem)``).
+
+    Args:
+        problem: the problem to be solved, a [`Problem`][cgmpinn_jax.Problem].
+        method: the method, a [`Method`][cgmpinn_jax.Method].
+        key: PRNG key of the initial parameters.
+        width: hidden units per layer.
+        depth: the number of hidden layers.
+
+    Returns:
+        The network (an equinox module) mapping one point ``(d,)`` to a scalar, or to an
+        ``(F,)`` vector for a system of ``F`` fields.
+    """
     s = method.settings(problem)
     n_out = len(getattr(problem, "fields", ("u",)))
     extra = {} if n_out == 1 else {"out_dim": n_out}
@@ -220,10 +386,23 @@ METHODS: dict[str, Method] = {
         Method("clpinn", weighting=cl_weights, settings=ablation_settings, label="CLPINN"),
     )
 }
+"""The eight methods of the paper by name: ``"cgmpinn"``, the baselines ``"pinn"``, ``"lbpinn"``,
+``"gpinn"``, ``"lnn_pinn"``, ``"star_pinn"`` and the ablations ``"gmmpinn"`` (GMM weights, no
+curriculum) and ``"clpinn"`` (curriculum weights, no GMM); each value is a
+[`Method`][cgmpinn_jax.Method]."""
 
 
 def get_method(name: str | Method) -> Method:
-    """The method called ``name`` (one of `METHODS`); a Method is returned as is.
+    """The method called ``name`` (a key of [`METHODS`][cgmpinn_jax.METHODS]).
+
+    Args:
+        name: a registry name, or a [`Method`][cgmpinn_jax.Method], which is returned as is.
+
+    Returns:
+        The [`Method`][cgmpinn_jax.Method].
+
+    Raises:
+        ValueError: an unknown name (the message lists the valid ones).
 
     Examples:
         >>> get_method("cgmpinn").settings(__import__("cgmpinn_jax").get_problem("fisher_kpp")).k_upd

@@ -29,11 +29,17 @@ import numpy as np
 
 __all__ = ["Metrics", "error_metrics", "evaluate", "compare", "no_metrics", "ERRORS"]
 
-ERRORS = ("e2", "rel_e2", "e_inf", "l2")  # the float fields of Metrics
+ERRORS = ("e2", "rel_e2", "e_inf", "l2")
+"""The names of the four error fields of [`Metrics`][cgmpinn_jax.Metrics], in order: the keys
+of ``Metrics.as_dict()`` and the metrics a sweep reports per run."""
 
 
 class Metrics(NamedTuple):
     """Errors of a prediction ``u_hat`` against the exact solution ``u`` on ``M`` test points.
+
+    A named tuple of floats computed in float64; on a system of ``F`` fields the four errors
+    pool all ``M * F`` values (``u`` and ``u_hat`` flattened) and ``per_field`` holds each
+    field's own.
 
     Attributes:
         e2: RMS error ``sqrt(mean((u_hat - u)^2))``, what the reference code and every table
@@ -44,6 +50,16 @@ class Metrics(NamedTuple):
         l2: the plain vector 2-norm ``||u_hat - u||_2`` (= ``e2 * sqrt(M)``), as the paper's
             text writes the L2 error; it grows with the number of test points, so compare it
             only between runs on the same test grid.
+        against: what ``u`` is: ``"exact"`` (the exact solution), ``"reference <source>"`` (a
+            problem's reference data) or ``"none"`` (nothing to compare with: the errors are
+            NaN, see [`no_metrics`][cgmpinn_jax.metrics.no_metrics]).
+        per_field: on a system, ``((field, Metrics), ...)`` with each field's errors, in the
+            order of the problem's fields; ``()`` for a single field.
+
+    Examples:
+        >>> m = error_metrics([1.0, 2.0, 3.0], [1.0, 2.0, 2.0])
+        >>> m.describe()
+        'rel_e2=3.333e-01 e2=5.774e-01 e_inf=1.000e+00 (against exact)'
     """
 
     e2: float
@@ -54,9 +70,17 @@ class Metrics(NamedTuple):
     per_field: tuple = ()  # ((field, Metrics), ...) on a system
 
     def as_dict(self) -> dict:
-        """``{"e2": ..., "rel_e2": ..., "e_inf": ..., "l2": ...}`` as plain floats (None when
-        there was nothing to compare with), with ``"against"`` when it is not the exact
-        solution and ``"fields"`` ``{name: {...}}`` on a system."""
+        """The errors as a plain dict, as ``metrics.json`` stores them.
+
+        Returns:
+            ``{"e2": ..., "rel_e2": ..., "e_inf": ..., "l2": ...}`` as Python floats (None when
+                there was nothing to compare with), with ``"against"`` when it is not the exact
+                solution and ``"fields"`` (``{name: {...}}``) on a system.
+
+        Examples:
+            >>> error_metrics([1.0, 2.0], [1.0, 1.0]).as_dict()
+            {'e2': 0.7071067811865476, 'rel_e2': 0.7071067811865476, 'e_inf': 1.0, 'l2': 1.0}
+        """
         out: dict = {k: (None if self.against == "none" else float(getattr(self, k))) for k in ERRORS}
         if self.against != "exact":
             out["against"] = self.against
@@ -65,7 +89,12 @@ class Metrics(NamedTuple):
         return out
 
     def describe(self) -> str:
-        """One line: the relative error (per field on a system) and what it was measured against."""
+        """One line for a report: the relative error (per field on a system), ``e2``, ``e_inf``
+        and what they were measured against.
+
+        Returns:
+            A string, e.g. ``"rel_e2=3.333e-01 e2=5.774e-01 e_inf=1.000e+00 (against exact)"``.
+        """
         if self.against == "none":
             return "no error metrics: the problem states no exact solution and no reference data"
         fields = "".join(f" rel_e2[{n}]={m.rel_e2:.3e}" for n, m in self.per_field)
@@ -73,7 +102,27 @@ class Metrics(NamedTuple):
 
 
 def error_metrics(pred: Any, exact: Any) -> Metrics:
-    """Metrics of predictions ``pred`` against ``exact`` (same shape, any) computed in float64."""
+    """The errors of predictions against exact values, computed in float64.
+
+    With ``err = pred - exact`` over all ``M`` values (both flattened):
+    ``e2 = sqrt(mean(err**2))``, ``rel_e2 = e2 / sqrt(mean(exact**2))`` (``inf`` when the
+    denominator is ``<= 1e-10``), ``e_inf = max(abs(err))`` and ``l2 = sqrt(sum(err**2))``.
+
+    Args:
+        pred: the predictions, array-like of any shape.
+        exact: the exact values, array-like with as many values as ``pred``.
+
+    Returns:
+        A [`Metrics`][cgmpinn_jax.Metrics] with ``against="exact"`` and no ``per_field``.
+
+    Raises:
+        ValueError: the sizes differ, or ``pred`` is empty.
+
+    Examples:
+        >>> m = error_metrics([1.0, 2.0], [1.0, 1.0])
+        >>> m.e2, m.e_inf, m.l2
+        (0.7071067811865476, 1.0, 1.0)
+    """
     pred = np.asarray(pred, dtype=np.float64).reshape(-1)
     exact = np.asarray(exact, dtype=np.float64).reshape(-1)
     if pred.shape != exact.shape:
@@ -88,14 +137,44 @@ def error_metrics(pred: Any, exact: Any) -> Metrics:
 
 
 def no_metrics() -> Metrics:
-    """The metrics of a problem with nothing to compare with: NaN, ``against="none"``."""
+    """The metrics of a problem with nothing to compare with (no exact solution, no reference).
+
+    Returns:
+        A [`Metrics`][cgmpinn_jax.Metrics] of NaN errors with ``against="none"``; its
+            ``as_dict()`` gives None for each error.
+
+    Examples:
+        >>> no_metrics().as_dict()
+        {'e2': None, 'rel_e2': None, 'e_inf': None, 'l2': None, 'against': 'none'}
+    """
     nan = float("nan")
     return Metrics(nan, nan, nan, nan, against="none")
 
 
 def compare(pred: Any, values: Any, *, fields: tuple = ("u",), against: str = "exact") -> Metrics:
-    """Metrics of ``pred`` against ``values``: (M,) for one field, (M, F) for a system (pooled,
-    with ``per_field``)."""
+    """The errors of predictions against given values, per field on a system.
+
+    The pooled errors are those of [`error_metrics`][cgmpinn_jax.error_metrics] over all
+    values; for ``(M, F)`` values each field's column is compared as well (``per_field``).
+
+    Args:
+        pred: the predictions, array-like with as many values as ``values`` (``(M,)`` or
+            ``(M, F)``).
+        values: the exact or reference values, shape ``(M,)`` for one field or ``(M, F)`` for
+            a system of ``F`` fields.
+        fields: the names of the ``F`` fields, for ``per_field`` (ignored for ``(M,)``).
+        against: what ``values`` are, stored in the result: ``"exact"`` or
+            ``"reference <source>"``.
+
+    Returns:
+        A [`Metrics`][cgmpinn_jax.Metrics]; on a system, ``per_field`` holds
+            ``((field, Metrics), ...)``.
+
+    Examples:
+        >>> m = compare([[1.0, 0.0], [2.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]], fields=("u", "v"))
+        >>> m.e2, [(f, fm.e_inf) for f, fm in m.per_field]
+        (0.5, [('u', 1.0), ('v', 0.0)])
+    """
     values = np.asarray(values, dtype=np.float64)
     pooled = error_metrics(pred, values)._replace(against=against)
     if values.ndim == 1:
@@ -106,10 +185,33 @@ def compare(pred: Any, values: Any, *, fields: tuple = ("u",), against: str = "e
 
 
 def evaluate(problem, model, *, points: Any = None) -> Metrics:
-    """Metrics of ``model`` (a function of one point) on ``problem``'s ``test_grid()`` (or
-    ``points`` (M, d), with an exact solution only) against its exact solution, evaluated in
-    the model's dtype like the reference; else against its reference data at the reference's
-    points; else `no_metrics`."""
+    """The errors of a model on a problem, as [`train`][cgmpinn_jax.train] reports them.
+
+    The model is evaluated in jnp's current float dtype (as the reference code does) and
+    compared, in float64, with what the problem's
+    [`truth`][cgmpinn_jax.Problem.truth] gives: its exact solution on its ``test_grid()``,
+    else its reference data at the reference's points; a problem with neither gets
+    [`no_metrics`][cgmpinn_jax.metrics.no_metrics].
+
+    Args:
+        problem: the [`Problem`][cgmpinn_jax.Problem].
+        model: a function of one point ``(d,)`` returning a scalar (``(F,)`` on a system), such
+            as a trained network or ``problem.exact``.
+        points: optional test points, array-like of shape ``(M, d)``, instead of the test grid;
+            only for a problem with an exact solution.
+
+    Returns:
+        A [`Metrics`][cgmpinn_jax.Metrics].
+
+    Raises:
+        ValueError: ``points`` is given for a problem without an exact solution.
+
+    Examples:
+        >>> import cgmpinn_jax as cj
+        >>> problem = cj.get_problem("poisson1d")
+        >>> evaluate(problem, problem.exact).e2
+        0.0
+    """
     dtype = jax.numpy.zeros(()).dtype
     if points is not None:
         if not problem.has_exact:

@@ -21,6 +21,15 @@ __all__ = ["plot_result", "plot_unknowns", "require_matplotlib"]
 
 
 def require_matplotlib():
+    """Import matplotlib with its non-interactive ``Agg`` backend, for writing files.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+
+    Raises:
+        ImportError: matplotlib is not installed; the message says how to install it
+            (``pip install 'cgmpinn-jax[plot]'``).
+    """
     try:
         import matplotlib
 
@@ -32,13 +41,39 @@ def require_matplotlib():
 
 
 def plot_result(result, folder: str | Path) -> list[Path]:
-    """Write the PNGs into ``folder`` (solution, error, loss; the per-point weights for a
-    method that weights its points; the unknowns of an inverse run); returns their paths.
+    """Write the figures of a trained run as PNG files.
 
-    The solution is compared with what the metrics used ([`truth`][cgmpinn_jax.Problem.truth]:
-    the exact solution on the test grid, or the reference data at its own points, scattered);
-    a problem with neither gets its prediction only and no error figure. A system gets one
-    row per field. Problems in more than two coordinates get no solution figures."""
+    The files, in ``folder``:
+
+    * ``solution.png``: the prediction next to what the metrics compared it with
+      ([`truth`][cgmpinn_jax.Problem.truth]: the exact solution on the test grid, or the
+      reference data at its own points, scattered); curves in 1-D, colour maps in 2-D, one
+      row per field of a system; the prediction alone for a problem with neither;
+    * ``error.png``: the pointwise absolute error ``|u_hat - u|`` (not written without an exact
+      solution or reference);
+    * ``loss.png``: the loss per step (the objective and the unweighted sum of the terms), the
+      switch from Adam to the second stage marked;
+    * ``weights.png``: the per-point PDE weights at the weight refreshes (only for a method
+      that weights its points);
+    * ``unknowns.png``: for an inverse run, as [`plot_unknowns`][cgmpinn_jax.plots.plot_unknowns].
+
+    Problems in more than two coordinates get no solution or error figure.
+
+    Args:
+        result: a [`TrainResult`][cgmpinn_jax.TrainResult].
+        folder: the folder to write into (created if needed), a string or ``pathlib.Path``.
+
+    Returns:
+        The paths of the files written, a list of ``pathlib.Path``.
+
+    Raises:
+        ImportError: matplotlib is not installed (``pip install 'cgmpinn-jax[plot]'``).
+
+    Examples:
+        >>> paths = plot_result(result, "runs/demo")  # doctest: +SKIP
+        >>> [p.name for p in paths]  # doctest: +SKIP
+        ['solution.png', 'error.png', 'loss.png', 'weights.png']
+    """
     plt = require_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -169,8 +204,23 @@ def _plot_weights(plt, result, path):
 
 
 def plot_unknowns(result, folder: str | Path) -> Path:
-    """``unknowns.png``: one panel per unknown coefficient of an inverse run, its value at the
-    start and after every chunk (``history.coeff_k``), the true value dashed."""
+    """Write ``unknowns.png``: the trajectory of each unknown coefficient of an inverse run.
+
+    One panel per unknown: its value at the start and after every chunk of steps
+    (``history.coeff_k``), the true value dashed, the final estimate and its relative error in
+    the title.
+
+    Args:
+        result: the [`TrainResult`][cgmpinn_jax.TrainResult] of an inverse problem (its
+            ``unknowns`` set).
+        folder: the folder to write into (created if needed), a string or ``pathlib.Path``.
+
+    Returns:
+        The path of ``unknowns.png``.
+
+    Raises:
+        ImportError: matplotlib is not installed.
+    """
     plt = require_matplotlib()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ the usual plots plus ``unknowns.png`` (each coefficient's trajectory).
 (the current directory is importable). ``cgmpinn-jax run --help`` shows every option with
 its default; ``cgmpinn-jax list`` lists the problems, the methods and the ReLoBRaLo modes.
 
-Both commands keep XLA's compiled programs on disk (`cgmpinn_jax.training._disk_cache`;
+Both commands keep XLA's compiled programs on disk (`cgmpinn_jax.training.enable_compile_cache`;
 ``--compile-cache DIR|off``, default ``~/.cache/cgmpinn-jax/xla``), so a second run of the same
 setup skips most of its compile time; the library itself never does this unasked. They also
 compile the second stage's programs in a background thread while Adam trains
@@ -376,6 +376,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``cgmpinn-jax`` command: ``run`` (train a method on a problem and write the
+    metrics, the model and plots into a folder), ``infer`` (the same for the inverse version of
+    a problem: the unknown coefficients with the network) and ``list`` (the problems, the
+    methods and the ReLoBRaLo modes). ``cgmpinn-jax run --help`` lists every option with its
+    default; docs/cli.md describes them.
+
+    Args:
+        argv: the command's arguments without the program name, e.g.
+            ``["run", "poisson1d", "--method", "pinn"]`` (``None``: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success; 2 when a run cannot start or resume (argparse's own
+            usage errors raise ``SystemExit(2)``); 130 after Ctrl-C, once the run's checkpoint
+            is written (``--resume`` continues it).
+
+    Examples:
+        ```console
+        $ cgmpinn-jax run poisson1d --method cgmpinn --adam-steps 2000 --second-steps 1000
+        $ python -m cgmpinn_jax.cli list
+        ```
+    """
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -25,11 +25,12 @@ __all__ = ["GMMSelection", "fit_gmm_bic"]
 
 
 class GMMSelection(NamedTuple):
-    """Result of `fit_gmm_bic` (a pytree).
+    """The mixture chosen by [`fit_gmm_bic`][cgmpinn_jax.gmm.fit_gmm_bic] (a pytree).
 
     Attributes:
-        fit: the chosen fit as a `GMMFit` *padded* to ``max_components`` components:
-            ``weights/means/variances (max_components,)``, ``resp (N, max_components)``.
+        fit: the chosen fit as a [`GMMFit`][cgmpinn_jax.gmm.GMMFit] *padded* to
+            ``max_components`` components: ``weights``, ``means``, ``variances`` of shape
+            ``(max_components,)``, ``resp`` of shape ``(n, max_components)``.
             Components ``n_components .. max_components - 1`` are inactive padding with
             weight 0, mean 0, variance 1 and responsibility column 0 (so ``resp`` rows still
             sum to 1 and every downstream quantity stays finite).  ``status``, ``loglik`` and
@@ -45,7 +46,8 @@ class GMMSelection(NamedTuple):
 
     @property
     def mask(self) -> jax.Array:
-        """``(max_components,)`` bool: True for the active components."""
+        """``(max_components,)`` bool array: True for the active components (the first
+        ``n_components``)."""
         return jnp.arange(self.bic.shape[-1]) < self.n_components[..., None]
 
 
@@ -59,36 +61,42 @@ def fit_gmm_bic(
     init: str = "kmeans",
     kmeans_max_iter: int = 100,
 ) -> GMMSelection:
-    """Fit K = 1..max_components mixtures and keep the one of lowest BIC.
+    r"""Fit mixtures of K = 1 .. ``max_components`` components and keep the one of lowest BIC,
 
-    .. math::
+    $$
+    \mathrm{BIC}(K) = -2 n\, \bar\ell_K + p_K \log n, \qquad p_K = 3K - 1,
+    $$
 
-        \\mathrm{BIC}(K) = -2 N \\bar\\ell_K + p_K \\log N, \\qquad p_K = 3K - 1
+    with $\bar\ell_K$ the mean log-likelihood of the K-component fit
+    ([`GMMFit.loglik`][cgmpinn_jax.gmm.GMMFit]) and $p_K$ its free parameters in 1-D (K means,
+    K variances, K - 1 weights): scikit-learn's ``GaussianMixture.bic``.  Choosing K
+    automatically is the paper's stated future work (the paper and the reference fix K = 4).
+    Each fit is exactly [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm] with the same options; a fit whose status is
+    ``DEGENERATE`` or ``NONFINITE`` gets ``BIC = +inf`` and is never chosen; ties go to the
+    smaller K.  If no fit is usable (NaN or Inf input) the K = 1 fit is returned with its
+    status.
 
-    with :math:`\\bar\\ell_K` the mean log-likelihood of the K-component fit
-    (`GMMFit.loglik`) and :math:`p_K` its free parameters in 1-D (K means, K variances,
-    K - 1 weights) -- sklearn's ``GaussianMixture.bic``.  Choosing K automatically is the
-    paper's stated future work (the paper and the reference fix K = 4).  Each fit is exactly
-    `fit_gmm` with the same options; a fit whose status is DEGENERATE or NONFINITE gets
-    ``BIC = +inf`` and is never chosen; ties go to the smaller K.  If no fit is usable (NaN /
-    Inf input) the K = 1 fit is returned with its status, as `fit_gmm` would report it.
-
-    Jitted (``max_components`` and the static options of `fit_gmm` are static; the K
-    fits run one after another inside one compiled function); works under ``jax.vmap``.
-    It costs about ``max_components`` times one `fit_gmm` (mostly ``1 + 2 + ... + K``
-    E-step work).
+    Jitted (``max_components`` and the static options of ``fit_gmm`` are static; the fits run
+    one after another inside one compiled function); works under ``jax.vmap``.  It costs about
+    ``max_components`` times one ``fit_gmm``.
 
     Args:
-        r: ``(N,)`` signed residuals.
-        max_components: largest K tried (Python int >= 1, default 6).
-        max_iter, tol, reg_covar, init, kmeans_max_iter: as `fit_gmm`.
+        r: ``(n,)`` float array, the signed residuals.
+        max_components: the largest K tried (a Python int >= 1, default 6).
+        max_iter: the maximum number of EM iterations of each fit (default 100).
+        tol: the convergence threshold on the change of the mean log-likelihood (default
+            1e-3).
+        reg_covar: added to every variance (default 1e-6, absolute).
+        init: ``"kmeans"`` (default) or ``"quantile"``, as in
+            [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm].
+        kmeans_max_iter: the cap on Lloyd iterations for ``init="kmeans"`` (default 100).
 
     Returns:
-        `GMMSelection` ``(fit, n_components, bic)``; ``selection.mask`` marks the
-        active components of the padded ``fit``.
+        The [`GMMSelection`][cgmpinn_jax.gmm.GMMSelection] ``(fit, n_components, bic)``;
+        ``selection.mask`` marks the active components of the padded ``fit``.
 
     Raises:
-        ValueError: as `fit_gmm`, or ``max_components < 1``.
+        ValueError: as [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm], or ``max_components < 1``.
 
     Examples:
         >>> import jax

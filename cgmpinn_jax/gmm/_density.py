@@ -31,14 +31,17 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def log_prob(r, weights, means, variances):
-    """Per-sample, per-component ``log(pi_m N(r_i | mu_m, sigma_m^2))``.
+    r"""The log-density of each sample under each weighted component,
+    $\log\left(\pi_m\, \mathcal{N}(r_i \mid \mu_m, \sigma_m^2)\right)$.
 
     Args:
-        r: ``(N,)`` samples.
-        weights, means, variances: ``(K,)`` mixture parameters.
+        r: ``(n,)`` float array of samples.
+        weights: ``(K,)`` float array, the mixing coefficients ``pi_m``.
+        means: ``(K,)`` float array, the component means ``mu_m``.
+        variances: ``(K,)`` float array, the component variances ``sigma_m^2``.
 
     Returns:
-        ``(N, K)`` array.
+        ``(n, K)`` float array.
 
     Examples:
         >>> float(log_prob(jnp.zeros(1), jnp.ones(1), jnp.zeros(1), jnp.ones(1))[0, 0])  # doctest: +ELLIPSIS
@@ -54,7 +57,22 @@ def log_prob(r, weights, means, variances):
 
 
 def responsibilities(r, weights, means, variances):
-    """Posterior responsibilities ``gamma_im`` (Eq. gmm_posterior), shape ``(N, K)``.
+    r"""The posterior responsibilities of the components for each sample (the paper's Eq.
+    gmm_posterior):
+
+    $$
+    \gamma_{im} = \frac{\pi_m\, \mathcal{N}(r_i \mid \mu_m, \sigma_m^2)}
+    {\sum_{l=1}^{K} \pi_l\, \mathcal{N}(r_i \mid \mu_l, \sigma_l^2)}.
+    $$
+
+    Args:
+        r: ``(n,)`` float array of samples.
+        weights: ``(K,)`` float array, the mixing coefficients ``pi_m``.
+        means: ``(K,)`` float array, the component means ``mu_m``.
+        variances: ``(K,)`` float array, the component variances ``sigma_m^2``.
+
+    Returns:
+        ``(n, K)`` float array; every row sums to 1.
 
     Examples:
         >>> g = responsibilities(jnp.array([-5.0, 5.0]), jnp.array([0.5, 0.5]),
@@ -66,7 +84,21 @@ def responsibilities(r, weights, means, variances):
 
 
 def mean_log_likelihood(r, weights, means, variances):
-    """Mean over samples of ``log p(r_i)`` (Eq. gmm_pdf); shape ``()``.
+    r"""The mean log-likelihood of the samples under the mixture (the paper's Eq. gmm_pdf):
+
+    $$
+    \frac{1}{n} \sum_{i=1}^{n} \log p(r_i), \qquad
+    p(r) = \sum_{m=1}^{K} \pi_m\, \mathcal{N}(r \mid \mu_m, \sigma_m^2).
+    $$
+
+    Args:
+        r: ``(n,)`` float array of samples.
+        weights: ``(K,)`` float array, the mixing coefficients ``pi_m``.
+        means: ``(K,)`` float array, the component means ``mu_m``.
+        variances: ``(K,)`` float array, the component variances ``sigma_m^2``.
+
+    Returns:
+        ``()`` float array.
 
     Examples:
         >>> round(float(mean_log_likelihood(jnp.zeros(3), jnp.ones(1), jnp.zeros(1), jnp.ones(1))), 4)

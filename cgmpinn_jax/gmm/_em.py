@@ -41,14 +41,21 @@ def fit_gmm(
     init: str = "kmeans",
     kmeans_max_iter: int = 100,
 ) -> GMMFit:
-    """Fit a K-component 1-D Gaussian mixture to ``r`` by EM (Eqs. gmm_pdf, gmm_posterior).
+    """Fit a K-component 1-D Gaussian mixture to ``r`` by expectation-maximisation (the
+    paper's Eqs. gmm_pdf and gmm_posterior).
+
+    A pure-JAX replacement of the reference code's
+    ``sklearn.mixture.GaussianMixture(n_components=4)``, with scikit-learn's defaults and
+    convergence rule; the initialisation is deterministic (k-means from quantile centres)
+    instead of seeded k-means++.  Failures are reported in ``status`` (a
+    [`GMMStatus`][cgmpinn_jax.gmm.GMMStatus]), never raised.
 
     Jitted internally (``n_components``, ``max_iter``, ``init``, ``kmeans_max_iter`` are
     static; ``tol`` and ``reg_covar`` may be traced).  Works under ``jax.vmap`` over a
     batch of residual vectors of equal length.
 
     Args:
-        r: ``(N,)`` signed residuals (any float dtype; computed in float32 unless the
+        r: ``(n,)`` signed residuals (any float dtype; computed in float32 unless the
             input is float64).
         n_components: K, a Python int >= 1.
         max_iter: maximum number of EM iterations (sklearn default 100).
@@ -59,8 +66,8 @@ def fit_gmm(
         kmeans_max_iter: cap on Lloyd iterations for ``init="kmeans"``.
 
     Returns:
-        `GMMFit` with ``weights/means/variances (K,)``, ``resp (N, K)``,
-        ``loglik ()``, ``n_iter ()`` and ``status ()``.
+        The [`GMMFit`][cgmpinn_jax.gmm.GMMFit]: ``weights``, ``means``, ``variances`` of shape
+        ``(K,)``, ``resp`` ``(n, K)``, ``loglik``, ``n_iter`` and ``status`` ``()``.
 
     Raises:
         ValueError: ``r`` not 1-D or empty, ``n_components < 1``, ``max_iter < 1``,

@@ -29,8 +29,10 @@ __all__ = [
     "INVERSE_BENCHMARKS",
 ]
 
-#: The benchmarks with declared unknowns (ready-made inverse versions).
 INVERSE_BENCHMARKS = ("fisher_kpp", "heat", "advection_diffusion")
+"""The benchmarks that declare unknown coefficients, so that
+[`inverse_problem`][cgmpinn_jax.inverse.inverse_problem] makes a ready-made inverse version of
+them: Fisher-KPP (``D``, ``r``), heat (``kappa``) and advection-diffusion (``a``, ``nu``)."""
 OBS_TERM = "obs"
 
 
@@ -39,7 +41,22 @@ OBS_TERM = "obs"
 
 
 def declared_unknowns(problem: Problem) -> tuple[Unknown, ...]:
-    """The unknowns ``problem`` declares (its class attribute ``unknowns``; ``()`` if none)."""
+    """The unknown coefficients a problem declares: its class attribute ``unknowns``.
+
+    Args:
+        problem: a [`Problem`][cgmpinn_jax.Problem].
+
+    Returns:
+        A tuple of [`Unknown`][cgmpinn_jax.inverse.Unknown] records, ``()`` if it declares none.
+
+    Raises:
+        ValueError: ``unknowns`` is not a tuple (or list) of ``Unknown`` records.
+
+    Examples:
+        >>> from cgmpinn_jax import get_problem
+        >>> [u.name for u in declared_unknowns(get_problem("fisher_kpp"))]
+        ['D', 'r']
+    """
     decl = getattr(type(problem), "unknowns", ())
     if not isinstance(decl, (tuple, list)) or not all(isinstance(u, Unknown) for u in decl):
         raise ValueError(f"{type(problem).__name__}.unknowns must be a tuple of Unknown(name, init, transform), got {decl!r}")
@@ -128,7 +145,8 @@ def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class InverseProblem(Problem):
-    """A forward problem whose coefficients ``unknowns`` are identified from ``observations``.
+    """A forward problem whose coefficients ``unknowns`` are identified from ``observations``: a
+    [`Problem`][cgmpinn_jax.Problem] that [`train`][cgmpinn_jax.train] trains like any other.
 
     The loss terms are the forward problem's plus ``"obs"`` (the mean squared misfit at the
     observations, balanced by ReLoBRaLo like the others); the operator reads the trainable
@@ -141,6 +159,10 @@ class InverseProblem(Problem):
     Equality and hashing (the compile-cache key) cover ``forward`` and ``unknowns``, not the
     observations: they are data, carried in the training batch, so runs on other
     observations of the same shape reuse the compilation.
+
+    The raw parameters of the unknowns are leaves of the trainable pytree, updated by Adam and
+    the second stage alike; the run reports the estimates in ``TrainResult.unknowns`` (an
+    [`UnknownsResult`][cgmpinn_jax.inverse.UnknownsResult]).
 
     Args:
         forward: the forward problem (an instance or a registry name).
@@ -227,11 +249,27 @@ class InverseProblem(Problem):
         return self.forward.exact(z)
 
     def operator(self, u, z):
-        """N[u] with the bound (trainable) coefficients, or the true ones when unbound."""
+        """The forward problem's operator ``N[u](z)`` with the bound (trainable) coefficients,
+        or with the true ones when unbound.
+
+        Args:
+            u: the field, a function of one point.
+            z: ``(d,)`` array, one point.
+
+        Returns:
+            The operator's value at ``z``.
+        """
         return (self._bound_forward or self.forward).operator(u, z)
 
     def source(self, z):
-        """f = N[u*] with the TRUE coefficients (data, not the unknowns)."""
+        """The source term ``f = N[u*]`` with the true coefficients (data, not the unknowns).
+
+        Args:
+            z: ``(d,)`` array, one point.
+
+        Returns:
+            The forward problem's source at ``z``.
+        """
         return self.forward.source(z)
 
     def pieces(self):
@@ -242,7 +280,15 @@ class InverseProblem(Problem):
         return {**self.forward.sample_points(key), OBS_TERM: (jnp.asarray(self.observations.points),)}
 
     def sample(self, key):
-        """The forward problem's batch plus ``"obs": ((points, measured values),)``."""
+        """The forward problem's training batch plus the observations,
+        ``"obs": ((points, measured values),)``.
+
+        Args:
+            key: PRNG key of the collocation points.
+
+        Returns:
+            ``{term: ((points, targets), ...)}``, one entry per loss term.
+        """
         batch = super().sample(key)
         pts = batch[OBS_TERM][0][0]
         batch[OBS_TERM] = ((pts, jnp.asarray(self.observations.values, pts.dtype)),)
@@ -254,31 +300,61 @@ class InverseProblem(Problem):
     # ---- the unknowns ----------------------------------------------------------------
     @property
     def unknown_names(self) -> tuple[str, ...]:
+        """The names of the unknowns, in order."""
         return tuple(u.name for u in self.unknowns)
 
     def true_values(self) -> np.ndarray:
-        """(U,) the forward problem's values of the unknowns (the truth for synthetic data)."""
+        """The forward problem's values of the ``U`` unknowns (the truth for synthetic data),
+        a ``(U,)`` float64 array."""
         return np.array([float(getattr(self.forward, n)) for n in self.unknown_names])
 
     def init_coeffs(self, dtype=None) -> dict:
-        """The raw trainable parameters at the initial guesses: ``{name: () array}``."""
+        """The raw trainable parameters at the initial guesses.
+
+        Args:
+            dtype: their float dtype (default: JAX's default float).
+
+        Returns:
+            ``{name: () array}``.
+        """
         dtype = dtype or jnp.zeros(()).dtype
         return {u.name: jnp.asarray(u.to_raw(u.init), dtype) for u in self.unknowns}
 
     def coefficient_values(self, raw: dict) -> dict:
-        """``{name: value}`` from the raw parameters (traceable; any leading axes)."""
+        """The coefficients at the raw parameters (traceable).
+
+        Args:
+            raw: ``{name: array}`` of raw parameters, of any shape (e.g. a sweep's leading
+                axis).
+
+        Returns:
+            ``{name: value}``, arrays of the same shapes.
+        """
         return {u.name: u.value(raw[u.name]) for u in self.unknowns}
 
     def coefficient_array(self, raw: dict) -> jax.Array:
-        """(..., U) coefficient values, in the order of `unknowns`."""
+        """The coefficients at the raw parameters as one array, in the order of ``unknowns``.
+
+        Args:
+            raw: ``{name: array}`` of raw parameters with common leading axes ``(...)``.
+
+        Returns:
+            ``(..., U)`` array of coefficient values.
+        """
         vals = self.coefficient_values(raw)
         return jnp.stack([jnp.asarray(vals[n]) for n in self.unknown_names], axis=-1)
 
     def bind(self, raw: dict) -> "InverseProblem":
-        """This problem with its operator reading the coefficients at the raw parameters
-        ``raw`` (traced inside the objective). The forward problem's fields are replaced on a
-        copy, so its operator code is reused unchanged; the source and targets are not
-        affected."""
+        """This problem with its operator reading the coefficients at the raw parameters ``raw``
+        (traced inside the objective).  The forward problem's fields are replaced on a copy, so
+        its operator code is reused unchanged; the source and targets are not affected.
+
+        Args:
+            raw: ``{name: () array}`` of raw parameters (may be traced).
+
+        Returns:
+            A bound copy of this problem.
+        """
         out = copy.copy(self)
         object.__setattr__(out, "_bound_forward", _with_values(self.forward, self.coefficient_values(raw)))
         return out
@@ -290,7 +366,15 @@ class InverseProblem(Problem):
 
 @dataclasses.dataclass
 class UnknownsResult:
-    """The identified coefficients of an inverse run (``TrainResult.unknowns``)."""
+    """The identified coefficients of an inverse run, ``TrainResult.unknowns``.
+
+    Attributes:
+        names: the names of the ``U`` unknowns.
+        estimate: ``(U,)`` float array, the final estimates.
+        true: ``(U,)`` float array, the forward problem's values (the truth for synthetic
+            observations).
+        init: ``(U,)`` float array, the initial guesses.
+    """
 
     names: tuple[str, ...]
     estimate: np.ndarray  # (U,) final values
@@ -308,6 +392,8 @@ class UnknownsResult:
                 for n, e, t, r, i in zip(self.names, self.estimate, self.true, self.rel_error, self.init)}
 
     def table(self) -> str:
+        """The coefficients as a plain-text table: name, estimate, true value, relative error,
+        initial guess."""
         lines = [f"{'coefficient':<12}{'estimate':>14}{'true':>14}{'rel. error':>12}{'init':>12}"]
         for n, d in self.as_dict().items():
             lines.append(f"{n:<12}{d['estimate']:>14.6g}{d['true']:>14.6g}{d['rel_error']:>12.3e}{d['init']:>12.4g}")
@@ -328,13 +414,35 @@ def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
 def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str | Unknown]] = None, n_obs: int = 200,
                     noise: float = 0.01, key: jax.Array | int = 0, observations: Optional[Observations] = None,
                     obs_weight: float = 1.0, **params) -> InverseProblem:
-    """The inverse version of ``problem``: synthetic observations (``n_obs`` points uniform in
-    the domain, relative noise ``noise``, drawn with ``key``) unless ``observations`` are
-    given, and the unknowns it declares (or ``unknowns``); ``obs_weight`` as in
-    [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].
+    """The inverse version of a problem, with synthetic observations unless some are given.
 
-    ``params`` override the forward problem's fields (``inverse_problem("fisher_kpp",
-    n_pde=2000)``).
+    The synthetic observations are ``n_obs`` points uniform in the domain with the exact
+    solution plus noise of relative level ``noise``, drawn with ``key`` (see
+    [`synthetic_observations`][cgmpinn_jax.inverse.synthetic_observations]).
+
+    Args:
+        problem: the forward problem, a [`Problem`][cgmpinn_jax.Problem] or a registry name
+            (e.g. one of [`INVERSE_BENCHMARKS`][cgmpinn_jax.inverse.INVERSE_BENCHMARKS]).
+        unknowns: the coefficients to identify: names the problem declares, or
+            [`Unknown`][cgmpinn_jax.inverse.Unknown] records naming any of its float fields,
+            or one comma-separated string (``"D,r"``); ``None`` (default): all it declares.
+        n_obs: the number of synthetic observations (default 200).
+        noise: their relative noise level (default 0.01: a standard deviation of 1% of that
+            of the exact values).
+        key: PRNG key (or int seed) of the synthetic observations (default 0).
+        observations: measured [`Observations`][cgmpinn_jax.inverse.Observations] to use
+            instead of synthetic ones.
+        obs_weight: the fixed factor on the observation term (default 1), as in
+            [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].
+        **params: overrides of the forward problem's fields, e.g.
+            ``inverse_problem("fisher_kpp", n_pde=2000)``.
+
+    Returns:
+        The [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].
+
+    Raises:
+        ValueError: ``problem`` is already an inverse problem, or as
+            [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].
 
     Examples:
         >>> p = inverse_problem("fisher_kpp", n_obs=20, key=1)

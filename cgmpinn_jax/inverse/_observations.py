@@ -16,7 +16,9 @@ __all__ = ["Observations", "synthetic_observations"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Observations:
-    """Measurements of the solution: ``values[m] ~ u*(points[m])``.
+    """Measurements of the solution, ``values[m] ~ u*(points[m])``: the data term of an
+    [`InverseProblem`][cgmpinn_jax.inverse.InverseProblem].  ``len(obs)`` is the number of
+    observations ``M``.
 
     Args:
         points: ``(M, d)`` observation points (inside the problem's domain).
@@ -66,8 +68,19 @@ class Observations:
         return self.points.shape[0]
 
     def check(self, problem: Problem) -> "Observations":
-        """The observations themselves, after checking them against ``problem``: one
-        coordinate per ``problem.coords`` and every point in the box ``[lower, upper]``."""
+        """The observations themselves, after checking them against a problem: one coordinate
+        per ``problem.coords`` and every point in the box ``[lower, upper]``.
+
+        Args:
+            problem: the forward [`Problem`][cgmpinn_jax.Problem].
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: the wrong number of coordinates, or a point outside the box (the
+                message names the first one).
+        """
         d = problem.dim
         if self.points.shape[1] != d:
             raise ValueError(f"Observations.points must have shape (M, {d}) for {type(problem).__name__} "
@@ -85,6 +98,7 @@ class Observations:
         return self
 
     def to_dict(self) -> dict:
+        """``{"points", "values", "noise"}`` as plain lists and a float (JSON-ready)."""
         return {"points": self.points.tolist(), "values": self.values.tolist(), "noise": self.noise}
 
 
@@ -95,11 +109,31 @@ def _as_key(key) -> jax.Array:
 
 
 def synthetic_observations(problem: Problem | str, key: jax.Array | int, n: int = 200, noise: float = 0.0) -> Observations:
-    """``n`` noisy measurements of ``problem``'s exact solution, reproducible from ``key``.
+    r"""Noisy measurements of a problem's exact solution, reproducible from a key.
 
-    Points are uniform inside the domain box; values are
-    ``u*(z) + noise * std(u*(z_1..n)) * N(0, 1)`` (the noise level relative to the standard
-    deviation of the exact values at the points). The same key gives the same observations.
+    The points $z_m$ are uniform inside the domain box; the values are
+
+    $$
+    y_m = u^*(z_m) + \mathrm{noise} \cdot \mathrm{std}_m\left(u^*(z_m)\right) \cdot \xi_m,
+    \qquad \xi_m \sim \mathcal{N}(0, 1),
+    $$
+
+    so ``noise`` is relative to the standard deviation of the exact values at the points.  The
+    same key gives the same observations.
+
+    Args:
+        problem: a [`Problem`][cgmpinn_jax.Problem] with an exact solution, or a registry name
+            (an inverse problem's forward problem is used).
+        key: PRNG key or int seed.
+        n: the number of observations ``M`` (default 200).
+        noise: the relative noise level, >= 0 (default 0, exact values).
+
+    Returns:
+        The [`Observations`][cgmpinn_jax.inverse.Observations] (``points`` ``(n, d)``,
+        ``values`` ``(n,)``).
+
+    Raises:
+        ValueError: ``n`` not a positive int, or ``noise`` negative or not finite.
 
     Examples:
         >>> a = synthetic_observations("heat", 0, 5, noise=0.05)

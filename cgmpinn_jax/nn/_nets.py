@@ -1,7 +1,8 @@
 """Networks (equinox Modules): the tanh MLP, LNN-PINN and STAR-PINN of the reference code.
 
 Every network maps one point ``z`` of shape ``(d,)`` to a scalar (to a vector ``(F,)`` when
-built with ``out_dim = F > 1``: the fields of a system); use ``jax.vmap`` for a batch. Matrix products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
+built with ``out_dim = F > 1``: the fields of a system); use ``jax.vmap`` for a batch. Matrix
+products use ``precision=HIGHEST`` so GPU runs do not silently use TF32.
 
 * `MLP` (docs/reference-code.md §2): ``Linear(d, H)``, tanh, ``(depth - 1)`` x
   [``Linear(H, H)``, tanh], ``Linear(H, 1)``; ``depth = 4`` hidden layers, ``H = 50`` (80
@@ -47,7 +48,19 @@ InputMap = Optional[tuple[tuple[float, ...], tuple[float, ...]]]
 
 
 class Linear(eqx.Module):
-    """``y = W x + b`` with W of shape (out, in)."""
+    """A dense layer ``y = W x + b`` (an equinox module), applied to one vector ``x`` of shape
+    ``(in,)``.  Its matrix product runs at ``HIGHEST`` precision, so GPU runs do not silently
+    use TF32.
+
+    Attributes:
+        weight: ``(out, in)`` float array ``W``.
+        bias: ``(out,)`` float array ``b``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> Linear(jnp.array([[1.0, 2.0]]), jnp.array([0.5]))(jnp.array([1.0, 1.0])).tolist()
+        [3.5]
+    """
 
     weight: jax.Array
     bias: jax.Array
@@ -118,7 +131,21 @@ def _check_batch(points: jax.Array, in_dim: int) -> None:
 
 
 class MLP(eqx.Module):
-    """tanh MLP, scalar output (docs/reference-code.md §2)."""
+    """The tanh multilayer perceptron of the paper and the reference code (an equinox module);
+    build one with [`mlp`][cgmpinn_jax.nn.mlp].
+
+    ``Linear(d, H)``, tanh, then ``depth - 1`` times [``Linear(H, H)``, tanh], then
+    ``Linear(H, F)``: the paper's networks have 4 hidden layers of ``H = 50`` units (80 for
+    Fisher-KPP) and one output.  Calling it on one point ``z`` of shape ``(d,)`` gives a scalar
+    (an ``(F,)`` vector for a system of ``F`` fields); use ``jax.vmap`` for a batch.
+
+    Attributes:
+        layers: the [`Linear`][cgmpinn_jax.nn.Linear] layers, input layer first.
+        in_dim: the number of input coordinates ``d``.
+        input_map: a fixed affine input map ``(scale, shift)``, applied as
+            ``z -> scale * z + shift`` before the first layer (derivatives are still taken
+            with respect to the raw coordinates), or ``None``.
+    """
 
     layers: tuple[Linear, ...]
     in_dim: int = eqx.field(static=True)
@@ -132,9 +159,19 @@ class MLP(eqx.Module):
         return _outputs(self.layers[-1](h))
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
-        """(u, D_v u, D_v^2 u) at one point by propagating value, first and second
-        directional derivatives through the layers (Taylor mode, 3 streams instead of the
-        4 of nested jvp). Used by `cgmpinn_jax.derivatives.partial` for u_xx-type terms."""
+        """The value and the first and second directional derivatives along ``v`` at one
+        point, ``(u, D_v u, D_v^2 u)``, propagated through the layers together (Taylor mode:
+        3 streams instead of the 4 of nested ``jvp``).
+        [`partial`][cgmpinn_jax.derivatives.partial] uses it for pure second derivatives
+        such as ``u_xx``.
+
+        Args:
+            z: ``(d,)`` float array, one point in raw coordinates.
+            v: ``(d,)`` float array, the direction (a unit vector for a partial derivative).
+
+        Returns:
+            ``(u, D_v u, D_v^2 u)``: three scalars (of the first output of a network with several).
+        """
         _check_input(z, self.in_dim)
         jet = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         for layer in self.layers[:-1]:
@@ -143,23 +180,22 @@ class MLP(eqx.Module):
         return u[0], u1[0], u2[0]
 
     def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
-        """Value and derivative lanes at a batch of points in one Taylor-mode pass (the
-        derivative fast path, `cgmpinn_jax.nn._taylor`).
+        """The value and derivative lanes at a batch of points in one Taylor-mode pass: the
+        derivative fast path (see [`fast_path`][cgmpinn_jax.nn.fast_path]).
+
+        Each layer is one stacked ``(lanes n, width) x (width, width)`` product, or one
+        ``(n, width)`` product per lane.
 
         Args:
-            points: (N, d) raw coordinates (the input map is applied here; derivatives are
-                w.r.t. the raw coordinates).
-            keys: lanes wanted: ``()`` value, ``(i,)`` du/dz_i, ``(i, j)`` (i <= j)
-                d2u/dz_i dz_j; the first-order lanes the second-order ones need are added.
-
-            fields: every output (a system's fields): lanes ``(N, F)`` instead of the first
-                output's ``(N,)``.
+            points: ``(n, d)`` float array of points in raw coordinates (the input map is
+                applied here; derivatives are with respect to the raw coordinates).
+            keys: the lanes wanted: ``()`` the value, ``(i,)`` the derivative ``du/dz_i``,
+                ``(i, j)`` with ``i <= j`` the second derivative ``d2u/dz_i dz_j``; the
+                first-order lanes the second-order ones need are added.
+            fields: return every output (a system's fields) rather than the first one.
 
         Returns:
-            ``{key: (N,)}`` (``fields``: ``(N, F)``) for every lane carried (see
-            `cgmpinn_jax.nn._taylor.lane_closure`).
-            Each layer is one stacked ``(lanes N, width) x (width, width)`` product, or
-            one ``(N, width)`` product per lane (`cgmpinn_jax.nn._taylor.linear`).
+            ``{key: (n,) array}`` (``(n, F)`` with ``fields``) for every lane carried.
         """
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
@@ -170,7 +206,23 @@ class MLP(eqx.Module):
 
 
 class LNNPINN(eqx.Module):
-    """Liquid-residual-gated network (docs/reference-code.md §10.4)."""
+    """The network of the LNN-PINN baseline, with liquid residual gating (an equinox module);
+    build one with [`lnn_pinn`][cgmpinn_jax.nn.lnn_pinn].
+
+    ``h = tanh(W_in z + b_in)``, then per block ``h <- tanh(softplus(a) * h + softplus(b) *
+    tanh(W h + c))`` with per-unit trainable gates ``a`` (initially 0.9) and ``b`` (0.1), then
+    ``Linear(H, F)``.  One point ``(d,)`` to a scalar (``(F,)`` for ``F`` outputs).
+
+    Attributes:
+        inp: the input [`Linear`][cgmpinn_jax.nn.Linear] layer ``(H, d)``.
+        blocks: the ``depth - 1`` hidden ``Linear(H, H)`` layers of the blocks.
+        alphas: one ``(H,)`` float array of gates ``a`` per block.
+        betas: one ``(H,)`` float array of gates ``b`` per block.
+        out: the output ``Linear(H, F)`` layer.
+        in_dim: the number of input coordinates ``d``.
+        input_map: a fixed affine input map ``(scale, shift)`` or ``None``, as in
+            [`MLP`][cgmpinn_jax.nn.MLP].
+    """
 
     inp: Linear
     blocks: tuple[Linear, ...]
@@ -189,7 +241,16 @@ class LNNPINN(eqx.Module):
         return _outputs(self.out(h))
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
-        """(u, D_v u, D_v^2 u) at one point (see `MLP.jet2`)."""
+        """The value and the first and second directional derivatives along ``v`` at one
+        point, ``(u, D_v u, D_v^2 u)``, in one Taylor-mode pass.
+
+        Args:
+            z: ``(d,)`` float array, one point in raw coordinates.
+            v: ``(d,)`` float array, the direction (a unit vector for a partial derivative).
+
+        Returns:
+            ``(u, D_v u, D_v^2 u)``: three scalars (of the first output of a network with several).
+        """
         _check_input(z, self.in_dim)
         jet = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         jet = _tanh_jet(_linear_jet(self.inp, jet))
@@ -201,8 +262,18 @@ class LNNPINN(eqx.Module):
         return u[0], u1[0], u2[0]
 
     def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
-        """Value and derivative lanes at a batch of points in one Taylor-mode pass
-        (see `MLP.taylor_lanes`)."""
+        """The value and derivative lanes at a batch of points in one Taylor-mode pass (as
+        [`MLP.taylor_lanes`][cgmpinn_jax.nn.MLP.taylor_lanes]).
+
+        Args:
+            points: ``(n, d)`` float array of points in raw coordinates.
+            keys: the lanes wanted: ``()`` the value, ``(i,)`` ``du/dz_i``, ``(i, j)`` with
+                ``i <= j`` ``d2u/dz_i dz_j``.
+            fields: return every output (a system's fields) rather than the first one.
+
+        Returns:
+            ``{key: (n,) array}`` (``(n, F)`` with ``fields``) for every lane carried.
+        """
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
         jet = _tl.input_jet(points, full, self.input_map)
@@ -215,7 +286,22 @@ class LNNPINN(eqx.Module):
 
 
 class STARPINN(eqx.Module):
-    """Stacked adaptive residual blocks (docs/reference-code.md §10.5)."""
+    """The network of the STAR-PINN baseline, stacked adaptive residual blocks (an equinox
+    module); build one with [`star_pinn`][cgmpinn_jax.nn.star_pinn].
+
+    Independent MLP blocks ``B_i`` of the input, combined as ``o_1 = B_1(z)``,
+    ``o_i = B_i(z) + sigmoid(a_(i-1)) o_(i-1)`` with trainable scalar gates ``a`` (initially
+    0.5); the output is the last ``o``.  One point ``(d,)`` to a scalar (``(F,)`` for ``F``
+    outputs).
+
+    Attributes:
+        blocks: one tuple of [`Linear`][cgmpinn_jax.nn.Linear] layers per block (``d`` to
+            ``H`` units, hidden layers, ``H`` to ``F``).
+        gates: ``(n_blocks - 1,)`` float array of the gates ``a``.
+        in_dim: the number of input coordinates ``d``.
+        input_map: a fixed affine input map ``(scale, shift)`` or ``None``, as in
+            [`MLP`][cgmpinn_jax.nn.MLP].
+    """
 
     blocks: tuple[tuple[Linear, ...], ...]
     gates: jax.Array  # (n_blocks - 1,)
@@ -235,7 +321,16 @@ class STARPINN(eqx.Module):
         return out
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
-        """(u, D_v u, D_v^2 u) at one point (see `MLP.jet2`)."""
+        """The value and the first and second directional derivatives along ``v`` at one
+        point, ``(u, D_v u, D_v^2 u)``, in one Taylor-mode pass.
+
+        Args:
+            z: ``(d,)`` float array, one point in raw coordinates.
+            v: ``(d,)`` float array, the direction (a unit vector for a partial derivative).
+
+        Returns:
+            ``(u, D_v u, D_v^2 u)``: three scalars (of the first output of a network with several).
+        """
         _check_input(z, self.in_dim)
         jet0 = (_apply_map(self.input_map, z), _map_direction(self.input_map, v), jnp.zeros_like(z))
         out = None
@@ -252,8 +347,18 @@ class STARPINN(eqx.Module):
         return out
 
     def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
-        """Value and derivative lanes at a batch of points in one Taylor-mode pass
-        (see `MLP.taylor_lanes`)."""
+        """The value and derivative lanes at a batch of points in one Taylor-mode pass (as
+        [`MLP.taylor_lanes`][cgmpinn_jax.nn.MLP.taylor_lanes]).
+
+        Args:
+            points: ``(n, d)`` float array of points in raw coordinates.
+            keys: the lanes wanted: ``()`` the value, ``(i,)`` ``du/dz_i``, ``(i, j)`` with
+                ``i <= j`` ``d2u/dz_i dz_j``.
+            fields: return every output (a system's fields) rather than the first one.
+
+        Returns:
+            ``{key: (n,) array}`` (``(n, F)`` with ``fields``) for every lane carried.
+        """
         _check_batch(points, self.in_dim)
         full = _tl.lane_closure(keys)
         jet0 = _tl.input_jet(points, full, self.input_map)
@@ -275,8 +380,36 @@ def _check_sizes(in_dim: int, width: int, depth: int, out_dim: int = 1) -> None:
 
 def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
         input_map: InputMap = None, dtype=None, out_dim: int = 1) -> MLP:
-    """The reference MLP with ``depth`` hidden tanh layers of ``width`` units and ``out_dim``
-    outputs (a scalar network for 1, a ``(out_dim,)`` vector otherwise: a system's fields)."""
+    """A new [`MLP`][cgmpinn_jax.nn.MLP] with ``depth`` hidden tanh layers of ``width`` units
+    and ``out_dim`` outputs.
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d``.
+        width: hidden units per layer (default 50, the paper's).
+        depth: the number of hidden layers (default 4, the paper's).
+        init: ``"torch"`` (default): PyTorch's default for a linear layer, weights and biases
+            uniform in ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; or ``"xavier"``: Xavier-normal
+            weights (gain 1, standard deviation ``sqrt(2 / (fan_in + fan_out))``) and zero
+            biases.
+        input_map: a fixed affine input map ``(scale, shift)``, two tuples of one float per
+            coordinate, applied as ``z -> scale * z + shift``; ``None`` (default) for none.
+        dtype: the parameters' float dtype (default: JAX's default float).
+        out_dim: outputs per point (default 1, a scalar network; ``F`` for a system of ``F``
+            fields).
+
+    Returns:
+        The [`MLP`][cgmpinn_jax.nn.MLP].
+
+    Raises:
+        ValueError: a size that is not a positive int, or an unknown ``init``.
+
+    Examples:
+        >>> import jax
+        >>> net = mlp(jax.random.key(0), in_dim=1)   # the paper's 4 x 50 network
+        >>> net(jax.numpy.array([0.3])).shape, count_params(net)
+        ((), 7801)
+    """
     _check_sizes(in_dim, width, depth, out_dim)
     sizes = [in_dim] + [width] * depth + [out_dim]
     keys = jax.random.split(key, len(sizes) - 1)
@@ -286,8 +419,26 @@ def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: s
 
 def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
              input_map: InputMap = None, dtype=None, out_dim: int = 1) -> LNNPINN:
-    """LNN-PINN with ``depth - 1`` liquid residual blocks (same linear layers as the MLP plus
-    6H gate parameters for depth 4)."""
+    """A new [`LNNPINN`][cgmpinn_jax.nn.LNNPINN] with ``depth - 1`` liquid residual blocks: the
+    same linear layers as the [`MLP`][cgmpinn_jax.nn.MLP] of that ``depth`` plus ``2 H`` gate
+    parameters per block.
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d``.
+        width: hidden units ``H`` per layer (default 50).
+        depth: the number of hidden layers (the input layer and ``depth - 1`` blocks; default 4).
+        init: ``"torch"`` (default) or ``"xavier"``, as in [`mlp`][cgmpinn_jax.nn.mlp].
+        input_map: a fixed affine input map ``(scale, shift)`` or ``None`` (default).
+        dtype: the parameters' float dtype (default: JAX's default float).
+        out_dim: outputs per point (default 1).
+
+    Returns:
+        The [`LNNPINN`][cgmpinn_jax.nn.LNNPINN].
+
+    Raises:
+        ValueError: a size that is not a positive int, or an unknown ``init``.
+    """
     _check_sizes(in_dim, width, depth, out_dim)
     dtype = dtype or jnp.zeros(()).dtype
     keys = jax.random.split(key, depth + 1)
@@ -305,7 +456,26 @@ def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, in
 
 def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n_blocks: int = 3,
               init: str = "torch", input_map: InputMap = None, dtype=None, out_dim: int = 1) -> STARPINN:
-    """STAR-PINN: ``n_blocks`` MLP blocks of ``depth`` hidden layers (reference: 3 blocks of 2)."""
+    """A new [`STARPINN`][cgmpinn_jax.nn.STARPINN]: ``n_blocks`` MLP blocks of ``depth`` hidden
+    layers each (the reference code's: 3 blocks of 2).
+
+    Args:
+        key: PRNG key of the initial parameters.
+        in_dim: the number of input coordinates ``d``.
+        width: hidden units per layer (default 50).
+        depth: hidden layers per block (default 2).
+        n_blocks: the number of blocks (default 3).
+        init: ``"torch"`` (default) or ``"xavier"``, as in [`mlp`][cgmpinn_jax.nn.mlp].
+        input_map: a fixed affine input map ``(scale, shift)`` or ``None`` (default).
+        dtype: the parameters' float dtype (default: JAX's default float).
+        out_dim: outputs per point (default 1).
+
+    Returns:
+        The [`STARPINN`][cgmpinn_jax.nn.STARPINN].
+
+    Raises:
+        ValueError: a size that is not a positive int, or an unknown ``init``.
+    """
     _check_sizes(in_dim, width, depth, out_dim)
     dtype = dtype or jnp.zeros(()).dtype
     sizes = [in_dim] + [width] * depth + [out_dim]
@@ -317,5 +487,12 @@ def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n
 
 
 def count_params(model) -> int:
-    """Number of trainable scalars in a model (all array leaves)."""
+    """The number of trainable scalars of a model: the total size of its array leaves.
+
+    Args:
+        model: a network (any pytree; its non-array leaves are not counted).
+
+    Returns:
+        The number of scalars, a Python int.
+    """
     return sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array)))

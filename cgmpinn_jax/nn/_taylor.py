@@ -98,14 +98,32 @@ _STACK: contextvars.ContextVar[Optional[bool]] = contextvars.ContextVar("cgmpinn
 
 @contextlib.contextmanager
 def fast_path(enabled: bool = True, *, stack: Optional[bool] = None) -> Iterator[None]:
-    """Within the block, operators are evaluated with (``True``) or without (``False``) the
-    fast path. Read when a function is traced; restores the previous settings on exit.
+    """A context manager that switches the derivative fast path on (``True``) or off
+    (``False``) within its block, and restores the previous setting on exit.
+
+    The fast path evaluates a problem's operator at a batch of points in one Taylor-mode pass
+    over the network: it first records which derivatives the operator asks for (by tracing
+    it once, computing nothing), then propagates the value and all those derivative lanes
+    through the network together, and evaluates the operator per point on the lanes.
+    [`Problem.pde_residuals`][cgmpinn_jax.Problem.pde_residuals] uses it automatically, so a
+    user's operator needs no change.
+    It covers derivatives up to second order (value, first, pure and mixed second) of an
+    [`MLP`][cgmpinn_jax.nn.MLP], [`LNNPINN`][cgmpinn_jax.nn.LNNPINN] or
+    [`STARPINN`][cgmpinn_jax.nn.STARPINN] at the operator's own point; anything else (third
+    derivatives, ``u`` called at another point, ``jax.grad`` inside the operator, a plain
+    Python function as ``u``) falls back to the general path, ``vmap`` of the operator with
+    nested ``jvp`` ([`partial`][cgmpinn_jax.derivatives.partial]).
+
+    The switch is read when a function is traced and touches no JAX configuration: a function
+    jitted under one setting keeps its path, so build a fresh function after switching.  It
+    serves tests and benchmarks; results agree to rounding either way.
 
     Args:
-        enabled: use the fast path where it applies.
-        stack: how a layer multiplies the lanes: ``True`` one stacked ``(lanes N, width)``
-            product, ``False`` one ``(N, width)`` product per lane, ``None`` (default) the
-            backend's choice (`stacking`).
+        enabled: use the fast path where it applies (default True).
+        stack: how a layer multiplies the lanes: ``True`` one stacked ``(lanes n, width)``
+            product, ``False`` one ``(n, width)`` product per lane, ``None`` (default) the
+            backend's choice (per lane on CPU, where it was measured faster; stacked
+            elsewhere).
 
     Examples:
         >>> with fast_path(False):
@@ -122,7 +140,13 @@ def fast_path(enabled: bool = True, *, stack: Optional[bool] = None) -> Iterator
 
 
 def fast_path_enabled() -> bool:
-    """Whether operators are evaluated through the fast path (default ``True``)."""
+    """Whether operators are evaluated through the derivative fast path at this point (``True``
+    unless switched off by [`fast_path`][cgmpinn_jax.nn.fast_path]).
+
+    Examples:
+        >>> fast_path_enabled()
+        True
+    """
     return _ENABLED.get()
 
 

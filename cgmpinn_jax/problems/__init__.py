@@ -2,8 +2,9 @@
 registry by name; for problems as the field poses them, geometry (primitives and set
 operations), reference data readers, and the pieces of systems and curved boundaries.
 
-A problem is named by a registry name (``"heat"``, one of `PROBLEMS`; a worked example of
-`WORKED`; one of PINNacle's problems in `PINNACLE`, ``"wave1d_c"``), or by the
+A problem is named by a registry name (``"heat"``, one of
+[`PROBLEMS`][cgmpinn_jax.PROBLEMS]; a worked example of [`WORKED`][cgmpinn_jax.problems.WORKED]; one
+of PINNacle's problems in [`PINNACLE`][cgmpinn_jax.problems.PINNACLE], ``"wave1d_c"``), or by the
 import path of a user's [`Problem`][cgmpinn_jax.Problem] subclass, ``"package.module:ClassName"``; both
 work with [`get_problem`][cgmpinn_jax.get_problem], [`train`][cgmpinn_jax.train] and the ``cgmpinn-jax run``
 command.
@@ -33,19 +34,50 @@ from .pinnacle import PINNACLE, Burgers1DC, Heat2DMultiscale, HeatND, NS2DC, Poi
 PROBLEMS: dict[str, type[Problem]] = {
     cls.name: cls for cls in (Poisson1D, Poisson2D, Heat, DampedWave, AdvectionDiffusion, FisherKPP)
 }
+"""The paper's six benchmark problems by registry name: ``poisson1d``, ``poisson2d``, ``heat``,
+``damped_wave``, ``advection_diffusion`` and ``fisher_kpp`` (a dict ``{name: Problem subclass}``).
+[`get_problem`][cgmpinn_jax.get_problem] also finds the worked examples
+([`WORKED`][cgmpinn_jax.problems.WORKED]) and PINNacle's problems
+([`PINNACLE`][cgmpinn_jax.problems.PINNACLE])."""
 
 
 def class_path(cls: type) -> str:
-    """``"package.module:QualName"`` of a class, as `import_problem_class` reads it."""
+    """The import path of a class, as [`import_problem_class`][cgmpinn_jax.problems.import_problem_class]
+    reads it (and a saved run records a user's problem by).
+
+    Args:
+        cls: a class defined at module level.
+
+    Returns:
+        ``"package.module:QualName"``.
+
+    Examples:
+        >>> from cgmpinn_jax.problems import Heat, class_path
+        >>> class_path(Heat)
+        'cgmpinn_jax.problems.heat:Heat'
+    """
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def import_problem_class(path: str) -> type[Problem]:
-    """The [`Problem`][cgmpinn_jax.Problem] subclass at ``"package.module:ClassName"``.
+    """The [`Problem`][cgmpinn_jax.Problem] subclass at an import path (the inverse of
+    [`class_path`][cgmpinn_jax.problems.class_path]); the module is imported if it is not yet.
+
+    Args:
+        path: ``"package.module:ClassName"`` (``ClassName`` may be dotted, for a nested class;
+            not a class defined inside a function).
+
+    Returns:
+        The class (not an instance).
 
     Raises:
         ValueError: naming the path, when the module cannot be imported, has no such
             attribute, or the attribute is not a Problem subclass.
+
+    Examples:
+        >>> from cgmpinn_jax.problems import import_problem_class
+        >>> import_problem_class("cgmpinn_jax.problems.heat:Heat").name
+        'heat'
     """
     module_name, sep, qualname = path.partition(":")
     if not sep or not module_name or not qualname:
@@ -69,12 +101,32 @@ def import_problem_class(path: str) -> type[Problem]:
 
 
 def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
-    """A problem instance, with optional parameter overrides (``get_problem("heat", n_pde=500)``).
+    """A problem instance, by name or class, with optional parameter overrides.
 
-    ``name`` is one of `PROBLEMS`, of the worked examples `WORKED` or of PINNacle's problems `PINNACLE`
-    (``"wave1d_c"``, ...), an import path ``"package.module:ClassName"`` of
-    a user's subclass (the module must be importable), or a [`Problem`][cgmpinn_jax.Problem] subclass;
-    each is instantiated with ``params``. A Problem instance is returned as is.
+    Args:
+        name: a registry name: one of the paper's benchmarks [`PROBLEMS`][cgmpinn_jax.PROBLEMS]
+            (``"heat"``), of the worked examples [`WORKED`][cgmpinn_jax.problems.WORKED] or of
+            PINNacle's problems [`PINNACLE`][cgmpinn_jax.problems.PINNACLE] (``"wave1d_c"``); an
+            import path ``"package.module:ClassName"`` of a user's subclass (the module must be
+            importable); a [`Problem`][cgmpinn_jax.Problem] subclass; or a Problem instance,
+            returned as is.
+        **params: the problem's parameters to override (its dataclass fields, e.g.
+            ``n_pde=500``); not allowed with an instance (use ``dataclasses.replace``).
+
+    Returns:
+        The problem instance.
+
+    Raises:
+        ValueError: for an unknown name, listing the valid ones; for parameters the class does
+            not have; for parameters given with an instance.
+
+    Examples:
+        >>> from cgmpinn_jax import get_problem
+        >>> heat = get_problem("heat", n_pde=500)
+        >>> heat.name, heat.n_pde, heat.coords
+        ('heat', 500, ('x', 't'))
+        >>> get_problem("cgmpinn_jax.problems.pinnacle:Wave1DC").name
+        'wave1d_c'
     """
     if isinstance(name, Problem):
         if params:

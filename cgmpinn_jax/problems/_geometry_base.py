@@ -57,7 +57,7 @@ class Geometry(abc.ABC):
 
         Returns:
             A tuple of strings; each is a valid ``name`` for `sample_boundary`,
-            `on_boundary`, `normal` and `boundary_measure`.
+                `on_boundary`, `normal` and `boundary_measure`.
 
         Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
@@ -118,7 +118,7 @@ class Geometry(abc.ABC):
 
         Returns:
             A float: exact for primitives, a Monte-Carlo estimate (fixed seed, so the same
-            on every call and run) for set operations.
+                on every call and run) for set operations.
 
         Examples:
             >>> from cgmpinn_jax.problems.geometry import Box
@@ -299,9 +299,9 @@ class Geometry(abc.ABC):
 
         Returns:
             ``(points, mask)``: ``points`` (float64, shape ``(M, d)``) are the grid points in
-            the closed domain, in the order of ``np.meshgrid(..., indexing="ij")`` (first
-            coordinate slowest); ``mask`` (bool, shape ``(prod(sizes),)``) marks them on the
-            full grid.
+                the closed domain, in the order of ``np.meshgrid(..., indexing="ij")`` (first
+                coordinate slowest); ``mask`` (bool, shape ``(prod(sizes),)``) marks them on the
+                full grid.
 
         Examples:
             >>> from cgmpinn_jax.problems.geometry import Disk

@@ -136,6 +136,9 @@ class Polygon(Geometry):
         [True, False]
         >>> ell.normal([[1.5, 1.0]]).tolist()
         [[0.0, 1.0]]
+        >>> x = ell.sample_interior(jax.random.key(0), 8)
+        >>> x.shape, bool(ell.contains(x).all())
+        ((8, 2), True)
     """
 
     vertices: tuple[tuple[float, float], ...]

@@ -127,9 +127,9 @@ class _SetOperation(Geometry):
 
         Returns:
             The measure of the region the candidates are drawn from (known exactly) times the
-            fraction of ``2**17`` candidates (numpy, fixed seed) in the result: the same on
-            every call and run, with a relative error of about ``sqrt((1 - f) / (f 2**17))``
-            for a kept fraction ``f`` (0.3% for ``f = 0.1``).
+                fraction of ``2**17`` candidates (numpy, fixed seed) in the result: the same on
+                every call and run, with a relative error of about ``sqrt((1 - f) / (f 2**17))``
+                for a kept fraction ``f`` (0.3% for ``f = 0.1``).
         """
         return self._interior_proposal_measure() * self._estimate("interior")[0]
 
@@ -142,9 +142,9 @@ class _SetOperation(Geometry):
 
         Returns:
             The measure of the primitives' boundary parts the candidates are drawn from
-            (known exactly) times the fraction of ``2**16`` candidates (numpy, fixed seed) on
-            this geometry's boundary: exact where nothing is cut away, the same on every call
-            and run.
+                (known exactly) times the fraction of ``2**16`` candidates (numpy, fixed seed) on
+                this geometry's boundary: exact where nothing is cut away, the same on every call
+                and run.
         """
         self._part_name(name, "boundary_measure")
         return self._boundary_proposal_measure(name) * self._estimate("boundary", name)[0]

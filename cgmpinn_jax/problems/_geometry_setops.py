@@ -22,7 +22,10 @@ class Union(_SetOperation):
     both operands in proportion to their measures, a point of ``b`` kept only outside ``a``.
 
     Args:
-        a, b: geometries of the same dimension, without shared part names.
+        a: the first geometry; where the operands share a boundary face with the same
+            orientation, its copy is the one kept.
+        b: the second geometry, of the same dimension as ``a``, without a boundary part name
+            in common with it.
 
     Examples:
         >>> from cgmpinn_jax.problems.geometry import Box
@@ -73,7 +76,9 @@ class Difference(_SetOperation):
 
     Args:
         a: the geometry to cut from.
-        b: the geometry to remove; its boundary must cut ``a`` (else its part vanishes).
+        b: the geometry to remove, of the same dimension as ``a``, without a boundary part
+            name in common with it; its boundary must cut ``a`` (else its part vanishes, a
+            ValueError).
 
     Examples:
         >>> import jax
@@ -121,13 +126,17 @@ class Intersection(_SetOperation):
     the operand of smaller measure and kept inside the other.
 
     Args:
-        a, b: geometries of the same dimension that overlap.
+        a: the first geometry.
+        b: the second geometry, of the same dimension as ``a``, overlapping it, without a
+            boundary part name in common with it.
 
     Examples:
         >>> from cgmpinn_jax.problems.geometry import Box, Disk
-        >>> lens = Disk((0.0, 0.0), 1.0, name="left") & Box((0.0, -1.0), (1.0, 1.0), name="cut")
-        >>> lens.boundary_names(), lens.lower, lens.upper
-        (('left', 'cut'), (0.0, -1.0), (1.0, 1.0))
+        >>> half = Disk((0.0, 0.0), 1.0, name="arc") & Box((0.0, -1.0), (1.0, 1.0), name="cut")
+        >>> half.boundary_names(), half.lower, half.upper
+        (('arc', 'cut'), (0.0, -1.0), (1.0, 1.0))
+        >>> half.on_boundary([[0.0, 0.5], [0.5, 0.5]]).tolist(), half.normal([[0.0, 0.5]]).tolist()
+        ([True, False], [[-1.0, 0.0]])
     """
 
     _empty_hint: ClassVar[str] = "the operands do not overlap"

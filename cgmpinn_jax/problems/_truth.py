@@ -13,13 +13,21 @@ __all__ = ["Truth", "truth_of", "reference_of"]
 
 
 class Truth(NamedTuple):
-    """The values a prediction is compared with.
+    """The values a prediction is compared with, from [`Problem.truth`][cgmpinn_jax.Problem.truth]:
+    the exact solution on the problem's test grid, else its reference data at the reference's
+    own points.
 
     Attributes:
-        points: (M, d) where they are known.
-        values: (M,) for one field, (M, F) for a system (in ``fields`` order).
-        against: ``"exact"`` or ``"reference <source>"`` (said in every report).
-        fields: the field names of the columns.
+        points: ``(M, d)`` array of the points where the values are known.
+        values: ``(M,)`` array for one field, ``(M, F)`` for a system (columns in ``fields`` order).
+        against: what the values are: ``"exact"`` or ``"reference <source>"`` (said in every report).
+        fields: the field names of the columns, ``F`` strings.
+
+    Examples:
+        >>> from cgmpinn_jax import get_problem
+        >>> truth = get_problem("poisson1d").truth()
+        >>> truth.against, truth.points.shape, truth.values.shape
+        ('exact', (200, 1), (200,))
     """
 
     points: Any

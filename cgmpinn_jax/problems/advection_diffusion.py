@@ -20,6 +20,28 @@ from .unknowns import Unknown
 
 @dataclasses.dataclass(frozen=True)
 class AdvectionDiffusion(Problem):
+    """1D advection-diffusion (registry name ``advection_diffusion``; docs/reference-code.md §8.5).
+
+    * PDE: ``u_t + a u_x - nu u_xx = 0`` on ``(x, t) in [-1, 1] x [0, 1]``;
+    * initial (term ``"ic"``): ``u(x, 0) = -sin(pi x)`` (``u*``) at ``n_ic`` points
+      ``x ~ U[-1, 1)``; the sign follows the reference code, the paper writes ``+sin``;
+    * boundary (term ``"bc"``): periodic, two [`Periodic`][cgmpinn_jax.problems.Periodic] pieces
+      ``u(-1, t) = u(1, t)`` and ``u_x(-1, t) = u_x(1, t)`` at the same ``n_bc`` times
+      ``t ~ U[0, 1)``;
+    * closed form: ``u*(x, t) = -exp(-nu pi^2 t) sin(pi (x - a t))``;
+    * test grid 100 x 100.
+
+    ``a`` and ``nu`` are unknowns an inverse run can identify from data
+    ([`InverseProblem`][cgmpinn_jax.inverse.InverseProblem]).
+
+    Args:
+        a: the advection speed.
+        nu: the diffusivity.
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary times (pairs of points on ``x = -1`` and ``x = 1``).
+    """
+
     a: float = 1.0
     nu: float = 0.01
     n_pde: int = 3000

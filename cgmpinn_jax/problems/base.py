@@ -83,58 +83,47 @@ __all__ = ["Problem", "ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "Deri
 
 @dataclasses.dataclass(frozen=True)
 class Problem(abc.ABC):
-    """A PDE ``N[u](z) = f(z)`` on a box, with its constraint terms and its points.
+    """A PDE ``N[u](z) = f(z)`` on a box (or a geometry), with its constraint terms and its points.
 
     Define a subclass, decorated ``@dataclasses.dataclass(frozen=True)`` (so instances are
     hashable and can be closed over by jitted functions). Its dataclass *fields* are the
     problem's parameters (coefficients, point counts: ``nu: float = 0.05``,
     ``n_pde: int = 2000``); they must be hashable (floats, ints, strings, tuples) and are
     saved with a trained model so [`load_model`][cgmpinn_jax.load_model] can rebuild the problem.
+    Override a parameter with [`get_problem`][cgmpinn_jax.get_problem] (``get_problem("heat", n_pde=500)``)
+    or ``dataclasses.replace``.
 
-    Class attributes to set (plain assignments, no annotation):
-
-    * ``name`` (str): a short label for logs and saved runs, e.g. ``"burgers"``.
-    * ``coords`` (tuple of str): the coordinate names, e.g. ``("x", "t")``. Their order is
-      the column order of every point array and what an ``axis`` index means
-      (``partial(u, 1)`` is ``u_t`` here); ``d = len(coords)``.
-    * ``lower``, ``upper`` (tuples of ``d`` floats): the box ``[lower, upper]``, with
-      ``lower[j] < upper[j]``. Write ``(0.0,)`` in 1D: ``(0.0)`` is not a tuple.
-    * ``terms`` (tuple of str): the names of the constraint terms besides the PDE, e.g.
-      ``("ic", "bc")`` or ``()``. One loss term each, balanced by ReLoBRaLo in the order
-      ``("pde", *terms)``; ``"pde"`` itself is reserved.
-    * ``homogeneous`` (bool, default False): True when ``f = 0``; the source is then not
-      derived from ``exact``.
-    * ``defaults`` (`ProblemDefaults`, optional): the budgets and sizes a
-      [`TrainConfig`][cgmpinn_jax.TrainConfig] left at ``None`` falls back to.
-    * ``fields`` (tuple of str, default ``("u",)``) and ``equations`` (default ``("pde",)``):
-      a system names several; the network then has one output per field, the operator
-      receives the `Fields` view and returns one value per equation, and each piece names
-      the field it constrains (docs/problems-from-data.md).
-    * ``geometry`` (optional): a domain from `cgmpinn_jax.problems.geometry`; ``lower`` and
-      ``upper`` then default to its bounding box.
+    The class attributes below are plain assignments in the subclass body (no annotation,
+    so they are not dataclass fields).
 
     Methods to define (``z`` is ONE point, shape ``(d,)``; use ``jax.numpy``, the methods are
     traced by JAX):
 
-    * ``exact(self, z) -> scalar`` (optional): the exact solution ``u*(z)``, shape ``()``
+    * [`operator(u, z)`][cgmpinn_jax.Problem.operator]: ``N[u](z)`` for any scalar field ``u``
+      (a function of one point); take derivatives with
+      [`partial`][cgmpinn_jax.derivatives.partial], e.g. ``partial(u, 1)(z) - partial(u, 0, 0)(z)``
+      for ``u_t - u_xx``.
+    * [`exact(z)`][cgmpinn_jax.Problem.exact] (optional): the exact solution ``u*(z)``, shape ``()``
       (``(F,)`` on a system). The source ``f = N[u*]`` and every constraint target without a
-      given ``g`` are derived from it. Without it, define ``source(self, z)`` (or set
-      ``homogeneous = True``), give the pieces their targets (``Dirichlet(g=...)``), and
-      optionally ``reference(self)`` (reference data the errors are measured against).
-    * ``operator(self, u, z) -> scalar``: ``N[u](z)`` for any scalar field ``u`` (a function
-      of one point); take derivatives with `partial`,
-      e.g. ``partial(u, 1)(z) - partial(u, 0, 0)(z)`` for ``u_t - u_xx``.
-    * ``pieces(self) -> {term: (Piece, ...)}``: for every name in ``terms``, a tuple of
-      pieces: `Dirichlet` (``u = u*``), `DerivativeMatch` (``u_axis = u*_axis``)
-      or `Periodic` (``u`` at paired points agrees).
-    * ``sample_points(self, key) -> dict``: the training points drawn with the PRNG ``key``:
-      ``{"pde": (N, d) array, term: (array per piece, ...) for each term}``. Use
-      ``jax.random`` (not numpy) so that sweeps can vmap it; helpers: `uniform`,
-      `box_edges`, `edge_pair`,
-      `initial_line`.
-    * ``test_grid(self) -> TestGrid``: the evaluation grid of the metrics, usually
-      ``grid(self.lower, self.upper, sizes)``. (``test_points``, its former name, is still
-      accepted in a subclass.)
+      given ``g`` are derived from it. Without it, define [`source(z)`][cgmpinn_jax.Problem.source]
+      (or set ``homogeneous = True``), give the pieces their targets (``Dirichlet(g=...)``), and
+      optionally [`reference()`][cgmpinn_jax.Problem.reference] (data the errors are measured against).
+    * [`pieces()`][cgmpinn_jax.Problem.pieces]: ``{term: (Piece, ...)}`` for every name in
+      ``terms``: [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] (``u = g``),
+      [`DerivativeMatch`][cgmpinn_jax.problems.DerivativeMatch] (``u_axis = g``),
+      [`Periodic`][cgmpinn_jax.problems.Periodic] (``u`` agrees at paired points),
+      [`Neumann`][cgmpinn_jax.problems.Neumann], [`Robin`][cgmpinn_jax.problems.Robin] or
+      [`Condition`][cgmpinn_jax.problems.Condition].
+    * [`sample_points(key)`][cgmpinn_jax.Problem.sample_points]: the training points drawn with the
+      PRNG ``key``: ``{"pde": (N, d) array, term: (array per piece, ...) for each term}``. Use
+      ``jax.random`` (not numpy) so that sweeps can vmap it; helpers:
+      [`uniform`][cgmpinn_jax.problems.uniform], [`box_edges`][cgmpinn_jax.problems.box_edges],
+      [`edge_pair`][cgmpinn_jax.problems.edge_pair], [`initial_line`][cgmpinn_jax.problems.initial_line],
+      or a geometry's samplers.
+    * [`test_grid()`][cgmpinn_jax.Problem.test_grid]: the evaluation grid of the metrics, usually
+      ``grid(self.lower, self.upper, sizes)`` ([`grid`][cgmpinn_jax.problems.grid]); optional when
+      the problem has a reference (its points serve). ``test_points``, its former name, is still
+      accepted in a subclass.
 
     Pairing and summing rules:
 
@@ -144,14 +133,77 @@ class Problem(abc.ABC):
     * A term's loss is the **sum** of its pieces' mean squared errors (the reference code's
       rule; lbPINN takes the mean over the concatenated residuals instead), so splitting a
       boundary into two pieces weights each side as much as one whole-boundary piece.
-    * The PDE term's loss is the (curriculum-weighted) mean of ``N[u] - f`` squared over the
+    * The PDE term's loss is the (curriculum-weighted) mean of ``(N[u] - f)^2`` over the
       ``"pde"`` points.
 
-    `validate_problem` checks all of this once, before any compilation, and names
-    the class, the method and what was expected when something disagrees.
+    [`validate_problem`][cgmpinn_jax.problems.validate_problem] checks all of this once, before any
+    compilation, and names the class, the method and what was expected when something disagrees;
+    [`train`][cgmpinn_jax.train] calls it. More in the guide "Your own PDE" (``docs/own-pde.md``),
+    and for problems without a closed form, "Problems from data" (``docs/problems-from-data.md``).
 
-    Example: see the module docstring, ``cgmpinn_jax/examples.py`` and the README's
-    "Your own PDE".
+    Attributes:
+        name (str): a short label for logs and saved runs, e.g. ``"burgers"`` (the registry
+            name of a registered problem).
+        coords (tuple[str, ...]): the coordinate names, e.g. ``("x", "t")``. Their order is the
+            column order of every point array and what an ``axis`` index means (``partial(u, 1)``
+            is ``u_t`` here); ``d = len(coords)``.
+        lower (tuple[float, ...]): the box's lower corner, ``d`` floats with ``lower[j] < upper[j]``.
+            Write ``(0.0,)`` in 1D: ``(0.0)`` is not a tuple. Defaults to the geometry's bounding box.
+        upper (tuple[float, ...]): the box's upper corner, ``d`` floats.
+        terms (tuple[str, ...]): the names of the constraint terms besides the PDE, e.g.
+            ``("ic", "bc")`` or ``()``. One loss term each, balanced by ReLoBRaLo in the order
+            ``("pde", *terms)``; ``"pde"`` itself is reserved.
+        homogeneous (bool): True when ``f = 0`` (default False); the source is then not derived
+            from ``exact``.
+        defaults (ProblemDefaults): the network size and budgets a
+            [`TrainConfig`][cgmpinn_jax.TrainConfig] left at ``None`` falls back to
+            (default [`ProblemDefaults()`][cgmpinn_jax.problems.ProblemDefaults]).
+        fields (tuple[str, ...]): the network's outputs, default ``("u",)``. A system names
+            several: the network has one output per field, the operator receives the
+            [`Fields`][cgmpinn_jax.problems.Fields] view and each piece names the field it constrains.
+        equations (tuple[str, ...]): the names of the operator's residual equations, default
+            ``("pde",)``; on a system the operator returns one value per name.
+        geometry (Geometry | None): a domain built from the primitives of
+            [`Geometry`][cgmpinn_jax.problems.Geometry] (``Box``, ``Disk``, ... and set operations),
+            or None (default) for the box ``[lower, upper]``.
+
+    Examples:
+        A problem with a closed form: ``u_xx = f`` on ``[0, 1]`` with ``u* = sin(pi x)``.
+
+        >>> import dataclasses
+        >>> import jax.numpy as jnp
+        >>> from cgmpinn_jax import Problem
+        >>> from cgmpinn_jax.derivatives import partial
+        >>> from cgmpinn_jax.problems import Dirichlet, grid, uniform
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class MyPoisson(Problem):
+        ...     n_pde: int = 100
+        ...     name = "my_poisson"
+        ...     coords = ("x",)
+        ...     lower = (0.0,)
+        ...     upper = (1.0,)
+        ...     terms = ("bc",)
+        ...
+        ...     def exact(self, z):
+        ...         return jnp.sin(jnp.pi * z[0])
+        ...
+        ...     def operator(self, u, z):
+        ...         return partial(u, 0, 0)(z)
+        ...
+        ...     def pieces(self):
+        ...         return {"bc": (Dirichlet(),)}
+        ...
+        ...     def sample_points(self, key):
+        ...         return {"pde": uniform(key, self.n_pde, self.lower, self.upper),
+        ...                 "bc": (jnp.array([[0.0], [1.0]]),)}
+        ...
+        ...     def test_grid(self):
+        ...         return grid(self.lower, self.upper, (200,))
+        >>> p = MyPoisson()
+        >>> p.loss_terms, p.dim
+        (('pde', 'bc'), 1)
+        >>> round(float(p.source(jnp.array([0.5]))), 4)  # f = -pi^2 sin(pi x), derived from exact
+        -9.8696
     """
 
     name: ClassVar[str]
@@ -172,47 +224,85 @@ class Problem(abc.ABC):
     # ---- the box: stated, or the geometry's bounding box ---------------------------------
     @property
     def lower(self) -> tuple[float, ...]:
-        """The box's lower corner (a class attribute, or the geometry's bounding box)."""
+        """The box's lower corner, ``d`` floats (a class attribute, or the geometry's bounding box)."""
         if self.geometry is None:
             raise AttributeError("lower")
         return tuple(float(v) for v in self.geometry.lower)
 
     @property
     def upper(self) -> tuple[float, ...]:
-        """The box's upper corner (a class attribute, or the geometry's bounding box)."""
+        """The box's upper corner, ``d`` floats (a class attribute, or the geometry's bounding box)."""
         if self.geometry is None:
             raise AttributeError("upper")
         return tuple(float(v) for v in self.geometry.upper)
 
     # ---- to implement ------------------------------------------------------------
     def exact(self, z: jax.Array) -> jax.Array:
-        """The exact solution at one point ``z`` of shape ``(d,)``: a scalar (shape ``()``),
-        or ``(F,)`` on a system. Optional: a problem without one gives its [`source`][cgmpinn_jax.Problem.source] and
-        its pieces' targets ``g`` directly, and may carry a [`reference`][cgmpinn_jax.Problem.reference]."""
+        """The exact solution ``u*(z)`` at one point (optional: override it when there is a closed form).
+
+        A problem without one gives its [`source`][cgmpinn_jax.Problem.source] and its pieces'
+        targets ``g`` directly, and may carry a [`reference`][cgmpinn_jax.Problem.reference].
+
+        Args:
+            z: one point, shape ``(d,)``, in the order of ``coords``.
+
+        Returns:
+            A scalar (shape ``()``), or ``(F,)`` on a system (one value per name in ``fields``).
+
+        Raises:
+            NotImplementedError: when the subclass states no exact solution (the base method).
+        """
         raise NotImplementedError(f"{type(self).__name__} states no exact solution")
 
     @abc.abstractmethod
     def operator(self, u: ScalarField, z: jax.Array) -> jax.Array:
-        """The differential operator N[u] at one point ``z`` (d,) (the PDE is N[u] = f): a
-        scalar, or one value per name in `equations` (a tuple or an ``(E,)`` array).
-        ``u`` is a scalar field of one point (the network, or ``exact``); on a system, the
-        `Fields` view (``u["v"]`` is the field v)."""
+        """The differential operator ``N[u]`` at one point (the PDE is ``N[u] = f``).
+
+        Args:
+            u: the field: a function of one point returning a scalar (the network, or
+                ``exact``); on a system, the [`Fields`][cgmpinn_jax.problems.Fields] view
+                (``u["v"]`` is the field ``v``). Differentiate it with
+                [`partial`][cgmpinn_jax.derivatives.partial].
+            z: one point, shape ``(d,)``.
+
+        Returns:
+            A scalar, or one value per name in ``equations`` (a tuple or an ``(E,)`` array).
+        """
 
     @abc.abstractmethod
     def pieces(self) -> dict[str, tuple[Piece, ...]]:
-        """``{term: (piece, ...)}`` for every term in `terms`; piece ``i`` pairs with
-        point array ``i`` of [`sample_points`][cgmpinn_jax.Problem.sample_points], and a term's
-        loss sums its pieces' MSEs."""
+        """The constraint pieces of every term.
+
+        Returns:
+            ``{term: (piece, ...)}`` for every name in ``terms``, each piece a
+            [`Piece`][cgmpinn_jax.problems.Piece]; piece ``i`` pairs with point array ``i`` of
+            [`sample_points`][cgmpinn_jax.Problem.sample_points], and a term's loss sums its
+            pieces' mean squared errors.
+        """
 
     @abc.abstractmethod
     def sample_points(self, key: jax.Array) -> dict[str, Any]:
-        """``{"pde": (N, d), term: (points per piece, ...)}`` drawn with ``key``; points are
-        ``(n, d)``, or ``(n, 2, d)`` for a `Periodic` piece."""
+        """The training points, drawn with ``key`` (use ``jax.random``, so that sweeps can vmap it).
+
+        Args:
+            key: a JAX PRNG key.
+
+        Returns:
+            ``{"pde": (N, d) array, term: (points per piece, ...) for each term}``; a piece's
+            points are ``(n, d)``, or ``(n, 2, d)`` pairs for a
+            [`Periodic`][cgmpinn_jax.problems.Periodic] piece.
+        """
 
     def test_grid(self) -> TestGrid:
-        """The evaluation grid of the metrics (a `TestGrid`, e.g. from `grid`).
-        Default: the reference's own points ([`reference`][cgmpinn_jax.Problem.reference]); a problem with an exact
-        solution and no reference defines it."""
+        """The evaluation grid of the metrics.
+
+        Default: the reference's own points ([`reference`][cgmpinn_jax.Problem.reference]); a
+        problem with an exact solution and no reference defines it.
+
+        Returns:
+            A [`TestGrid`][cgmpinn_jax.problems.TestGrid], e.g. from
+            [`grid`][cgmpinn_jax.problems.grid].
+        """
         ref = self.reference_data()
         if ref is None:
             raise NotImplementedError(f"{type(self).__name__} must define test_grid() (it has no reference data "
@@ -224,14 +314,21 @@ class Problem(abc.ABC):
         return self.test_grid()
 
     def reference(self) -> Any:
-        """A reference solution as data (a `Reference`:
-        points, values, field names), or None. Errors are measured against [`exact`][cgmpinn_jax.Problem.exact] when
-        the problem states it, else against this; a problem with neither has no error metrics."""
+        """A reference solution as data (optional: override it when there is one).
+
+        Errors are measured against [`exact`][cgmpinn_jax.Problem.exact] when the problem states
+        it, else against this; a problem with neither has no error metrics.
+
+        Returns:
+            A [`Reference`][cgmpinn_jax.problems.Reference] (points, values, field names), e.g.
+            from [`load_reference`][cgmpinn_jax.problems.load_reference], or None (the default).
+        """
         return None
 
     # ---- derived -----------------------------------------------------------------
     @property
     def dim(self) -> int:
+        """The number of coordinates, ``d = len(coords)``."""
         return len(self.coords)
 
     @property
@@ -250,23 +347,49 @@ class Problem(abc.ABC):
         return len(self.fields) > 1 or len(self.equations) > 1
 
     def reference_data(self) -> Any:
-        """[`reference`][cgmpinn_jax.Problem.reference], read once per problem (cached)."""
+        """[`reference`][cgmpinn_jax.Problem.reference], read once per problem instance (cached)."""
         return reference_of(self)
 
     def truth(self, dtype=None) -> Truth | None:
-        """What errors are measured against (`Truth`: points, values, which), or None."""
+        """What errors are measured against: the exact solution on the test grid, else the reference.
+
+        Args:
+            dtype: the dtype the exact solution is evaluated in (default: the current default float).
+
+        Returns:
+            A [`Truth`][cgmpinn_jax.problems.Truth] (points, values, against what), or None when
+            the problem has neither an exact solution nor a reference.
+        """
         return truth_of(self, dtype)
 
     def as_fields(self, u: Any) -> Any:
-        """``u`` as the operator and pieces see it: itself, or the `Fields` of a system."""
+        """``u`` as the operator and pieces see it.
+
+        Args:
+            u: a function of one point: the network (``(F,)`` outputs on a system) or ``exact``.
+
+        Returns:
+            ``u`` itself for one field, else its [`Fields`][cgmpinn_jax.problems.Fields] view.
+        """
         return u if len(self.fields) == 1 else Fields(u, self.fields)
 
     def _equations(self, out: Any) -> jax.Array:
         return out if len(self.equations) == 1 else jnp.stack(out)
 
     def source(self, z: jax.Array) -> jax.Array:
-        """``f(z) = N[u*](z)`` by automatic differentiation (0 for homogeneous PDEs); a problem
-        without an exact solution overrides this (or sets ``homogeneous = True``)."""
+        """The source term ``f(z) = N[u*](z)``, by automatic differentiation (0 for homogeneous PDEs).
+
+        A problem without an exact solution overrides this (or sets ``homogeneous = True``).
+
+        Args:
+            z: one point, shape ``(d,)``.
+
+        Returns:
+            A scalar, or ``(E,)`` with several equations.
+
+        Raises:
+            ValueError: when the problem states neither ``exact`` nor ``homogeneous = True``.
+        """
         if self.homogeneous:
             return jnp.zeros(() if len(self.equations) == 1 else (len(self.equations),), dtype=z.dtype)
         if not self.has_exact:
@@ -275,16 +398,34 @@ class Problem(abc.ABC):
         return self._equations(self.operator(self.as_fields(self.exact), z))
 
     def residual(self, u: ScalarField, z: jax.Array) -> jax.Array:
-        """PDE residual ``r(z) = N[u](z) - f(z)`` at one point (``(E,)`` on a system)."""
+        """The PDE residual ``r(z) = N[u](z) - f(z)`` at one point.
+
+        Args:
+            u: the field, a function of one point (the network, or ``exact``).
+            z: one point, shape ``(d,)``.
+
+        Returns:
+            A scalar, or ``(E,)`` with several equations.
+        """
         return self._equations(self.operator(self.as_fields(u), z)) - self.source(z)
 
     def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
-        """Residuals at ``points`` (N, d) -> (N,), or (N, E) for several equations. With
-        ``source`` given (the batch's precomputed f) the source is not re-derived. The
-        operator goes through the derivative fast path (`cgmpinn_jax.nn._taylor`: one
-        Taylor-mode pass of the network for all points, lanes and, on a system, fields) when it
-        covers ``u`` and the operator, else ``vmap`` of the operator with nested ``jvp``;
-        ``taylor.fast_path(False)`` forces the latter."""
+        """The PDE residuals ``N[u] - f`` at a batch of points.
+
+        The operator goes through the derivative fast path (one Taylor-mode pass of the network
+        for all points, lanes and, on a system, fields) when it covers ``u`` and the operator,
+        else ``vmap`` of the operator with nested ``jvp``;
+        [`fast_path(False)`][cgmpinn_jax.nn.fast_path] forces the latter.
+
+        Args:
+            u: the field, a function of one point (the network, or ``exact``).
+            points: ``(N, d)`` array of points.
+            source: ``(N,)`` (``(N, E)`` on a system) precomputed values of ``f`` at ``points``
+                (the batch's); None derives them.
+
+        Returns:
+            ``(N,)`` array, or ``(N, E)`` for several equations.
+        """
         points = check_points(points, self.dim, name="pde points")
         if source is None:
             source = jax.vmap(self.source)(points)
@@ -298,7 +439,15 @@ class Problem(abc.ABC):
         return jax.vmap(lambda z: self._equations(self.operator(fields, z)))(points) - source
 
     def sample(self, key: jax.Array) -> Batch:
-        """Draw the training points with ``key`` and attach sources and targets."""
+        """Draw the training points with ``key`` and attach sources and targets: one batch.
+
+        Args:
+            key: a JAX PRNG key, passed to [`sample_points`][cgmpinn_jax.Problem.sample_points].
+
+        Returns:
+            ``{"pde": (points (N, d), source (N,)), term: ((points, target (n,)), ...) for each
+            term}``: one ``(points, target)`` pair per piece, in the order of ``pieces()``.
+        """
         pts = self.sample_points(key)
         pieces = self.pieces()
         _check_pieces(self, pieces)
@@ -314,7 +463,15 @@ class Problem(abc.ABC):
         return batch
 
     def constraint_residuals(self, u: ScalarField, batch: Batch) -> dict[str, tuple[jax.Array, ...]]:
-        """Residual vectors of every piece of every constraint term."""
+        """The residual vectors of every piece of every constraint term.
+
+        Args:
+            u: the field, a function of one point (the network).
+            batch: a batch from [`sample`][cgmpinn_jax.Problem.sample].
+
+        Returns:
+            ``{term: (residual (n,), ...)}``, one array per piece.
+        """
         pieces, u = self.pieces(), self.as_fields(u)
         return {
             term: tuple(piece.residual(u, p, t) for piece, (p, t) in zip(pieces[term], batch[term]))
@@ -322,5 +479,12 @@ class Problem(abc.ABC):
         }
 
     def exact_on(self, points: Any) -> jax.Array:
-        """u* at a batch of points (M, d) -> (M,), or (M, F) on a system."""
+        """The exact solution at a batch of points.
+
+        Args:
+            points: ``(M, d)`` array of points.
+
+        Returns:
+            ``(M,)`` array, or ``(M, F)`` on a system.
+        """
         return jax.vmap(self.exact)(check_points(points, self.dim))

@@ -21,6 +21,29 @@ from .heat import edge_pair, initial_line
 
 @dataclasses.dataclass(frozen=True)
 class DampedWave(Problem):
+    """1D damped wave equation (registry name ``damped_wave``; docs/reference-code.md §8.4).
+
+    * PDE: ``u_tt + 2 gamma u_t - c^2 u_xx = 0`` on ``(x, t) in [0, 1]^2``, with
+      ``c^2 = (gamma^2 + (alpha2 pi)^2) / (alpha1 pi)^2`` (the property
+      [`c2`][cgmpinn_jax.problems.DampedWave.c2]);
+    * initial (term ``"ic"``): ``u = u*`` ([`Dirichlet`][cgmpinn_jax.problems.Dirichlet]) and
+      ``u_t = u*_t`` ([`DerivativeMatch(axis=1)`][cgmpinn_jax.problems.DerivativeMatch]) at the same
+      ``n_ic`` points ``x ~ U[0, 1)``, ``t = 0``: two pieces of one term, as the reference does;
+    * boundary (term ``"bc"``): ``u = u* = 0`` on the edges ``x = 0`` and ``x = 1``, two pieces at
+      the same ``n_bc`` times ``t ~ U[0, 1)``;
+    * closed form: ``u*(x, t) = exp(-gamma t) sin(alpha1 pi x) cos(alpha2 pi t)``;
+    * test grid 100 x 100. Its [`ProblemDefaults`][cgmpinn_jax.problems.ProblemDefaults] set the
+      L-BFGS-only step to 0.1.
+
+    Args:
+        alpha1: the spatial frequency.
+        alpha2: the temporal frequency.
+        gamma: the damping coefficient.
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points (used by both initial pieces).
+        n_bc: the number of boundary times (each used on both edges).
+    """
+
     alpha1: float = 1.0
     alpha2: float = 1.0
     gamma: float = 0.1
@@ -38,6 +61,8 @@ class DampedWave(Problem):
 
     @property
     def c2(self) -> float:
+        """The squared wave speed ``c^2 = (gamma^2 + (alpha2 pi)^2) / (alpha1 pi)^2`` that makes
+        ``u*`` a solution."""
         return (self.gamma**2 + (self.alpha2 * math.pi) ** 2) / (self.alpha1 * math.pi) ** 2
 
     def exact(self, z):

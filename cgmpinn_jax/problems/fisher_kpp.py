@@ -28,6 +28,38 @@ from .unknowns import Unknown
 
 @dataclasses.dataclass(frozen=True)
 class FisherKPP(Problem):
+    """Fisher-KPP reaction-diffusion (registry name ``fisher_kpp``; docs/reference-code.md §8.6).
+
+    * PDE: ``u_t - D u_xx - r u (1 - u) = 0`` on ``(x, t) in [-5, 5] x [0, 2]``;
+    * initial (term ``"ic"``): ``u = u*`` at ``n_ic`` points ``x ~ U[-5, 5)``, ``t = 0``;
+    * boundary (term ``"bc"``): ``u = u*`` on ``x = -5`` and ``x = 5``, two pieces at the same
+      ``n_bc`` times ``t ~ U[0, 2)``;
+    * closed form: the Ablowitz-Zeppetella travelling wave ``u* = 1 / (1 + exp(s))^2`` with
+      ``s = lam (x - speed t)`` clamped to ``[-50, 50]``, ``lam = sqrt(r / (6 D))`` and
+      ``speed = 5 sqrt(D r / 6)`` (the properties [`lam`][cgmpinn_jax.problems.FisherKPP.lam] and
+      [`speed`][cgmpinn_jax.problems.FisherKPP.speed]);
+    * test grid 100 x 100.
+
+    Its [`ProblemDefaults`][cgmpinn_jax.problems.ProblemDefaults] follow the reference: an 80-wide
+    network, 8000 Adam and 12000 L-BFGS steps; CGMPINN's input map ``(x/5, t-1)``, Xavier init and
+    refresh every 100 steps are the method's settings
+    ([`cgm_settings`][cgmpinn_jax.methods.cgm_settings]). ``D`` and ``r`` are unknowns an inverse
+    run can identify from data ([`InverseProblem`][cgmpinn_jax.inverse.InverseProblem]).
+
+    Args:
+        D: the diffusivity.
+        r: the reaction rate.
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary times (each used on both edges).
+
+    Examples:
+        >>> from cgmpinn_jax.problems import FisherKPP
+        >>> p = FisherKPP()
+        >>> round(p.lam, 4), round(p.speed, 4)
+        (1.633, 2.0412)
+    """
+
     D: float = 0.25
     r: float = 4.0
     n_pde: int = 8000
@@ -49,10 +81,12 @@ class FisherKPP(Problem):
 
     @property
     def lam(self) -> float:
+        """The travelling wave's steepness ``lam = sqrt(r / (6 D))``."""
         return math.sqrt(self.r / (6.0 * self.D))
 
     @property
     def speed(self) -> float:
+        """The travelling wave's speed ``5 sqrt(D r / 6)``."""
         return 5.0 * math.sqrt(self.D * self.r / 6.0)
 
     def exact(self, z):

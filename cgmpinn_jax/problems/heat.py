@@ -24,6 +24,30 @@ from .unknowns import Unknown
 
 @dataclasses.dataclass(frozen=True)
 class Heat(Problem):
+    """1D heat equation (registry name ``heat``; docs/reference-code.md §8.3).
+
+    * PDE: ``u_t - kappa u_xx = f(x, t)`` on ``(x, t) in [0, 1]^2``, with ``f`` derived from the
+      closed form (with the problem's own ``kappa``);
+    * initial (term ``"ic"``): ``u(x, 0) = u*(x, 0) = 0`` at ``n_ic`` points ``x ~ U[0, 1)``, one
+      [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] piece;
+    * boundary (term ``"bc"``): ``u = u*`` on the edges ``x = 0`` and ``x = 1``, two pieces at the
+      same ``n_bc`` times ``t ~ U[0, 1)``;
+    * closed form: ``u*(x, t) = (sin(alpha1 pi x) + tanh(s x)) sin(alpha2 pi t)``;
+    * test grid 100 x 100.
+
+    ``kappa`` is an unknown an inverse run can identify from data
+    ([`InverseProblem`][cgmpinn_jax.inverse.InverseProblem]).
+
+    Args:
+        alpha1: the frequency of the spatial sine.
+        alpha2: the frequency in time.
+        s: the steepness of the ``tanh`` layer at ``x = 0``.
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary times (each used on both edges).
+        kappa: the diffusivity (1 in the paper).
+    """
+
     alpha1: float = 1.0
     alpha2: float = 2.0
     s: float = 10.0

@@ -1,4 +1,4 @@
-"""PINNacle's problems (Hao et al., NeurIPS 2024; github.com/i207M/PINNacle at commit 6f8d69c),
+"""PINNacle's problems (Hao et al., NeurIPS 2024; github.com/i207M/PINNacle at commit ``6f8d69c``),
 written through the public API and registered by name in `PINNACLE`:
 
 | name | PINNacle class (``src/pde/...``) | errors against |
@@ -50,13 +50,20 @@ REFERENCE_SOURCES = ("spectral", "pinnacle")
 
 @dataclasses.dataclass(frozen=True)
 class Burgers1DC(BurgersFromData):
-    """1D Burgers (PINNacle's Burgers1d-C; ``burgers1d_c``): the worked `BurgersFromData`.
+    """1D Burgers (PINNacle's Burgers1d-C; ``burgers1d_c``): the worked
+    [`BurgersFromData`][cgmpinn_jax.problems.BurgersFromData].
 
     Follows PINNacle ``src/pde/burgers.py``, class ``Burgers1D``:
     ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]``, ``nu = 0.01 / pi``,
     ``u(x, 0) = -sin(pi x)``, ``u(+-1, t) = 0``; no closed form.
 
     Args:
+        nu: the viscosity.
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary points on each edge ``x = -1`` and ``x = 1``.
+        n_refine: extra interior points around the shock at ``x = 0`` (0: none), as for
+            [`BurgersFromData`][cgmpinn_jax.problems.BurgersFromData].
         reference_source: what errors are measured against: ``"spectral"`` (default), our
             Fourier pseudo-spectral solution (``cgmpinn_jax/data/burgers``); ``"pinnacle"``,
             PINNacle's ``ref/burgers1d.dat`` (1111 points, 101 x at t = 0, 0.1, ..., 1), only for
@@ -92,7 +99,8 @@ class Burgers1DC(BurgersFromData):
 
 @dataclasses.dataclass(frozen=True)
 class Poisson2DC(SquareWithHoles):
-    """Laplace in a square with four holes (PINNacle's Poisson2d-C; ``poisson2d_c``): the worked `SquareWithHoles`.
+    """Laplace in a square with four holes (PINNacle's Poisson2d-C; ``poisson2d_c``): the worked
+    [`SquareWithHoles`][cgmpinn_jax.problems.SquareWithHoles].
 
     Follows PINNacle ``src/pde/poisson.py``, class ``Poisson2D_Classic`` (``scale=1``):
     ``u_xx + u_yy = 0`` in ``[-0.5, 0.5]^2`` minus the disks of radius 0.1 at ``(+-0.3, +-0.3)``,
@@ -103,6 +111,11 @@ class Poisson2DC(SquareWithHoles):
     2048 boundary points over the whole boundary (about 1256 on the square, 792 on the
     circles: ``get_problem("poisson2d_c", n_pde=8192, n_outer=1256, n_holes=792)``); our
     defaults are 2000, 400 and 400.
+
+    Args:
+        n_pde: the number of collocation points.
+        n_outer: the number of boundary points on the square's edges.
+        n_holes: the number of boundary points on the four circles together (a quarter each).
     """
 
     name = "poisson2d_c"
@@ -110,7 +123,8 @@ class Poisson2DC(SquareWithHoles):
 
 @dataclasses.dataclass(frozen=True)
 class NS2DC(LidDrivenCavity):
-    """Lid-driven cavity at Re = 100 (PINNacle's NS2d-C; ``ns2d_c``): the worked `LidDrivenCavity`.
+    """Lid-driven cavity at Re = 100 (PINNacle's NS2d-C; ``ns2d_c``): the worked
+    [`LidDrivenCavity`][cgmpinn_jax.problems.LidDrivenCavity].
 
     Follows PINNacle ``src/pde/ns.py``, class ``NS2D_LidDriven`` (``a=4, nu=1/100``): steady
     Navier-Stokes ``(u . grad) u + grad p = nu lap u``, ``div u = 0`` in the unit square,
@@ -121,6 +135,14 @@ class NS2DC(LidDrivenCavity):
     2048 boundary points over the whole boundary (about 512 on the lid, 1536 on the other
     walls: ``get_problem("ns2d_c", n_pde=8192, n_lid=512, n_wall=1536)``); our defaults are
     2000, 200 and 400.
+
+    Args:
+        re: the Reynolds number (``1 / nu``).
+        n_pde: the number of collocation points.
+        n_wall: the number of boundary points on the three fixed walls together (a third each).
+        n_lid: the number of boundary points on the lid.
+        n_refine: extra interior points under the lid and in its corners (0: none), as for
+            [`LidDrivenCavity`][cgmpinn_jax.problems.LidDrivenCavity].
     """
 
     name = "ns2d_c"
@@ -149,6 +171,12 @@ class Wave1DC(Problem):
       ref_sol there; they agree: the tests check it);
     * the wave speed is fixed at ``C = 2`` (the closed form needs it); test points are a
       101 x 101 grid (PINNacle: 2500 uniform points).
+
+    Args:
+        a: the frequency of the second mode, an integer (so that the boundary values vanish).
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points (used by both initial pieces).
+        n_bc: the number of boundary points, half on ``x = 0`` and half on ``x = 1``.
     """
 
     a: int = 4
@@ -214,6 +242,13 @@ class Heat2DMultiscale(Problem):
       and the boundary value 0 as a number;
     * test points: an 81 x 21 x 11 grid of the box, endpoints included (PINNacle: 20000
       uniform points).
+
+    Args:
+        kx: the initial condition's frequency along ``x``, an integer (so that the boundary
+            values vanish).
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary points, a quarter on each edge of the square.
     """
 
     kx: float = 20.0
@@ -257,4 +292,6 @@ class Heat2DMultiscale(Problem):
 PINNACLE: dict[str, type[Problem]] = {
     cls.name: cls for cls in (Burgers1DC, Poisson2DC, NS2DC, Wave1DC, Heat2DMultiscale, PoissonND, HeatND)
 }
-"""PINNacle's problems by registry name (`cgmpinn_jax.problems.get_problem` finds them)."""
+"""PINNacle's seven problems by registry name (a dict ``{name: Problem subclass}``):
+``burgers1d_c``, ``poisson2d_c``, ``ns2d_c``, ``wave1d_c``, ``heat2d_ms``, ``poisson_nd`` and
+``heat_nd``; [`get_problem`][cgmpinn_jax.get_problem] finds them (``get_problem("wave1d_c")``)."""

@@ -4,7 +4,7 @@ unit cube ``[0, 1]^5``) and `HeatND` (``heat_nd``, heat in the unit 5-ball over 
 Neumann condition on the sphere).
 
 Their PINNacle statements are in ``src/pde/poisson.py`` and ``src/pde/heat.py`` of
-i207M/PINNacle (commit 6f8d69c); ours are written through the public API, with the source
+i207M/PINNacle (commit ``6f8d69c``); ours are written through the public API, with the source
 term stated as PINNacle states it (not derived from the closed form), so the tests check the
 closed form against the PDE.
 """
@@ -26,13 +26,16 @@ from .geometry import Ball, Box
 __all__ = ["PoissonND", "HeatND", "DIM", "CUBE", "BALL"]
 
 DIM = 5
-"""The spatial dimension of both problems (PINNacle's default ``dim=5``)."""
+"""The spatial dimension of both problems, 5 (PINNacle's default ``dim=5``)."""
 
 CUBE = Box((0.0,) * DIM, (1.0,) * DIM, name="cube")
-"""The domain of `PoissonND`: the unit cube ``[0, 1]^5`` (one boundary part, ``"cube"``)."""
+"""The domain of [`PoissonND`][cgmpinn_jax.problems.PoissonND] (its ``geometry``): the unit cube
+``[0, 1]^5``, a [`Box`][cgmpinn_jax.problems.Box] with one boundary part, ``"cube"``."""
 
 BALL = Ball((0.0,) * DIM, 1.0, name="sphere")
-"""The spatial domain of `HeatND`: the closed unit ball of R^5 (its boundary part is ``"sphere"``)."""
+"""The spatial domain of [`HeatND`][cgmpinn_jax.problems.HeatND]: the closed unit ball of R^5, a
+[`Ball`][cgmpinn_jax.problems.Ball] whose boundary part is ``"sphere"``; the space-time domain is
+``BALL x [0, 1]``."""
 
 T_END = 1.0  # HeatND's final time (PINNacle's default T=1)
 N_TEST = 5000  # random test points of both problems
@@ -68,6 +71,12 @@ class PoissonND(Problem):
       20000-point uniform grid of the open cube;
     * the dimension is fixed at 5 (PINNacle's ``dim`` parameter) and the residual is written
       ``lap u - f`` (PINNacle: ``lap u + f``, with its f of the opposite sign: the same equation).
+
+    The domain is [`CUBE`][cgmpinn_jax.problems.pinnacle_nd.CUBE] (its ``geometry``).
+
+    Args:
+        n_pde: the number of collocation points.
+        n_bc: the number of boundary points, on the whole boundary of the cube.
     """
 
     n_pde: int = 2000
@@ -119,7 +128,7 @@ class HeatND(Problem):
 
     Follows PINNacle ``src/pde/heat.py``, class ``HeatND`` (``dim=5, T=1``); coordinates
     ``(x1, ..., x5, t)``, time last, on the space-time domain ``B x [0, 1]`` with ``B`` the
-    closed unit ball of R^5 (`BALL`):
+    closed unit ball of R^5 ([`BALL`][cgmpinn_jax.problems.pinnacle_nd.BALL]):
 
     * PDE: ``u_t = (1/5) lap u + f``, ``f(x, t) = -(1/5) |x|^2 exp(|x|^2 / 2 + t)``
       (ours: operator ``u_t - (1/5) lap u``, source ``f``, stated as PINNacle states it);
@@ -129,7 +138,7 @@ class HeatND(Problem):
     * closed form: ``u*(x, t) = exp(|x|^2 / 2 + t)``.
 
     The box ``lower``/``upper`` is the bounding box ``[-1, 1]^5 x [0, 1]``; every point is
-    drawn from `BALL` (``sample_interior`` / ``sample_boundary``) and a uniform time.
+    drawn from ``BALL`` (``sample_interior`` / ``sample_boundary``) and a uniform time.
 
     Where ours differs from PINNacle:
 
@@ -140,6 +149,11 @@ class HeatND(Problem):
       PINNacle's 20000 random points;
     * the dimension (5) and the final time (1) are fixed (PINNacle's ``dim`` and ``T``
       parameters); the residual is ``u_t - (1/5) lap u - f`` (PINNacle's is its negative).
+
+    Args:
+        n_pde: the number of collocation points.
+        n_ic: the number of initial points (in the ball, at ``t = 0``).
+        n_bc: the number of boundary points (on the sphere, at uniform times).
     """
 
     n_pde: int = 2000

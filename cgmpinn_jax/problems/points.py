@@ -49,8 +49,8 @@ def box_edges(
     ``pieces() -> {"bc": (Dirichlet(),) * 4}`` and ``sample_points -> {"bc": box_edges(...)}``.
 
     Args:
-        lower, upper: the box's bounds, ``d`` numbers each (typically ``self.lower`` and
-            ``self.upper``).
+        lower: the box's lower corner, ``d`` numbers (typically the problem's ``self.lower``).
+        upper: the box's upper corner, ``d`` numbers (typically ``self.upper``).
         n: points per face. Without ``key``: a ``linspace(lo, hi, n)`` on every free axis of
             the face (endpoints, hence corners, included), ``n ** (d - 1)`` points per face.
             With ``key``: ``n`` points uniform on the face. For ``d = 1`` each face is a
@@ -59,7 +59,8 @@ def box_edges(
             the deterministic grid.
 
     Returns:
-        A tuple of ``2 d`` arrays of shape ``(m, d)`` in the default float dtype.
+        A tuple of ``2 d`` arrays of shape ``(m, d)`` in jnp's default float dtype, with
+            ``m = n ** (d - 1)`` without ``key``, ``m = n`` with it (``m = 1`` for ``d = 1``).
 
     Examples: The 2D Poisson benchmark's boundary: 250 points per edge, corners included
         >>> edges = box_edges((0.0, 0.0), (1.0, 1.0), 250)
@@ -98,13 +99,20 @@ def edge_pair(t: jax.Array, x_left: float, x_right: float) -> tuple[jax.Array, j
 
     Args:
         t: times, shape ``(n,)``.
-        x_left, x_right: the two edges, e.g. ``self.lower[0]`` and ``self.upper[0]``.
+        x_left: the left edge's position, e.g. the problem's ``self.lower[0]``.
+        x_right: the right edge's position, e.g. ``self.upper[0]``.
 
     Returns:
         ``(left, right)``: the points ``(x_left, t_i)`` and ``(x_right, t_i)``, each of
-        shape ``(n, 2)``: two point arrays, so two pieces (e.g. ``(Dirichlet(), Dirichlet())``).
-        For a periodic condition stack them into pairs: ``jnp.stack([left, right], axis=1)``
-        has shape ``(n, 2, 2)``, as `Periodic` expects.
+            shape ``(n, 2)``: two point arrays, so two pieces (e.g. ``(Dirichlet(), Dirichlet())``).
+            For a periodic condition stack them into pairs: ``jnp.stack([left, right], axis=1)``
+            has shape ``(n, 2, 2)``, as [`Periodic`][cgmpinn_jax.problems.Periodic] expects.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> left, right = edge_pair(jnp.array([0.0, 0.5]), -1.0, 1.0)
+        >>> left.tolist(), right.tolist()
+        ([[-1.0, 0.0], [-1.0, 0.5]], [[1.0, 0.0], [1.0, 0.5]])
     """
     t = jnp.asarray(t)
     return (
@@ -121,8 +129,13 @@ def initial_line(x: jax.Array, t0: float = 0.0) -> jax.Array:
         t0: the time (default 0).
 
     Returns:
-        Shape ``(n, 2)``: one point array, so one piece (e.g. ``Dirichlet()`` for the initial
-        value, ``DerivativeMatch(1)`` for an initial velocity).
+        An array of shape ``(n, 2)``: one point array, so one piece (e.g. ``Dirichlet()`` for
+            the initial value, ``DerivativeMatch(1)`` for an initial velocity).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> initial_line(jnp.array([0.25, 0.75]), t0=1.0).tolist()
+        [[0.25, 1.0], [0.75, 1.0]]
     """
     x = jnp.asarray(x)
     return jnp.stack([x, jnp.full_like(x, t0)], -1)

@@ -18,6 +18,22 @@ from .base import Dirichlet, Problem, grid, uniform
 
 @dataclasses.dataclass(frozen=True)
 class Poisson2D(Problem):
+    """2D Poisson (registry name ``poisson2d``; docs/reference-code.md §8.2).
+
+    * PDE: ``u_xx + u_yy = f(x, y)`` on ``[0, 1]^2``, with ``f`` derived from the closed form;
+    * boundary (term ``"bc"``): ``u = u*`` on the four edges, one
+      [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] piece per edge (``x = 0``, ``x = 1``, ``y = 0``,
+      ``y = 1``), each at ``n_edge`` evenly spaced points (corners included, so duplicated);
+    * closed form: ``u*(x, y) = sin(beta1 pi x) sin(beta2 pi y) + exp(-x^2 - y^2)``;
+    * points: ``n_pde`` collocation points uniform in the square; test grid 100 x 100.
+
+    Args:
+        beta1: the frequency along ``x``.
+        beta2: the frequency along ``y``.
+        n_pde: the number of collocation points.
+        n_edge: the number of boundary points on each edge (fixed, not random).
+    """
+
     beta1: float = 3.0
     beta2: float = 2.0
     n_pde: int = 2000

@@ -23,6 +23,10 @@ __all__ = ["Reference", "read_comsol", "read_table", "load_reference", "file_sha
            "PINNACLE_FILES"]
 
 PINNACLE_FILES = ("burgers1d.dat.gz", "poisson1_cg_data.dat.gz", "lid_driven_a4.dat.gz")
+"""The file names of the PINNacle reference solutions shipped in ``cgmpinn_jax/data/pinnacle``,
+the names [`pinnacle_reference`][cgmpinn_jax.problems.pinnacle_reference] reads: 1-D Burgers
+(``x, t -> u``), the Poisson problem on a square with holes (``x, y -> u``) and the lid-driven
+cavity at ``a = 4`` (``x, y -> u, v, p``)."""
 _SUFFIXES = ".dat, .txt, .csv, .npy or .npz, each optionally followed by .gz"
 # one COMSOL column label: name, an optional "(unit)", an optional "@ p=v[, q=w]" parameter label
 _LABEL = re.compile(r"[^\s@()]+(?:\s+\([^()]*\))?(?:\s*@\s*[^\s,@]+(?:,\s*[^\s,@]+)*)?")
@@ -50,11 +54,33 @@ def _columns(a: np.ndarray, n: int) -> np.ndarray:  # (M,) as one column where o
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Reference:
-    """A reference solution: ``values[i]`` are the fields at ``points[i]`` (float64, read-only).
+    """A reference solution as data: ``values[i]`` are the fields at ``points[i]``.
 
-    ``source`` is the file's name (never a path of the machine that read it) or a description;
-    ``sha256`` the hex digest of the file's bytes as stored (compressed, for a ``.gz``), or of the
-    arrays' shapes and bytes for `from_arrays`.
+    Made by the readers ([`load_reference`][cgmpinn_jax.problems.load_reference],
+    [`read_table`][cgmpinn_jax.problems.read_table],
+    [`read_comsol`][cgmpinn_jax.problems.read_comsol],
+    [`pinnacle_reference`][cgmpinn_jax.problems.pinnacle_reference]) or by
+    [`from_arrays`][cgmpinn_jax.problems.Reference.from_arrays]. Construction copies both arrays
+    to float64, makes them read-only and checks their shapes and that every value is finite (a
+    ValueError otherwise). Compare references by ``sha256``, not with ``==``.
+
+    Attributes:
+        points: the coordinates, a read-only float64 array of shape ``(M, d)``, its columns in
+            the order of ``coords``.
+        values: the fields at the points, a read-only float64 array of shape ``(M, F)``, its
+            columns in the order of ``fields``.
+        coords: the names of the ``d`` coordinates, e.g. ``("x", "t")``.
+        fields: the names of the ``F`` fields, e.g. ``("u",)``.
+        source: the file's name (never a path of the machine that read it) or a description
+            such as ``"arrays"``; error messages name it.
+        sha256: the hex sha256 of the file's bytes as stored (compressed, for a ``.gz``), or of
+            the arrays' shapes and bytes for ``from_arrays``: what a saved model records to
+            detect changed data.
+
+    Examples:
+        >>> ref = Reference.from_arrays([[0.0], [0.5], [1.0]], [0.0, 0.25, 1.0], coords=("x",), fields=("u",))
+        >>> ref.points.shape, ref.values.shape, ref.field("u").tolist()
+        ((3, 1), (3, 1), [0.0, 0.25, 1.0])
     """
 
     points: np.ndarray
@@ -82,7 +108,22 @@ class Reference:
                 f"fields={self.fields}, sha256={self.sha256[:12]!r}...)")
 
     def field(self, name: str) -> np.ndarray:
-        """The ``(M,)`` values of one field; a ValueError names the field and the fields there are."""
+        """The values of one field.
+
+        Args:
+            name: one of ``fields``.
+
+        Returns:
+            A read-only float64 array of shape ``(M,)`` (a column of ``values``).
+
+        Raises:
+            ValueError: ``name`` is not a field; the message lists the fields there are.
+
+        Examples:
+            >>> ref = Reference.from_arrays([0.0, 1.0], [[1.0, 2.0], [3.0, 4.0]], coords=("x",), fields=("u", "v"))
+            >>> ref.field("v").tolist()
+            [2.0, 4.0]
+        """
         if name not in self.fields:
             raise ValueError(f"{self.source}: no field {name!r}; the fields are {self.fields}")
         return self.values[:, self.fields.index(name)]
@@ -91,9 +132,30 @@ class Reference:
                      lower=None, upper=None, *, tol: float = 1e-9) -> None:
         """Raise a ValueError when a point lies outside the domain.
 
-        ``lower``/``upper`` (a number or one per coordinate) bound the box, with ``tol`` of slack;
-        ``contains(points)`` takes the ``(M, d)`` points and returns ``(M,)`` booleans (any tolerance
-        of its own inside it). The message names the source, how many points are outside, the first.
+        Give at least one of ``contains``, ``lower`` and ``upper``; a point must satisfy all
+        that are given. The message names the source, how many points are outside and the
+        first of them.
+
+        Args:
+            contains: a function of the ``(M, d)`` float64 points returning ``(M,)`` booleans,
+                True inside (with any tolerance of its own), e.g. a
+                [`Geometry`][cgmpinn_jax.problems.Geometry]'s ``contains``; None to check
+                the box only.
+            lower: the box's lower bound: a number for every coordinate, or ``d`` numbers;
+                None for no lower bound.
+            upper: the box's upper bound, as ``lower``; None for no upper bound.
+            tol: the slack allowed outside ``lower`` and ``upper``.
+
+        Raises:
+            ValueError: a point is outside, or none of the three checks is given.
+
+        Examples:
+            >>> ref = Reference.from_arrays([0.0, 0.5, 1.0], [0.0, 0.25, 1.0], coords=("x",), fields=("u",))
+            >>> ref.check_domain(lower=0.0, upper=1.0)
+            >>> ref.check_domain(lower=0.0, upper=0.9)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: arrays: 1 of 3 points are outside the domain (...); the first is row 2: (x=1.0)
         """
         if contains is None and lower is None and upper is None:
             raise ValueError("check_domain needs contains, lower or upper")
@@ -120,7 +182,31 @@ class Reference:
 
     @classmethod
     def from_arrays(cls, points, values, *, coords, fields, source: str = "arrays") -> "Reference":
-        """A Reference from arrays; ``values`` may be ``(M,)`` for one field, ``points`` ``(M,)`` for one coordinate."""
+        """A Reference from arrays in memory (say, a solution computed by another solver).
+
+        Args:
+            points: the coordinates, array-like of shape ``(M, d)``, or ``(M,)`` for one
+                coordinate.
+            values: the fields, array-like of shape ``(M, F)``, or ``(M,)`` for one field.
+            coords: the names of the ``d`` coordinates, a tuple of strings.
+            fields: the names of the ``F`` fields, a tuple of strings.
+            source: a description for messages and the record of a saved model.
+
+        Returns:
+            A [`Reference`][cgmpinn_jax.problems.Reference] whose ``sha256`` hashes the arrays'
+                shapes and float64 bytes.
+
+        Raises:
+            ValueError: the shapes do not match the names, a value is NaN or infinite, or a
+                name is repeated.
+
+        Examples:
+            >>> import numpy as np
+            >>> x = np.linspace(0.0, 1.0, 5)
+            >>> ref = Reference.from_arrays(x, np.sin(x), coords=("x",), fields=("u",), source="sin")
+            >>> ref.points.shape, ref.values.shape, ref.source, len(ref.sha256)
+            ((5, 1), (5, 1), 'sin', 64)
+        """
         coords, fields = _names(coords, fields)
         pts = _columns(np.array(points, dtype=np.float64, order="C"), len(coords))
         vals = _columns(np.array(values, dtype=np.float64, order="C"), len(fields))
@@ -148,7 +234,30 @@ def _existing(path) -> Path:
 
 
 def file_sha256(path) -> str:
-    """The hex sha256 of a file's bytes (as stored: a ``.gz`` file's compressed bytes)."""
+    """The sha256 of a file's bytes as stored (a ``.gz`` file's compressed bytes).
+
+    The same digest a reader records in [`Reference.sha256`][cgmpinn_jax.problems.Reference]
+    for the file, so it tells whether a file is the one a reference (or a saved model) was
+    read from.
+
+    Args:
+        path: the file, a string or ``pathlib.Path``.
+
+    Returns:
+        The digest as 64 lowercase hex characters.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist or is a directory.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "u.csv"
+        ...     _ = path.write_text("x,u\\n0.0,1.0\\n")
+        ...     file_sha256(path) == read_table(path, coords=("x",), fields=("u",)).sha256
+        True
+    """
     return hashlib.sha256(_existing(path).read_bytes()).hexdigest()
 
 
@@ -354,37 +463,157 @@ def _time_coord(fn: str, kw: dict):
 
 
 def read_comsol(path, *, coords: Sequence[str], fields: Sequence[str], time_coord: str | None = None) -> Reference:
-    """A COMSOL text export: ``%`` header lines, the last naming the columns.
+    """Read a COMSOL text export: ``%`` header lines, the last naming the columns.
 
-    Plain columns (``% x  y  u @ Re=100  v @ Re=100``: d coordinates, then F fields; ``@ ...`` is
-    a parameter label) or a time series of wide columns (``% X  u (1) @ t=0  u (1) @ t=0.1 ...``:
-    the spatial coordinates, then one column per field and time), expanded to points
-    ``(x..., t)``, blocked by time, with the time as ``time_coord`` (default: the last of
-    ``coords``). The fields come in the order of ``fields``, matched by their labels' names.
+    Two layouts are understood:
+
+    * plain columns, ``% x  y  u @ Re=100  v @ Re=100``: the ``d`` coordinates, then the ``F``
+      fields (``@ ...`` is a parameter label, ignored);
+    * a time series of wide columns, ``% X  u (1) @ t=0  u (1) @ t=0.1 ...``: the spatial
+      coordinates, then one column per field and time. It is expanded to one point
+      ``(x..., t)`` per row and time, blocked by time (all rows at the first time, then the
+      next), with ``t`` at the position of ``time_coord`` in ``coords``.
+
+    The fields are matched by their labels' names (units such as ``(1)`` dropped) and come in
+    the order of ``fields``; every field of the file must be asked for. ``#`` lines are
+    comments.
+
+    Args:
+        path: a ``.dat``, ``.txt`` or ``.csv`` file, optionally gzipped (``.gz``).
+        coords: the names of the coordinates, a tuple of strings (for a time series, the
+            spatial ones and the time).
+        fields: the names of the fields, a tuple of strings, as the header labels them.
+        time_coord: for a time series, which of ``coords`` is the time; None for the last.
+
+    Returns:
+        A [`Reference`][cgmpinn_jax.problems.Reference], ``source`` the file's name.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: the file is not a COMSOL export, its columns do not match ``coords`` and
+            ``fields``, or a value is NaN or infinite; the message names the file and line.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "series.txt"
+        ...     _ = path.write_text("% X  u (1) @ t=0  u (1) @ t=0.5\\n-1 0.0 0.1\\n1 1.0 0.9\\n")
+        ...     ref = read_comsol(path, coords=("x", "t"), fields=("u",))
+        >>> ref.points.tolist(), ref.values[:, 0].tolist()
+        ([[-1.0, 0.0], [1.0, 0.0], [-1.0, 0.5], [1.0, 0.5]], [0.0, 1.0, 0.1, 0.9])
     """
     return _read_path(path, coords, fields, "comsol", time_coord)
 
 
 def read_table(path, *, coords: Sequence[str], fields: Sequence[str]) -> Reference:
-    """A table of d coordinate then F field columns, any of them gzipped (``.gz``): ``.csv``
-    (comma separated) or whitespace ``.dat``/``.txt`` with an optional header line of names (the
-    fields matched by name; every column, when it names every coordinate and field); ``.npy`` an
-    ``(M, d+F)`` array; ``.npz`` keys ``points`` ``(M, d)`` and ``values`` ``(M, F)`` or ``(M,)``,
-    or one 2-D array."""
+    """Read a table of ``d`` coordinate columns then ``F`` field columns.
+
+    The suffix says the format, each optionally gzipped (``.gz``):
+
+    * ``.csv`` (comma separated) or whitespace-separated ``.dat`` / ``.txt``, with an optional
+      header line of names: the fields are then matched by name, and when the header names
+      every coordinate and field, every column is (in any order); ``#`` lines are comments;
+    * ``.npy``: one ``(M, d + F)`` array;
+    * ``.npz``: the keys ``points`` ``(M, d)`` and ``values`` ``(M, F)`` (or ``(M,)``), or a
+      single ``(M, d + F)`` array.
+
+    Args:
+        path: the file, a string or ``pathlib.Path``.
+        coords: the names of the ``d`` coordinates, a tuple of strings.
+        fields: the names of the ``F`` fields, a tuple of strings.
+
+    Returns:
+        A [`Reference`][cgmpinn_jax.problems.Reference], ``source`` the file's name.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: an unknown suffix, a column count or header that does not match ``coords``
+            and ``fields``, a ragged or non-numeric row, or a NaN or infinite value; the
+            message names the file and line.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "u.csv"
+        ...     _ = path.write_text("x,t,u\\n0.0,0.0,1.0\\n0.5,0.0,0.5\\n")
+        ...     ref = read_table(path, coords=("x", "t"), fields=("u",))
+        >>> ref.source, ref.points.tolist(), ref.values.tolist()
+        ('u.csv', [[0.0, 0.0], [0.5, 0.0]], [[1.0], [0.5]])
+    """
     return _read_path(path, coords, fields, "table")
 
 
 def load_reference(path, *, coords: Sequence[str], fields: Sequence[str], **kw) -> Reference:
-    """Read a reference file by its suffix (``.gz`` transparently): a COMSOL export when the text
-    starts with ``%`` lines (``time_coord=`` as for `read_comsol`), else `read_table`."""
+    """Read a reference file, whatever its format.
+
+    A text file that starts with ``%`` lines is read as a COMSOL export (as
+    [`read_comsol`][cgmpinn_jax.problems.read_comsol] does), anything else as a table (as
+    [`read_table`][cgmpinn_jax.problems.read_table] does); ``.gz`` files are decompressed
+    transparently.
+
+    Args:
+        path: a ``.dat``, ``.txt``, ``.csv``, ``.npy`` or ``.npz`` file, optionally gzipped.
+        coords: the names of the ``d`` coordinates, a tuple of strings.
+        fields: the names of the ``F`` fields, a tuple of strings.
+        **kw: only ``time_coord=``, for a COMSOL time series (see ``read_comsol``).
+
+    Returns:
+        A [`Reference`][cgmpinn_jax.problems.Reference], ``source`` the file's name.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: the file cannot be read as ``coords`` and ``fields`` (the message says
+            why, naming the file and line).
+        TypeError: a keyword other than ``time_coord``.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "cavity.txt"
+        ...     _ = path.write_text("% x  y  u @ Re=100  v @ Re=100\\n0 0 0.0 0.0\\n0.5 1 1.0 0.0\\n")
+        ...     ref = load_reference(path, coords=("x", "y"), fields=("u", "v"))
+        >>> ref.fields, ref.values.tolist()
+        (('u', 'v'), [[0.0, 0.0], [1.0, 0.0]])
+    """
     return _read_path(path, coords, fields, "auto", _time_coord("load_reference", kw))
 
 
 def pinnacle_reference(name: str, *, coords: Sequence[str], fields: Sequence[str], **kw) -> Reference:
-    """One of the PINNacle reference files shipped with the package (`PINNACLE_FILES`), by
-    file name with or without ``.dat.gz``, source ``"pinnacle/<file>"``: ``burgers1d`` (coords
-    ``("x", "t")``, fields ``("u",)``), ``poisson1_cg_data`` (``("x", "y")``, ``("u",)``) or
-    ``lid_driven_a4`` (``("x", "y")``, ``("u", "v", "p")``)."""
+    """Read one of the PINNacle reference solutions shipped with the package.
+
+    The files are listed in [`PINNACLE_FILES`][cgmpinn_jax.problems.reference.PINNACLE_FILES]
+    (their provenance and licence: ``cgmpinn_jax/data/pinnacle/README.md``):
+
+    | ``name`` | ``coords`` | ``fields`` | points |
+    | --- | --- | --- | --- |
+    | ``burgers1d`` | ``("x", "t")`` | ``("u",)`` | 1111 |
+    | ``poisson1_cg_data`` | ``("x", "y")`` | ``("u",)`` | 1246 |
+    | ``lid_driven_a4`` | ``("x", "y")`` | ``("u", "v", "p")`` | 10201 |
+
+    Args:
+        name: the file name, with or without ``.dat.gz`` (``"burgers1d"`` or
+            ``"burgers1d.dat.gz"``).
+        coords: the names to give the coordinates, a tuple of strings, as in the table.
+        fields: the names of the fields, a tuple of strings, as in the table (the order may
+            differ: the values' columns follow it).
+        **kw: only ``time_coord=``, as for
+            [`read_comsol`][cgmpinn_jax.problems.read_comsol].
+
+    Returns:
+        A [`Reference`][cgmpinn_jax.problems.Reference] with ``source`` ``"pinnacle/<file>"``.
+
+    Raises:
+        ValueError: ``name`` is not a shipped file, or ``coords`` / ``fields`` do not match it.
+        FileNotFoundError: the package was installed without its data files.
+
+    Examples:
+        >>> ref = pinnacle_reference("burgers1d", coords=("x", "t"), fields=("u",))
+        >>> ref.source, ref.points.shape, ref.points.min(axis=0).tolist(), ref.points.max(axis=0).tolist()
+        ('pinnacle/burgers1d.dat.gz', (1111, 2), [-1.0, 0.0], [1.0, 1.0])
+    """
     file = re.sub(r"(\.dat)?(\.gz)?$", "", name) + ".dat.gz"
     if file not in PINNACLE_FILES:
         raise ValueError(f"no PINNacle reference {name!r}; the shipped ones are {PINNACLE_FILES}")

@@ -32,17 +32,39 @@ __all__ = ["Unknown", "TRANSFORMS"]
 
 Transform = Literal["softplus", "log", "identity"]
 TRANSFORMS: tuple[str, ...] = ("softplus", "log", "identity")
+"""The parameterisations of an [`Unknown`][cgmpinn_jax.inverse.Unknown], how its trainable raw
+parameter ``theta`` maps to the coefficient: ``"softplus"`` (``log(1 + exp(theta))``,
+positive), ``"log"`` (``exp(theta)``, positive, multiplicative steps) and ``"identity"``
+(``theta``, any sign)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Unknown:
-    """One unknown coefficient.
+    """One unknown coefficient of a PDE: its name, initial guess and parameterisation.
+
+    A problem declares the coefficients it can identify from data as the class attribute
+    ``unknowns = (Unknown("D", 0.5, "log"), ...)``.  In an inverse run
+    ([`InverseProblem`][cgmpinn_jax.inverse.InverseProblem]) each becomes one trainable scalar
+    ``theta`` beside the network's parameters, and the operator sees ``value(theta)``.
 
     Args:
-        name: the problem's dataclass field the operator reads (e.g. ``"D"``).
-        init: the initial guess (must be > 0 for the positive parameterisations).
-        transform: ``"softplus"`` (default), ``"log"`` or ``"identity"``: how the trainable
-            raw parameter ``theta`` maps to the coefficient.
+        name: the problem's dataclass field (a float) that the operator reads (e.g. ``"D"``).
+        init: the initial guess of the coefficient (> 0 for the positive parameterisations).
+        transform: how the raw parameter ``theta`` maps to the coefficient, one of
+            [`TRANSFORMS`][cgmpinn_jax.inverse.TRANSFORMS]: ``"softplus"`` (default;
+            ``log(1 + exp(theta))``, positive, additive steps for values well above 1),
+            ``"log"`` (``exp(theta)``, positive, multiplicative steps: the benchmarks'
+            choice) or ``"identity"`` (``theta``, any sign, e.g. a velocity).
+
+    Raises:
+        ValueError: a name that is not an identifier, a non-finite ``init``, an unknown
+            ``transform``, or ``init <= 0`` with a positive parameterisation.
+
+    Examples:
+        >>> u = Unknown("D", 0.5, "log")
+        >>> theta = u.to_raw(0.5)
+        >>> round(theta, 4), round(float(u.value(theta)), 6)
+        (-0.6931, 0.5)
     """
 
     name: str
@@ -62,7 +84,15 @@ class Unknown:
                              f"(a positive coefficient), got {self.init!r}; use transform='identity' for any sign")
 
     def to_raw(self, value: float) -> float:
-        """The raw parameter ``theta`` with ``value(theta) = value`` (a Python float)."""
+        """The raw parameter ``theta`` at which the coefficient equals ``value``: the inverse of
+        [`value`][cgmpinn_jax.inverse.Unknown.value].
+
+        Args:
+            value: a coefficient value (> 0 for the positive parameterisations).
+
+        Returns:
+            ``theta``, a Python float.
+        """
         v = float(value)
         if self.transform == "log":
             return math.log(v)
@@ -71,7 +101,14 @@ class Unknown:
         return v
 
     def value(self, raw: jax.Array) -> jax.Array:
-        """The coefficient at the raw parameter ``raw`` (traceable)."""
+        """The coefficient at the raw parameter (traceable).
+
+        Args:
+            raw: the raw parameter ``theta``, an array of any shape.
+
+        Returns:
+            The coefficient, an array of the same shape.
+        """
         if self.transform == "log":
             return jnp.exp(raw)
         if self.transform == "softplus":

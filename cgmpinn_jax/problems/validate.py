@@ -1,4 +1,4 @@
-"""Validation of a user's [`Problem`][cgmpinn_jax.problems.base.Problem], once, before anything
+"""Validation of a user's [`Problem`][cgmpinn_jax.Problem], once, before anything
 is compiled: `validate_problem` (see its docstring for what is checked)."""
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def validate_problem(problem: "Problem") -> "Problem":
     ``pieces()`` has exactly the declared terms, each a tuple of valid pieces
     (derivative axes within ``coords``); ``sample_points(key)`` returns ``"pde"`` and each
     declared term, with one point array per piece, of shape ``(n, d)`` (``(n, 2, d)`` for
-    `Periodic`); each piece's target and value have shape ``(n,)``; ``test_grid()``
-    returns a `TestGrid` of points ``(M, d)``; on a system each piece names one of the
+    [`Periodic`][cgmpinn_jax.problems.Periodic]); each piece's target and value have shape
+    ``(n,)``; ``test_grid()`` returns a [`TestGrid`][cgmpinn_jax.problems.TestGrid] of points
+    ``(M, d)``; on a system each piece names one of the
     fields; the reference data (when there is one) has the problem's coordinates and fields
     and no point outside the domain; a geometry's samplers return the count asked for, inside
     the domain or on the named boundary part, with unit normals.
@@ -40,12 +41,19 @@ def validate_problem(problem: "Problem") -> "Problem":
     The methods are only traced (``jax.eval_shape``), except for one concrete draw of the
     points when the problem has a geometry or pieces with normals (points outside the domain,
     zero-length normals); so this is cheap, and the result is cached per problem.
+    [`train`][cgmpinn_jax.train] and [`sweep`][cgmpinn_jax.sweep] call it; call it yourself to
+    check a new problem without training.
 
     Args:
         problem: a [`Problem`][cgmpinn_jax.Problem] instance.
 
     Returns:
         ``problem`` itself.
+
+    Raises:
+        ValueError: naming the class, the method or attribute, and what was expected, at the
+            first disagreement.
+        TypeError: when ``problem`` is not a Problem instance (e.g. the class itself).
 
     Examples:
         >>> from cgmpinn_jax.problems import get_problem, validate_problem

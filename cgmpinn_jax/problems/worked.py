@@ -34,7 +34,30 @@ __all__ = ["BurgersFromData", "LidDrivenCavity", "SquareWithHoles", "burgers_ref
 
 
 def burgers_reference(nu: float) -> Reference:
-    """The shipped pseudo-spectral reference of Burgers with ``u0 = -sin(pi x)`` (nu = 0.01/pi or 0.01)."""
+    """The shipped pseudo-spectral reference solution of Burgers' equation with ``u(x, 0) = -sin(pi x)``.
+
+    The solution of ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]`` with ``u(+-1, t) = 0``,
+    computed by ``benchmarks/burgers_reference.py`` (its measured error is in
+    ``benchmarks/results/burgers_reference.md``) and shipped in ``cgmpinn_jax/data/burgers``;
+    [`BurgersFromData`][cgmpinn_jax.problems.BurgersFromData] measures its errors against it.
+
+    Args:
+        nu: the viscosity: ``0.01 / pi`` or ``0.01`` (the two shipped).
+
+    Returns:
+        A [`Reference`][cgmpinn_jax.problems.Reference] with coordinates ``("x", "t")``, one field
+        ``"u"``, points ``(M, 2)`` on the solver's tensor grid and values ``(M, 1)``.
+
+    Raises:
+        ValueError: for any other ``nu`` (``python -m benchmarks.burgers_reference`` computes others).
+
+    Examples:
+        >>> import numpy as np
+        >>> from cgmpinn_jax.problems.worked import burgers_reference
+        >>> ref = burgers_reference(0.01 / np.pi)
+        >>> ref.points.shape[1], ref.values.shape[1], ref.fields
+        (2, 1, ('u',))
+    """
     files = {0.01 / np.pi: "burgers_nu0.01pi.npz", 0.01: "burgers_nu0.01.npz"}
     name = next((f for v, f in files.items() if abs(nu - v) <= 1e-12 * v), None)
     if name is None:
@@ -58,10 +81,24 @@ def _refined(problem, pde, sample, key):
 
 @dataclasses.dataclass(frozen=True)
 class BurgersFromData(Problem):
-    """Burgers from its initial and boundary data, no closed form (reference: pseudo-spectral).
+    """Burgers' equation from its initial and boundary data, with no closed form (registry name
+    ``burgers_data``; docs/problems-from-data.md).
 
-    ``n_refine`` adds that many interior points around the front at ``x = 0`` after it forms
-    (`_front_refinement`; 0, the default, keeps the uniform points)."""
+    * PDE: ``u_t + u u_x - nu u_xx = 0`` on ``(x, t) in [-1, 1] x [0, 1]``;
+    * initial (term ``"ic"``): ``u(x, 0) = -sin(pi x)`` at ``n_ic`` points ``x ~ U[-1, 1)``;
+    * boundary (term ``"bc"``): ``u = 0`` on ``x = -1`` and ``x = 1``, two pieces at the same
+      ``n_bc`` times ``t ~ U[0, 1)``;
+    * errors against the shipped pseudo-spectral reference
+      ([`burgers_reference`][cgmpinn_jax.problems.worked.burgers_reference]), at its own points.
+
+    Args:
+        nu: the viscosity; a reference ships for ``0.01 / pi`` (default) and ``0.01``.
+        n_pde: the number of uniform collocation points.
+        n_ic: the number of initial points.
+        n_bc: the number of boundary times (each used on both edges).
+        n_refine: extra collocation points around the shock at ``x = 0`` after it forms
+            (``t`` in ``[0.25, 1]``, denser toward ``x = 0``); 0 (default) keeps the uniform points.
+    """
 
     nu: float = 0.01 / np.pi
     n_pde: int = 2000
@@ -119,11 +156,28 @@ def _top_refinement(key, n, dtype):
 
 @dataclasses.dataclass(frozen=True)
 class LidDrivenCavity(Problem):
-    """Steady Navier-Stokes in the unit square, Re = 100, lid u = 4x(1-x) (PINNacle's NS2d-C).
+    """The lid-driven cavity: steady incompressible Navier-Stokes in the unit square, a system
+    (registry name ``cavity``; PINNacle's NS2d-C; docs/problems-from-data.md).
 
-    ``n_refine`` adds that many interior points under the lid and in its two corners, where
-    the pressure is steep (`_top_refinement`; 0, the default, keeps the uniform points); the
-    reference's own grid is graded toward the walls, so those regions weigh in its error."""
+    * fields ``(u, v, p)`` (velocity and pressure) and three equations on ``[0, 1]^2``:
+      ``momentum_x``: ``u u_x + v u_y + p_x - (u_xx + u_yy) / re = 0``,
+      ``momentum_y``: ``u v_x + v v_y + p_y - (v_xx + v_yy) / re = 0``,
+      ``continuity``: ``u_x + v_y = 0``;
+    * boundary (term ``"bc"``, five pieces): the lid ``y = 1`` moves, ``u = 4x(1 - x)``, ``v = 0``;
+      ``u = v = 0`` on the other walls; the pressure, defined up to a constant, is pinned by a
+      [`Condition`][cgmpinn_jax.problems.Condition] ``p(0, 0) = 0`` (the reference's gauge);
+    * errors against PINNacle's COMSOL solution ``lid_driven_a4.dat``, at its own points;
+    * the network defaults to 64 wide, 4 deep (its [`ProblemDefaults`][cgmpinn_jax.problems.ProblemDefaults]).
+
+    Args:
+        re: the Reynolds number (100 for the reference).
+        n_pde: the number of collocation points.
+        n_wall: the number of boundary points on the three fixed walls together (a third each).
+        n_lid: the number of boundary points on the lid.
+        n_refine: extra collocation points under the lid and in its two corners, where the
+            pressure is steep (the reference's grid is graded toward the walls, so those regions
+            weigh in its error); 0 (default) keeps the uniform points.
+    """
 
     re: float = 100.0
     n_pde: int = 2000
@@ -166,7 +220,21 @@ class LidDrivenCavity(Problem):
 
 @dataclasses.dataclass(frozen=True)
 class SquareWithHoles(Problem):
-    """Laplace in a square with four circular holes, u = 1 outside, 0 on the circles (PINNacle's Poisson2d-C)."""
+    """Laplace's equation in a square with four circular holes (registry name ``holes``;
+    PINNacle's Poisson2d-C; docs/problems-from-data.md).
+
+    * PDE: ``u_xx + u_yy = 0`` in ``[-0.5, 0.5]^2`` minus the four disks of radius 0.1 centred at
+      ``(+-0.3, +-0.3)`` (a ``geometry`` built by set operations: the square's boundary part is
+      ``"square"``, the circles' ``"h1"`` to ``"h4"``);
+    * boundary (term ``"bc"``): ``u = 1`` on the square's edges and ``u = 0`` on the circles, two
+      [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] pieces;
+    * errors against PINNacle's COMSOL solution ``poisson1_cg_data.dat``, at its own points.
+
+    Args:
+        n_pde: the number of collocation points.
+        n_outer: the number of boundary points on the square's edges.
+        n_holes: the number of boundary points on the four circles together (a quarter each).
+    """
 
     n_pde: int = 2000
     n_outer: int = 400
@@ -196,3 +264,6 @@ class SquareWithHoles(Problem):
 
 
 WORKED: dict[str, type[Problem]] = {cls.name: cls for cls in (BurgersFromData, LidDrivenCavity, SquareWithHoles)}
+"""The worked examples of docs/problems-from-data.md by registry name (a dict ``{name: Problem
+subclass}``): ``burgers_data``, ``cavity`` and ``holes``; [`get_problem`][cgmpinn_jax.get_problem]
+finds them (``get_problem("cavity")``)."""

@@ -16,6 +16,33 @@ __all__ = ["Adam"]
 
 
 class Adam(Terminates):
+    """The first stage's solver: Adam (``optax.adam``) with a fixed learning rate.
+
+    Adam stores no point: the engine evaluates the objective (balanced by ReLoBRaLo where the
+    stage uses it) at every step's start (``fresh`` is True) and hands the step its gradient.
+    The stage stops only on the guards (a non-finite or diverging loss, see
+    [`Stopping`][cgmpinn_jax.solvers.Stopping]); it has no tolerances and otherwise runs its
+    whole budget. Its state is optax's Adam state (step count and the first and second moment
+    estimates, pytrees shaped like the parameters). Each step costs no evaluation beyond the
+    engine's one at the start point (``evals`` is 0).
+
+    Args:
+        lr: the learning rate (``TrainConfig.adam.lr``); a sweep may override it per run
+            through ``hyper.adam_lr``.
+        divergence_ratio: a loss above this times the stage's best unweighted loss stops the
+            stage (``DIVERGED``).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from cgmpinn_jax.solvers import Adam
+        >>> adam = Adam(0.1)
+        >>> params = {"a": jnp.zeros(2)}
+        >>> value, grad = jax.value_and_grad(lambda p: jnp.sum((p["a"] - 1.0) ** 2))(params)
+        >>> step = adam.step(params, adam.init(params), None, None, None, value, grad)
+        >>> [round(float(a), 4) for a in step.params["a"]]  # a first step of about lr per coordinate
+        [0.1, 0.1]
+    """
+
     fresh = True
 
     def __init__(self, lr: float, *, divergence_ratio: float = 1e6):
@@ -23,6 +50,7 @@ class Adam(Terminates):
         self.stopping = Stopping(divergence_ratio)
 
     def init(self, params, w=None, lam=None, batch=None):
+        """Adam's state at ``params`` (``w``, ``lam``, ``batch`` are not read)."""
         return optax.adam(self.lr).init(params)
 
     def set_point(self, state, value, grad, tv):
@@ -32,7 +60,9 @@ class Adam(Terminates):
         raise TypeError("Adam stores no point: the engine evaluates the objective at every step")
 
     def step(self, params, state, w, lam, batch, value, grad, hyper=None):
-        """One Adam step; the learning rate is ``hyper.adam_lr`` when given (a sweep's axis)."""
+        """One Adam step along ``grad`` ([`Stage.step`][cgmpinn_jax.solvers.Stage.step]); the
+        learning rate is ``hyper.adam_lr`` when ``hyper`` is given (a sweep's axis), else ``lr``.
+        ``w``, ``lam`` and ``batch`` are not read."""
         lr = self.lr if hyper is None else hyper.adam_lr
         updates, new = optax.adam(lr).update(grad, state, params)
         return StepResult(optax.apply_updates(params, updates), new, value, jnp.int32(0))

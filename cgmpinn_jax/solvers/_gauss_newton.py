@@ -16,7 +16,7 @@ CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
    kernel form the model's residual is exact and free: ``r + J d = mu a`` with
    ``a = (J J^T + mu I)^{-1} r``.
 
-**The preconditioned-CG form** (``gauss_newton.form="pcg"``, issue 44): the kernel system
+**The preconditioned-CG form** (``gauss_newton.form="pcg"``): the kernel system
 ``(J J^T + mu I) a = r`` solved by conjugate gradients (`_pcg`), preconditioned with the
 Cholesky factor of an earlier iteration's ``J J^T + mu' I``, carried in `PCGState`. A CG
 iteration is two products with the stored ``J`` and two triangular solves (``4 M P + 2 M^2``
@@ -38,7 +38,7 @@ first damping. CGMPINN's weight refresh rescales the rows, so an earlier factor 
 from the current ``J J^T`` (the damped wave CGMPINN run that stopped early before this
 rule: docs/accuracy.md).
 
-**The matrix-free form** (``gauss_newton.form="matfree"``, issue 44 item 2): the same kernel
+**The matrix-free form** (``gauss_newton.form="matfree"``): the same kernel
 system by plain conjugate gradients (`_cg`) on products with ``J`` and ``J^T`` from automatic
 differentiation: ``J^T u`` is the residuals' vector-Jacobian product, ``J v`` its linear
 transpose (`jax.linear_transpose`; the Taylor fast path has no forward mode to give it
@@ -51,7 +51,7 @@ iterations. ``form="auto"`` takes it only where the form it would choose needs m
 fallback for size, not for speed (without a preconditioner CG solves only well-damped systems
 in few iterations; see the matrix-free CG measurement below).
 
-**The SVD form** (``gauss_newton.form="svd"``, issue 44 item 3): one thin SVD of ``J`` per
+**The SVD form** (``gauss_newton.form="svd"``): one thin SVD of ``J`` per
 iteration, and every trial's step and predicted decrease from it (`_gn_linear.svd_direction`),
 so nothing squares the condition number: directions are resolved down to about ``eps s_max``
 where a Cholesky factor of ``J J^T + mu I`` stops near ``sqrt(eps) s_max``. It costs several
@@ -144,6 +144,26 @@ MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.fo
 
 
 class GNState(NamedTuple):
+    """The state of [`GaussNewton`][cgmpinn_jax.solvers.GaussNewton] between iterations.
+
+    The ``"pcg"`` form carries three more fields, in a named tuple with these five first:
+    ``L``, the ``(s, s)`` Cholesky factor its conjugate gradients are preconditioned with
+    (``s = min(M, P)``; NaN before the first factorization), ``cg_iters``, the () int32 CG
+    iterations of the last iteration's final trial, and ``factorizations``, the () int32
+    count of factorizations so far.
+
+    Attributes:
+        value: () array: the objective at the current point.
+        grad: the objective's gradient ``2 J^T r`` at the last iteration's start point, a
+            pytree shaped like the parameters (zeros before the first iteration). It lags one
+            iteration behind the point, so the ``GRAD_TOL`` rule fires one iteration late.
+        tv: the loss terms at the current point (the engine's term values record).
+        mu: () array: the damping, in absolute units; NaN before the first iteration, which
+            sets it to ``mu_init`` times the Jacobian's scale ``|J|_F^2 / P``.
+        nu: () array: the factor by which ``mu`` grows after the next rejected trial (2 after
+            an accepted one, doubling with each rejection).
+    """
+
     value: jax.Array  # () objective at the current point
     grad: Any  # gradient (params pytree) at the last start point
     tv: Any  # TermValues at the current point
@@ -153,13 +173,40 @@ class GNState(NamedTuple):
 
 def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float | None = None,
                   itemsize: int = 8) -> str:
-    """``form``, or for ``"auto"``: in float32 (``itemsize`` 4) ``"svd"`` up to `SVD_AUTO_MAX`
-    rows or parameters (the kernel's squared condition number leaves float32 too little to
-    resolve; ``benchmarks/results/floor.md``); otherwise ``"gramian"`` (``params x params``
-    system) when ``rows > params``, else ``"pcg"`` from `PCG_AUTO_ROWS` rows on (it reached
-    1e-6 sooner on heat and 2D Poisson, ``benchmarks/results/gn_scaling.md``; the threshold
-    was 4096 before) and the exact ``"kernel"`` step below (1D Poisson's 1502 rows);
-    ``"matfree"`` where that form would hold more than ``limit_bytes``."""
+    """The linear-system form a Gauss-Newton iteration with ``rows x params`` Jacobian uses.
+
+    An explicit ``form`` is returned as it is. For ``"auto"``, in this order:
+
+    1. in float32 (``itemsize`` 4), ``"svd"`` when ``min(rows, params) <= 4096``: the kernel
+       form's squared condition number leaves float32 too little to resolve;
+    2. otherwise ``"gramian"`` (a ``params x params`` system) when ``rows > params``;
+       ``"pcg"`` from 2048 rows on (it reached a given accuracy sooner on heat and 2D
+       Poisson); below that the exact ``"kernel"`` step (a ``rows x rows`` system);
+    3. ``"matfree"`` instead, when the form chosen so far would hold more than ``limit_bytes``
+       ([`memory_bytes`][cgmpinn_jax.solvers.memory_bytes]).
+
+    Args:
+        rows: ``M``, the number of residual rows (the Jacobian's rows).
+        params: ``P``, the number of trainable parameters (the Jacobian's columns).
+        form: ``"auto"``, or one of ``"kernel"``, ``"gramian"``, ``"pcg"``, ``"matfree"``,
+            ``"svd"`` (``TrainConfig.gauss_newton.form``).
+        limit_bytes: the memory an iteration may hold, or ``None`` for no limit.
+        itemsize: bytes per float: 8 in float64, 4 in float32.
+
+    Returns:
+        The form's name.
+
+    Examples:
+        >>> from cgmpinn_jax.solvers import lm_solve_form
+        >>> lm_solve_form(1502, 5000), lm_solve_form(4096, 20000), lm_solve_form(6000, 1000)
+        ('kernel', 'pcg', 'gramian')
+        >>> lm_solve_form(1502, 5000, itemsize=4)
+        'svd'
+        >>> lm_solve_form(20_000, 50_000, limit_bytes=16 * 2**30)
+        'matfree'
+        >>> lm_solve_form(1502, 5000, form="gramian")
+        'gramian'
+    """
     if form != "auto":
         return form
     if itemsize == 4 and min(rows, params) <= SVD_AUTO_MAX:
@@ -172,13 +219,35 @@ def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float
 
 
 def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") -> int:
-    """Bytes one iteration holds at its peak: the Jacobian twice (the per-group pieces and
-    their concatenation), and three ``s x s`` matrices (the product, the damped copy, the
-    Cholesky factor), ``s = rows`` in the kernel form, ``params`` in the Gramian form, the
-    smaller of the two in the pcg form. The
-    matrix-free form holds vectors only: about ten of ``rows`` (CG's and the trial's) and six
-    of ``params``; the backward pass's activations, which every form holds too, are not
-    counted (``benchmarks/results/gn_scaling.md`` measures a 50 000 x 50 000 case)."""
+    """An estimate of the bytes one Gauss-Newton iteration holds at its peak.
+
+    The kernel, Gramian and pcg forms hold the Jacobian twice (the per-group pieces and their
+    concatenation) and three ``s x s`` matrices (the product, the damped copy, the Cholesky
+    factor), with ``s = rows`` in the kernel form, ``params`` in the Gramian form and the
+    smaller of the two in the pcg form: ``itemsize (2 rows params + 3 s^2)``. The SVD form
+    holds about four Jacobians and a ``min(rows, params)`` square matrix. The matrix-free form
+    holds vectors only: about ten of length ``rows`` and six of length ``params``. The
+    backward pass's activations, which every form holds too, are not counted. The engine
+    compares this with ``TrainConfig.gauss_newton.memory_limit_gb`` before compiling anything.
+
+    Args:
+        rows: ``M``, the number of residual rows.
+        params: ``P``, the number of trainable parameters.
+        itemsize: bytes per float: 8 in float64, 4 in float32.
+        form: the form, or ``"auto"`` for the one
+            [`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form] chooses (without a memory
+            limit).
+
+    Returns:
+        The estimate in bytes.
+
+    Examples:
+        >>> from cgmpinn_jax.solvers import memory_bytes
+        >>> memory_bytes(1502, 5000)  # the kernel form, float64: about 166 MiB
+        174304096
+        >>> memory_bytes(1502, 5000, form="matfree")
+        360160
+    """
     form = lm_solve_form(rows, params, form, itemsize=itemsize)
     if form == "matfree":
         return itemsize * (10 * rows + 6 * params)
@@ -202,7 +271,80 @@ class PCGState(NamedTuple):
 
 
 class GaussNewton(Terminates):
-    """Levenberg-Marquardt on the least-squares view of the objective (module docstring)."""
+    """The Gauss-Newton second stage, ``second_stage="gauss_newton"``: Levenberg-Marquardt on
+    the objective written as a sum of squares, ``f(x) = |r(x)|^2``.
+
+    The residual vector ``r`` has ``M`` rows: one per collocation point (and equation of a
+    system), constraint point and observation, each scaled by the square root of its weights
+    (the per-point PDE weights ``w`` and the loss-term weights ``lam``). One iteration at the
+    point ``x`` (``P`` parameters):
+
+    1. ``r`` and its ``M x P`` Jacobian ``J``, once;
+    2. the damped step ``d`` solving ``(J^T J + mu I) d = -J^T r``, in one of the forms below;
+    3. the trial ``x + d``, accepted when the objective falls. The damping adapts by the gain
+       ratio ``rho = (f(x) - f(x + d)) / (f(x) - |r + J d|^2)`` (Nielsen's rule: on
+       acceptance ``mu *= max(1/3, 1 - (2 rho - 1)^3)``, on rejection ``mu *= nu`` and
+       ``nu *= 2``), with at most ``max_trials`` trials, each one forward pass of the
+       objective. A failed Cholesky factorization counts as a rejected trial; when every
+       trial is rejected the point stays where it was.
+
+    The damping is relative to the Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of
+    ``J^T J``): ``mu`` starts at ``mu_init`` times it and stays between ``mu_min`` and
+    ``mu_max`` times it. A trial rejected at the largest damping ends the stage with
+    ``NO_DECREASE`` (the point kept); in float64 that is where rounding ends the descent. The
+    stage's other stop rules are the second stage's ([`Stopping`][cgmpinn_jax.solvers.Stopping]).
+
+    The forms of the linear system (``form``):
+
+    - ``"kernel"``: ``d = -J^T (J J^T + mu I)^{-1} r``, an ``M x M`` Cholesky solve. The
+      product ``J J^T`` is formed once per iteration and each trial only refactors it; the
+      model's residual ``r + J d = mu (J J^T + mu I)^{-1} r`` comes free and exact.
+    - ``"gramian"``: ``(J^T J + mu I) d = -J^T r``, a ``P x P`` Cholesky solve, the same way.
+    - ``"pcg"``: the kernel system (the Gramian one when ``M > P``) by conjugate gradients
+      preconditioned with the Cholesky factor of an earlier iteration's matrix, which is
+      refactored only after an iteration whose CG needed more than ``cg_refactor``
+      iterations. A trial rejected at the largest damping with a factor from an earlier
+      iteration refactors at the next iteration instead of stopping the stage.
+    - ``"svd"``: every trial's step from one thin SVD of ``J``, which squares no condition
+      number (directions are resolved down to about ``eps s_max``, where a Cholesky factor
+      of ``J J^T + mu I`` stops near ``sqrt(eps) s_max``), at several times the kernel
+      step's cost.
+    - ``"matfree"``: the kernel system by plain conjugate gradients on products with ``J``
+      and ``J^T`` from automatic differentiation. No Jacobian and no matrix is stored; the
+      scale ``|J|_F^2 / P`` is estimated from 8 fixed random (Rademacher) probes.
+
+    ``form="auto"`` chooses by [`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form]: in
+    float32 ``"svd"`` while ``min(M, P) <= 4096`` (float32 cannot resolve the kernel form's
+    squared condition number); otherwise ``"gramian"`` when ``M > P``, ``"pcg"`` when
+    ``2048 <= M <= P`` and ``"kernel"`` for fewer rows; and ``"matfree"`` instead only when
+    that choice would hold more than ``limit_bytes``
+    ([`memory_bytes`][cgmpinn_jax.solvers.memory_bytes]).
+
+    Its state is a [`GNState`][cgmpinn_jax.solvers.GNState] (with the preconditioner's
+    fields in the ``"pcg"`` form). ``evals`` counts the trials; the Jacobian is one more
+    per iteration. The step reads neither the ``grad`` nor the ``hyper`` it is given.
+
+    Args:
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)``, equal to
+            ``|r|^2`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+        lsq: the objective's least-squares view (built by the training engine): an object with
+            ``n_rows(batch) -> M``, ``jacobian(params, batch, w, lam) -> (r, J)`` (an ``(M,)``
+            vector and an ``(M, P)`` matrix over the raveled parameters) and, for the
+            matrix-free form, ``residuals(params, batch, w, lam) -> r``.
+        form: ``"auto"``, ``"kernel"``, ``"gramian"``, ``"pcg"``, ``"matfree"`` or ``"svd"``.
+        mu_init: the first damping, relative to ``|J|_F^2 / P``.
+        mu_min: the damping's lower bound, relative as ``mu_init``.
+        mu_max: the damping's upper bound, relative as ``mu_init``.
+        max_trials: trials of the damping per iteration at most.
+        cg_max: CG iterations per trial at most in the ``"pcg"`` form (50).
+        cg_tol: CG stops at a residual below ``cg_tol |r|`` (1e-8), in the ``"pcg"`` and
+            ``"matfree"`` forms.
+        cg_refactor: the ``"pcg"`` form makes a new preconditioner after an iteration whose
+            last trial needed more CG iterations than this (25).
+        limit_bytes: the memory an iteration may hold, for ``"auto"``'s choice of
+            ``"matfree"``; ``None`` for no limit.
+        matfree_max: CG iterations per trial at most in the ``"matfree"`` form (200).
+    """
 
     def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int,
                  cg_max: int = PCG_MAX_ITERS, cg_tol: float = PCG_TOL, cg_refactor: int = PCG_REFACTOR,
@@ -213,7 +355,18 @@ class GaussNewton(Terminates):
         self.limit_bytes, self.matfree_max = limit_bytes, matfree_max
 
     def resolve_form(self, rows: int, params: int, itemsize: int) -> str:
-        """The form an iteration with ``rows x params`` uses (`lm_solve_form`)."""
+        """The form an iteration with a ``rows x params`` Jacobian uses
+        ([`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form] with this solver's ``form`` and
+        ``limit_bytes``).
+
+        Args:
+            rows: the number of residual rows.
+            params: the number of trainable parameters.
+            itemsize: bytes per float: 8 in float64, 4 in float32.
+
+        Returns:
+            The form's name.
+        """
         return lm_solve_form(rows, params, self.form, self.limit_bytes, itemsize)
 
     def init(self, params, w, lam, batch):

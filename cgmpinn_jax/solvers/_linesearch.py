@@ -41,12 +41,19 @@ def _dot(a, b):
 
 
 class LineSearchResult(NamedTuple):
-    """Outcome of `line_search`.
+    """The outcome of [`line_search`][cgmpinn_jax.solvers.line_search].
 
-    ``success``: a point satisfying the strong Wolfe conditions was found, and
-    ``alpha``/``value``/``grad`` are that point.  Otherwise they are the best
-    (lowest-value) point tried, or ``alpha = 0`` with the starting value and
+    When ``success`` is true, ``alpha``, ``value`` and ``grad`` are a point satisfying the
+    strong Wolfe conditions (or their approximate form in the rounding regime). Otherwise they
+    are the best (lowest-value) point tried, or ``alpha = 0`` with the starting value and
     gradient when no trial decreased the value.
+
+    Attributes:
+        alpha: () array: the step length along ``p``.
+        value: () array: the objective at ``x + alpha p``.
+        grad: (n,) array: the gradient at ``x + alpha p``.
+        n_evals: () int32 array: the evaluations of ``value_and_grad_fn`` the search used.
+        success: () bool array: whether a (strong or approximate) Wolfe point was found.
     """
 
     alpha: jax.Array
@@ -196,8 +203,13 @@ def line_search(
 
     Finds ``alpha`` with ``f(x + alpha p) <= f(x) + c1 alpha g^T p`` and
     ``|g(x + alpha p)^T p| <= c2 |g^T p|`` using at most ``max_evals`` calls of
-    ``value_and_grad_fn``, starting with ``alpha0``.  ``p`` must be a descent
-    direction (``grad^T p < 0``).  See the module docstring for the algorithm.
+    ``value_and_grad_fn``, starting with ``alpha0``: Nocedal & Wright (2006) Algorithms 3.5
+    (bracketing) and 3.6 (zoom), one evaluation per iteration of a single
+    ``lax.while_loop``. Zoom trials are the cubic interpolant's minimiser clipped to the inner
+    80 % of the bracket (bisection where the cubic is undefined); extrapolation takes the cubic
+    minimiser clipped to ``[2 alpha, 10 alpha]``. A non-finite value or slope fails the
+    sufficient-decrease test, so the search backtracks. The search stops at an acceptable
+    point, after ``max_evals`` evaluations, or when the bracket has shrunk to rounding level.
 
     ``approx_eps`` (default ``finfo(dtype).eps ** (2/3)``: 3.7e-11 in float64,
     2.4e-5 in float32; Hager & Zhang use 1e-6; 0 disables): in the
@@ -209,6 +221,37 @@ def line_search(
     the same spirit, values within ``approx_eps |f(0)|`` of each other count as
     ties in the bracketing/zoom comparisons (the slopes decide), and a zoom
     bracket whose two values tie is split by the secant of the slopes.
+
+    Args:
+        value_and_grad_fn: ``f(x) -> (value, grad)`` on flat vectors: a () value and an
+            ``(n,)`` gradient.
+        x: (n,) float array: the starting point; its dtype is the search's.
+        p: (n,) array: the search direction, a descent direction (``grad^T p < 0``).
+        value: () array: ``f(x)``.
+        grad: (n,) array: the gradient of ``f`` at ``x``.
+        alpha0: the first trial step (a float or a () array).
+        c1: the sufficient-decrease constant, ``0 < c1 < c2``.
+        c2: the curvature constant, ``c1 < c2 < 1``.
+        max_evals: the evaluations of ``value_and_grad_fn`` allowed (a Python int).
+        approx_eps: the relative value tolerance of the rounding regime (above); ``None``
+            for the default, 0 to disable it.
+
+    Returns:
+        A [`LineSearchResult`][cgmpinn_jax.solvers.LineSearchResult]: the accepted point, or
+            the best point tried when ``success`` is false.
+
+    Examples:
+        Along the steepest-descent direction of ``|x - 1|^2`` from 0, the exact minimiser is
+        ``alpha = 1/2``:
+
+        >>> import jax.numpy as jnp
+        >>> from cgmpinn_jax.solvers import line_search
+        >>> f = lambda x: (jnp.sum((x - 1.0) ** 2), 2.0 * (x - 1.0))
+        >>> x = jnp.zeros(2)
+        >>> value, grad = f(x)
+        >>> res = line_search(f, x, -grad, value, grad)
+        >>> float(res.alpha), float(res.value), bool(res.success), int(res.n_evals)
+        (0.5, 0.0, True, 2)
     """
     dtype = x.dtype
     f0 = jnp.asarray(value, dtype)

@@ -53,6 +53,29 @@ __all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasi
 # the Gauss-Newton member lives in `cgmpinn_jax.solvers._gauss_newton`
 
 class OptaxLBFGS(Terminates):
+    """The second stage's default solver, ``second_stage="optax"``: L-BFGS (``optax.lbfgs``)
+    with optax's zoom line search for the strong Wolfe conditions.
+
+    Each iteration takes the two-loop L-BFGS direction from the stored curvature pairs, then
+    searches along it starting from the step ``lr`` (``initial_guess_strategy="one"``). When
+    the search finds no acceptable step within ``max_linesearch`` evaluations, optax returns
+    the last step it tried, even one that raised the loss; the divergence guard then ends the
+    stage with its best parameters (see [`Stopping`][cgmpinn_jax.solvers.Stopping]).
+
+    Its state is optax's L-BFGS state: the last ``history`` curvature pairs ``(s, y)`` and,
+    stored by the zoom search, the objective's value and gradient at the current point (what
+    [`stored`][cgmpinn_jax.solvers.Stage.stored] returns). ``evals`` counts the line search's
+    evaluations of the objective and its gradient.
+
+    Args:
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
+            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+        lr: the line search's first trial step (``TrainConfig.lbfgs.lr``, 1.0 by default).
+        history: the number of curvature pairs kept (``lbfgs.history``).
+        max_linesearch: the line search's evaluations per iteration at most
+            (``lbfgs.max_linesearch``).
+    """
+
     def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int):
         self.obj_fn = obj_fn
         self.solver = optax.lbfgs(
@@ -85,6 +108,36 @@ class OptaxLBFGS(Terminates):
 
 
 class JaxoptLBFGS(Terminates):
+    """The second stage's ``second_stage="jaxopt"`` solver: L-BFGS (``jaxopt.LBFGS``) with
+    jaxopt's own line search.
+
+    Three changes to jaxopt's iteration: a curvature pair is kept only when ``y . s > 1e-10``
+    (jaxopt stores every pair, and one with ``y . s <= 0``, from rounding near a minimum or a
+    change of the objective, makes later directions non-descent); the first direction is
+    scaled to length ``min(1, 1/|g|)``, as scipy and optax do (jaxopt's unit step from a
+    large gradient saturates a tanh network); and, with ``reset_on_failure``, a failed line
+    search drops the curvature pairs. Its state is jaxopt's ``LbfgsState``: the current value,
+    gradient and loss terms (what [`stored`][cgmpinn_jax.solvers.Stage.stored] returns), the
+    ``history`` curvature pairs, the scaling ``gamma`` and the line-search counters. ``evals``
+    counts the line search's evaluations.
+
+    Args:
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
+            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+        lr: the largest step the line search tries (jaxopt's ``max_stepsize``;
+            ``TrainConfig.lbfgs.lr``, 1.0 by default).
+        history: the number of curvature pairs kept (``lbfgs.history``).
+        max_linesearch: the line search's iterations per L-BFGS iteration at most
+            (``lbfgs.max_linesearch``).
+        maxiter: jaxopt's iteration budget (the stage's steps; the engine, not jaxopt, stops
+            the stage).
+        linesearch: ``"zoom"``, ``"hager-zhang"`` or ``"backtracking"`` (``lbfgs.linesearch``).
+        linesearch_init: how each search's first step is chosen: ``"increase"``, ``"max"`` or
+            ``"current"`` (``lbfgs.linesearch_init``).
+        reset_on_failure: restart the curvature memory (drop its pairs) after a failed line
+            search (``lbfgs.reset_on_failure``).
+    """
+
     def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int, maxiter: int,
                  linesearch: str, linesearch_init: str, reset_on_failure: bool):
         import jaxopt
@@ -142,8 +195,26 @@ class JaxoptLBFGS(Terminates):
 
 
 class DenseQuasiNewton(Terminates):
-    """Dense BFGS / self-scaled BFGS / self-scaled Broyden (`cgmpinn_jax.solvers._ssbfgs`) on
-    the raveled parameters; the inverse Hessian is an n x n matrix."""
+    """The dense quasi-Newton second stages, ``second_stage="bfgs"``, ``"ssbfgs"`` and
+    ``"ssbroyden"``: the optimizer of [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs] on the raveled
+    parameters.
+
+    The inverse Hessian is stored as a dense ``(n, n)`` matrix of the parameters' dtype, so
+    the member is meant for small networks in float64: ``8 n^2`` bytes, 3.2 GB at
+    ``n = 20 000``. Each iteration is one strong-Wolfe [`line_search`][cgmpinn_jax.solvers.line_search]
+    along ``-H g`` and one (self-scaled) update of ``H``. Its state is the optimizer's (see
+    [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs]): ``H``, the value and the flat gradient at the current
+    point, and the line search's counters; ``evals`` counts the line search's evaluations.
+
+    Args:
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
+            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+        method: ``"bfgs"``, ``"ssbfgs"`` (Al-Baali's self-scaled BFGS), ``"ssbfgs_ol"``
+            (Oren-Luenberger scaling) or ``"ssbroyden"`` (self-scaled Broyden).
+        max_params: the largest number of parameters allowed (``TrainConfig.dense.max_params``).
+        max_linesearch: the line search's evaluations per iteration at most
+            (``dense.max_linesearch``).
+    """
 
     def __init__(self, obj_fn: ObjectiveFn, *, method: str, max_params: int, max_linesearch: int):
         from . import _ssbfgs as ssbfgs
@@ -174,10 +245,55 @@ class DenseQuasiNewton(Terminates):
 
 
 def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> Stage:
-    """The solver of a stage: ``"adam"``, or the second-stage member ``kind`` (``"lbfgs"``:
-    the member ``config.second_stage`` names), with only its own options and its stop rule
-    (`stop_rule` for that member; ``lsq``: the objective's
-    `LeastSquares` view, for ``"gauss_newton"``)."""
+    """Build the solver of one stage of a run, with its options and stop rule from ``config``.
+
+    Each solver reads only its own option group: Adam ``config.adam``
+    ([`AdamOptions`][cgmpinn_jax.AdamOptions]), the L-BFGS members ``config.lbfgs``
+    ([`LBFGSOptions`][cgmpinn_jax.LBFGSOptions]), the dense members ``config.dense``
+    ([`DenseOptions`][cgmpinn_jax.DenseOptions]), Gauss-Newton ``config.gauss_newton``
+    ([`GaussNewtonOptions`][cgmpinn_jax.GaussNewtonOptions]). Every solver gets the guards
+    with ``config.divergence_ratio``; a second-stage member also gets the tolerances
+    [`stop_rule`][cgmpinn_jax.config.stop_rule] resolves for it (see
+    [`Stopping`][cgmpinn_jax.solvers.Stopping]).
+
+    Args:
+        kind: ``"adam"``; ``"lbfgs"`` for the member ``config.second_stage`` names; or a
+            second-stage member by name: ``"optax"``, ``"jaxopt"``, ``"bfgs"``, ``"ssbfgs"``,
+            ``"ssbroyden"`` or ``"gauss_newton"``.
+        config: the run's [`TrainConfig`][cgmpinn_jax.TrainConfig].
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
+            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+        n_steps: the stage's iteration budget (jaxopt's ``maxiter``; the other solvers do not
+            read it).
+        n_params: the number of trainable parameters (the dense members refuse more than
+            ``config.dense.max_params``).
+        lsq: the objective's least-squares view (its residual rows and their Jacobian, built
+            by the training engine); required for ``"gauss_newton"``, ignored otherwise.
+
+    Returns:
+        The solver: [`Adam`][cgmpinn_jax.solvers.Adam], [`OptaxLBFGS`][cgmpinn_jax.solvers.OptaxLBFGS],
+            [`JaxoptLBFGS`][cgmpinn_jax.solvers.JaxoptLBFGS],
+            [`DenseQuasiNewton`][cgmpinn_jax.solvers.DenseQuasiNewton] or
+            [`GaussNewton`][cgmpinn_jax.solvers.GaussNewton].
+
+    Raises:
+        ValueError: for a dense member when ``n_params`` exceeds ``config.dense.max_params``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> import cgmpinn_jax as cj
+        >>> from cgmpinn_jax.solvers import make_stage
+        >>> obj = lambda p, w, lam, batch: (jnp.sum(p ** 2), None)
+        >>> cfg = cj.TrainConfig()
+        >>> type(make_stage("adam", cfg, obj, n_steps=100, n_params=2)).__name__
+        'Adam'
+        >>> type(make_stage("lbfgs", cfg, obj, n_steps=100, n_params=2)).__name__
+        'OptaxLBFGS'
+        >>> make_stage("bfgs", cfg, obj, n_steps=100, n_params=50_000)
+        Traceback (most recent call last):
+        ...
+        ValueError: the 'bfgs' stage stores a dense 50000 x 50000 inverse Hessian; ...
+    """
     from ..config import stop_rule
 
     if kind == "adam":
@@ -190,7 +306,29 @@ def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: 
 
 
 def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
-    """The member ``config.second_stage`` names ([`make_stage`][cgmpinn_jax.solvers.make_stage] of ``"lbfgs"``)."""
+    """Build the second stage's solver: the member ``config.second_stage`` names.
+
+    The same as [`make_stage`][cgmpinn_jax.solvers.make_stage] with ``kind="lbfgs"``.
+
+    Args:
+        config: the run's [`TrainConfig`][cgmpinn_jax.TrainConfig].
+        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)``.
+        n_steps: the stage's iteration budget.
+        n_params: the number of trainable parameters.
+        lsq: the objective's least-squares view, for ``"gauss_newton"``.
+
+    Returns:
+        The member's solver, with its stop rule.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> import cgmpinn_jax as cj
+        >>> from cgmpinn_jax.solvers import make_second_stage
+        >>> obj = lambda p, w, lam, batch: (jnp.sum(p ** 2), None)
+        >>> cfg = cj.TrainConfig(second_stage="ssbfgs")
+        >>> type(make_second_stage(cfg, obj, n_steps=100, n_params=2)).__name__
+        'DenseQuasiNewton'
+    """
     return make_stage("lbfgs", config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
 
 

@@ -48,8 +48,9 @@ J. Optim. Theory Appl. 96, 533-553; Oren & Luenberger 1974, Management Sci. 20,
 Since the bracket is homogeneous of degree one in ``H_k`` this equals the
 Broyden update of ``H_k / tau_k``; it is implemented, exactly, as the BFGS
 update of ``H_k / tau_k`` plus ``(phi_k - 1) (y^T H_k y / tau_k) v_k v_k^T``
-(no cancellation when ``phi_k = 1``), then symmetrised as ``(H + H^T) / 2``
-so that ``H`` stays exactly symmetric.
+(no cancellation when ``phi_k = 1``), as one rank-3 product that is symmetric to
+rounding; ``H`` is symmetrised exactly, ``(H + H^T) / 2``, every ``SYM_PERIOD``
+iterations.
 
 ``method`` chooses ``tau_k`` and ``phi_k``:
 
@@ -154,23 +155,24 @@ _HI = lax.Precision.HIGHEST
 
 
 class SSBFGSState(NamedTuple):
-    """State of the dense quasi-Newton optimizer.
+    """State of the dense quasi-Newton optimizer (see `SSBFGS`).
 
-    H: (n, n) inverse-Hessian approximation (symmetric).
-    value: () objective at x.
-    grad: (n,) gradient at x.
-    k: int32 number of ``step`` calls.
-    n_evals: int32 evaluations used by the last step's line search.
-    failed: bool, the last line search found no strong-Wolfe point; then either
-        the best decreasing point was taken (``rejected`` False) or the step was
-        rejected and H reset to the identity (``rejected`` True).
-    rejected: bool, the last step was rejected (x, value, grad unchanged).
-    fresh: bool, H is the unscaled identity (Shanno-Phua scaling pending).
-    skipped: bool, the last H update was skipped (curvature/finite safeguard).
-    alpha: () step length of the last step (0 when rejected).
-    total_evals: int32 evaluations over all steps.
-    prev_value: () value before the last accepted step (``inf`` after init or
-        set_point); used by ``initial_step="interp"``.
+    Attributes:
+        H: (n, n) inverse-Hessian approximation (symmetric).
+        value: () objective at x.
+        grad: (n,) gradient at x.
+        k: () int32: number of ``step`` calls.
+        n_evals: () int32: evaluations used by the last step's line search.
+        failed: () bool: the last line search found no strong-Wolfe point; then either
+            the best decreasing point was taken (``rejected`` False) or the step was
+            rejected and H reset to the identity (``rejected`` True).
+        rejected: () bool: the last step was rejected (x, value, grad unchanged).
+        fresh: () bool: H is the unscaled identity (Shanno-Phua scaling pending).
+        skipped: () bool: the last H update was skipped (curvature/finite safeguard).
+        alpha: () step length of the last step (0 when rejected).
+        total_evals: () int32: evaluations over all steps.
+        prev_value: () value before the last accepted step (``inf`` after init or
+            set_point); used by ``initial_step="interp"``.
     """
 
     H: jax.Array
@@ -188,7 +190,35 @@ class SSBFGSState(NamedTuple):
 
 
 class SSBFGS(NamedTuple):
-    """``init``/``step``/``set_point`` triple returned by `ssbfgs`."""
+    """A dense (self-scaled) quasi-Newton optimizer, as built by
+    [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs]: three pure functions and the options they were
+    built with.
+
+    It works on a flat ``(n,)`` floating-point vector ``x`` (ravel a pytree with
+    ``jax.flatten_util.ravel_pytree``); everything follows ``x.dtype``. The state is a named
+    tuple with the fields ``H`` (the ``(n, n)`` inverse-Hessian approximation), ``value`` and
+    ``grad`` (the objective and its ``(n,)`` gradient at ``x``), ``k`` (steps taken),
+    ``n_evals`` and ``total_evals`` (line-search evaluations of the last step and of all),
+    ``alpha`` (the last step length, 0 when rejected), the flags ``failed`` (the last line
+    search found no strong-Wolfe point), ``rejected`` (the last step was rejected: ``x``
+    unchanged and ``H`` reset to the identity), ``skipped`` (the last update of ``H`` was
+    skipped by the curvature safeguard) and ``fresh`` (``H`` is the unscaled identity), and
+    ``prev_value`` (the value before the last accepted step).
+
+    Attributes:
+        init: ``init(x, value, grad) -> state``: the state at ``x`` with its objective value
+            (a () array) and gradient (an ``(n,)`` array), ``H`` the identity. Raises
+            ``ValueError`` when ``x`` is not a flat floating-point vector or has more than
+            ``max_params`` entries.
+        step: ``step(value_and_grad_fn, x, state) -> (x_new, state_new)``: one iteration
+            (direction ``-H g``, strong-Wolfe line search, update of ``H``), with
+            ``value_and_grad_fn(x) -> (value, grad)``. Jittable, and usable inside
+            ``lax.while_loop``.
+        set_point: ``set_point(state, value, grad) -> state``: replace the stored value and
+            gradient (after the objective changed), keeping ``H``.
+        method: the update: ``"bfgs"``, ``"ssbfgs"``, ``"ssbfgs_ol"`` or ``"ssbroyden"``.
+        max_params: the largest ``x.size`` ``init`` and ``step`` accept.
+    """
 
     init: Callable[..., SSBFGSState]
     step: Callable[..., tuple[jax.Array, SSBFGSState]]
@@ -224,26 +254,69 @@ def ssbfgs(
     initial_step: str = "unit",
     approx_eps: float | None = None,
 ) -> SSBFGS:
-    """Build a dense (self-scaled) quasi-Newton optimizer.
+    """Build a dense (self-scaled) quasi-Newton optimizer: BFGS, self-scaled BFGS or
+    self-scaled Broyden, with a strong-Wolfe line search.
+
+    The optimizer keeps a dense inverse-Hessian approximation ``H`` (``n x n``, ``8 n^2``
+    bytes in float64) and updates it after every step by a member of the self-scaled
+    Broyden family, ``H <- (1/tau) [H - H y y^T H / (y^T H y) + phi (y^T H y) v v^T]
+    + s s^T / (y^T s)``, whose factors ``tau`` and ``phi`` ``method`` chooses (Urbán,
+    Stefanou & Pons 2025, J. Comput. Phys. 523, 113656; Al-Baali 1998). The first update
+    from the identity is scaled as Shanno & Phua. Safeguards: the update is skipped when
+    ``y^T s <= curvature_eps |s| |y|``; a non-descent direction resets ``H`` to the identity
+    and steps along ``-g``; a failed line search takes its best decreasing point, or rejects
+    the step and resets ``H``.
+
+    A minimisation loop, with ``value_and_grad(x) -> (value, grad)`` on a flat ``(n,)``
+    vector ``x`` (jit the step once, then call it):
+
+    ```python
+    opt = ssbfgs(method="ssbroyden")
+    state = opt.init(x, *value_and_grad(x))
+    step = jax.jit(lambda x, state: opt.step(value_and_grad, x, state))
+    for _ in range(100):
+        x, state = step(x, state)
+    ```
 
     Args:
-      method: ``"bfgs"``, ``"ssbfgs"`` (Al-Baali self-scaled BFGS),
-        ``"ssbfgs_ol"`` (Oren-Luenberger) or ``"ssbroyden"`` (self-scaled
-        Broyden of Urbán et al. 2025).  See the module docstring.
-      max_params: largest allowed ``x.size``; ``init`` raises ``ValueError``
-        above it.
-      max_linesearch: evaluations allowed per line search (>= 1).
-      c1, c2: strong-Wolfe constants, ``0 < c1 < c2 < 1``.
-      curvature_eps: skip the update when ``y^T s <= curvature_eps |s||y|``;
-        ``None`` means ``100 * finfo(x.dtype).eps``.
-      initial_step: ``"unit"`` (first trial ``alpha = 1``) or ``"interp"``
-        (``min(1, 1.01 * 2 (f_k - f_{k-1}) / g^T p)``, N&W Eq. 3.60).
-      approx_eps: relative value tolerance of the approximate-Wolfe fallback of
-        `line_search` (``None``: ``finfo(dtype).eps ** (2/3)``; 0 disables).
+        method: ``"bfgs"`` (``tau = phi = 1``), ``"ssbfgs"`` (Al-Baali's self-scaled BFGS,
+            ``tau = min(1, 1/b)``), ``"ssbfgs_ol"`` (Oren-Luenberger's ``tau = 1/b``) or
+            ``"ssbroyden"`` (the self-scaled Broyden update of Urbán et al. 2025), where
+            ``b = s^T B s / y^T s``.
+        max_params: the largest ``x.size`` allowed; ``init`` and ``step`` raise
+            ``ValueError`` above it.
+        max_linesearch: evaluations allowed per line search (at least 1).
+        c1: the sufficient-decrease constant of the strong Wolfe conditions,
+            ``0 < c1 < c2``.
+        c2: the curvature constant of the strong Wolfe conditions, ``c1 < c2 < 1``.
+        curvature_eps: skip the update when ``y^T s <= curvature_eps |s| |y|``; ``None``
+            means ``100 * finfo(x.dtype).eps``.
+        initial_step: the line search's first trial step: ``"unit"`` (``alpha = 1``) or
+            ``"interp"`` (``min(1, 1.01 * 2 (f_k - f_{k-1}) / g^T p)``, Nocedal & Wright
+            Eq. 3.60). Either way it is ``min(1, 1/|g|)`` while ``H`` is the unscaled identity.
+        approx_eps: relative value tolerance of the approximate-Wolfe test of
+            [`line_search`][cgmpinn_jax.solvers.line_search] (``None``:
+            ``finfo(dtype).eps ** (2/3)``; 0 disables it).
 
     Returns:
-      An `SSBFGS` with ``init(x, value, grad)``,
-      ``step(value_and_grad_fn, x, state)`` and ``set_point(state, value, grad)``.
+        An [`SSBFGS`][cgmpinn_jax.solvers.SSBFGS] with ``init(x, value, grad)``,
+            ``step(value_and_grad_fn, x, state)`` and ``set_point(state, value, grad)``.
+
+    Raises:
+        ValueError: for an unknown ``method`` or ``initial_step``, constants outside
+            ``0 < c1 < c2 < 1``, or ``max_linesearch < 1``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from cgmpinn_jax.solvers import ssbfgs
+        >>> opt = ssbfgs(method="ssbroyden", max_params=4)
+        >>> state = opt.init(jnp.zeros(3), 0.0, jnp.zeros(3))
+        >>> state.H.shape, bool(state.fresh)
+        ((3, 3), True)
+        >>> opt.init(jnp.zeros(5), 0.0, jnp.zeros(5))
+        Traceback (most recent call last):
+        ...
+        ValueError: dense quasi-Newton stores an n x n matrix: n=5, max_params=4; use L-BFGS or raise max_params
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")

@@ -19,7 +19,20 @@ __all__ = ["Guards", "Stopping", "Terminates", "accepts"]
 
 
 class Guards(NamedTuple):
-    """The guard state of the current stage."""
+    """The guard state of the running stage, part of the engine's state between iterations.
+
+    A solver's [`terminate`][cgmpinn_jax.solvers.Stage.terminate] reads it and returns the
+    next one ([`Stopping.terminate`][cgmpinn_jax.solvers.Stopping.terminate]).
+
+    Attributes:
+        best_params: the stage's best point so far (lowest unweighted loss among the iteration
+            start points), a pytree shaped like the parameters.
+        best_raw: () array: the unweighted loss at ``best_params``.
+        status: () int32 array: the [`StageStatus`][cgmpinn_jax.StageStatus] code, 0 while
+            the stage runs.
+        stall: () int32 array: iterations since the best unweighted loss last improved by a
+            relative ``ftol`` (the ``LOSS_TOL`` rule's count).
+    """
 
     best_params: Any  # best parameters of the stage (by the unweighted loss)
     best_raw: jax.Array  # () their unweighted loss
@@ -39,18 +52,56 @@ def accepts(status) -> jax.Array:
 
 
 class Stopping:
-    """``terminate`` for a stage's solver: the guards, then (``rule`` given) the tolerances.
+    """The stop rule and guards a stage's solver applies after every iteration (its
+    ``terminate``).
 
-    ``divergence_ratio``: a loss above this times the best unweighted loss of the stage stops it
-    (DIVERGED); ``rule``: the second stage's `StopRule` (None for
-    Adam, which runs its budget unless a guard fires)."""
+    The guards, shared by every stage: a non-finite unweighted loss stops the stage
+    (``NONFINITE``), and so does one above ``divergence_ratio`` times the stage's best
+    (``DIVERGED``); both restore the best parameters. The tolerances, for a second stage only
+    (``rule`` given): ``GRAD_TOL`` when the largest gradient entry is at most
+    ``gtol * max(1, |objective|)``, ``LOSS_TOL`` when the best unweighted loss has not improved
+    by a relative ``ftol`` in ``patience`` iterations. A solver's own stop (Gauss-Newton's
+    ``NO_DECREASE``) comes last. The first status that fires wins.
+
+    [`make_stage`][cgmpinn_jax.solvers.make_stage] gives each solver the run's rule.
+
+    Args:
+        divergence_ratio: a loss above this times the stage's best unweighted loss stops it
+            (``TrainConfig.divergence_ratio``).
+        rule: the second stage's tolerances, a [`StopRule`][cgmpinn_jax.config.StopRule]
+            (from [`stop_rule`][cgmpinn_jax.config.stop_rule]), or ``None`` for Adam, which runs
+            its budget unless a guard fires.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from cgmpinn_jax import StageStatus
+        >>> from cgmpinn_jax.solvers import Guards, Stopping
+        >>> g = Guards(best_params=jnp.zeros(2), best_raw=jnp.asarray(1.0), status=jnp.int32(0),
+        ...            stall=jnp.int32(0))
+        >>> stop = Stopping(divergence_ratio=10.0)
+        >>> StageStatus(int(stop.guard(g, jnp.asarray(0.5), jnp.ones(2)).status)).name
+        'COMPLETED'
+        >>> StageStatus(int(stop.guard(g, jnp.asarray(20.0), jnp.ones(2)).status)).name
+        'DIVERGED'
+    """
 
     def __init__(self, divergence_ratio: float, rule=None):
         self.divergence_ratio, self.rule = divergence_ratio, rule
 
     def guard(self, g: Guards, raw_total, params_now) -> Guards:
-        """Best params and status after an iteration whose start point ``params_now`` has the
-        unweighted loss ``raw_total`` (the stall count unchanged)."""
+        """The guards alone: the best point and the status after an iteration from
+        ``params_now``.
+
+        Args:
+            g: the guard state before the iteration.
+            raw_total: () array: the unweighted loss at ``params_now``.
+            params_now: the iteration's start point, a pytree of arrays.
+
+        Returns:
+            The new [`Guards`][cgmpinn_jax.solvers.Guards] (``stall`` unchanged): ``params_now``
+                becomes the best point if its loss is lower, and the status turns ``NONFINITE`` or
+                ``DIVERGED`` when the loss is non-finite or above ``divergence_ratio`` times the best.
+        """
         finite = jnp.isfinite(raw_total)
         better = finite & (raw_total < g.best_raw)
         best_params = jax.tree_util.tree_map(lambda b, p: jnp.where(better, p, b), g.best_params, params_now)
@@ -60,8 +111,20 @@ class Stopping:
         return Guards(best_params, best_raw, status.astype(jnp.int32), g.stall)
 
     def tolerances(self, g: Guards, status, raw_total, grad, value, new_value):
-        """The status after the tolerances, and the new stall count (``g``: the guard state
-        before the iteration; ``status``: after [`guard`][cgmpinn_jax.solvers.Stopping.guard])."""
+        """The second stage's tolerances after an iteration (``rule`` must be set).
+
+        Args:
+            g: the guard state before the iteration.
+            status: () int32 array: the status after [`guard`][cgmpinn_jax.solvers.Stopping.guard].
+            raw_total: () array: the unweighted loss at the iteration's start point.
+            grad: the objective's gradient at the start point, a pytree of arrays.
+            value: () array: the objective at the start point.
+            new_value: () array: the objective at the new point (non-finite: ``NONFINITE``).
+
+        Returns:
+            ``(status, stall)``: the int32 status after ``NONFINITE``, ``GRAD_TOL`` and
+                ``LOSS_TOL``, and the new stall count.
+        """
         rule = self.rule
         gtol_hit = _tree_max_abs(grad) <= rule.gtol * jnp.maximum(1.0, jnp.abs(value))
         status = jnp.where((status == 0) & ~jnp.isfinite(new_value), StageStatus.NONFINITE, status)
@@ -73,9 +136,22 @@ class Stopping:
         return status.astype(jnp.int32), stall.astype(jnp.int32)
 
     def terminate(self, g: Guards, params, raw_total, grad, value, new_value, member_status: Optional[jax.Array] = None) -> Guards:
-        """The guard state after one iteration from ``params`` (unweighted loss ``raw_total``,
-        objective ``value`` and gradient ``grad`` there; ``new_value`` at the new point;
-        ``member_status``: the member's own stop, 0 to go on)."""
+        """The guard state after one iteration: the guards, then (``rule`` given) the
+        tolerances, then the solver's own stop.
+
+        Args:
+            g: the guard state before the iteration.
+            params: the iteration's start point, a pytree of arrays.
+            raw_total: () array: the unweighted loss at ``params``.
+            grad: the objective's gradient at ``params``.
+            value: () array: the objective at ``params``.
+            new_value: () array: the objective at the iteration's new point.
+            member_status: () int32 array: the solver's own stop
+                ([`StepResult.status`][cgmpinn_jax.solvers.StepResult]), 0 or ``None`` to go on.
+
+        Returns:
+            The new [`Guards`][cgmpinn_jax.solvers.Guards].
+        """
         after = self.guard(g, raw_total, params)
         if self.rule is None:
             return after

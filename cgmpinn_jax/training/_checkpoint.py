@@ -51,15 +51,22 @@ _KEEP = 2  # the newest checkpoint and the one before it
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: missing, unreadable, or of another run."""
+    """A checkpoint that cannot be used: missing, unreadable, or of another run (the message
+    names the fields that differ). Raised by [`train`][cgmpinn_jax.train] with ``resume=``,
+    [`resume`][cgmpinn_jax.resume] and [`sweep`][cgmpinn_jax.sweep] with ``resume=``."""
 
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the run stopped at a call
     boundary after writing a checkpoint into ``checkpoint_dir``.
 
-    ``result``: a [`TrainResult`][cgmpinn_jax.TrainResult] of the interrupted stage's best parameters
-    (status ``INTERRUPTED``); ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues."""
+    ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues the run.
+
+    Attributes:
+        checkpoint_dir: the folder holding the checkpoint (a ``pathlib.Path``).
+        result: a [`TrainResult`][cgmpinn_jax.TrainResult] of the interrupted stage's best
+            parameters (status ``INTERRUPTED``); ``None`` for a [`sweep`][cgmpinn_jax.sweep].
+    """
 
     def __init__(self, checkpoint_dir: Path, result: Any = None):
         super().__init__(f"training interrupted; checkpoint in {checkpoint_dir}")

@@ -1,8 +1,7 @@
 """An explicit compile cache: the engines and the ahead-of-time compiled chunk programs of a
-run, keyed by its `Setup` and the arguments' shapes,
-dtypes and shardings, so repeated runs (seeds, tests, benchmarks, sweeps) reuse
-compilations; `COMPILE_CACHE` is the one [`train`][cgmpinn_jax.train] and
-[`sweep`][cgmpinn_jax.sweep] use unless given another."""
+run, keyed by its `Setup` and the arguments' shapes, dtypes and shardings, so repeated runs
+(seeds, tests, benchmarks, sweeps) reuse compilations; `COMPILE_CACHE` is the one
+[`train`][cgmpinn_jax.train] and [`sweep`][cgmpinn_jax.sweep] use unless given another."""
 
 from __future__ import annotations
 
@@ -24,7 +23,27 @@ __all__ = ["CompileCache", "COMPILE_CACHE"]
 
 
 class CompileCache:
-    """Engines and AOT-compiled chunk functions, with the seconds spent compiling.
+    """The compiled programs of training runs, kept in memory for the next run of the same
+    setup, with the seconds spent compiling.
+
+    A run's programs (the weight refresh, each stage's loop, ...) are compiled ahead of time
+    once per setup (problem, method, resolved settings) and argument signature (shapes,
+    dtypes, shardings, precision), so a second run that differs only in its seed reuses them.
+    [`train`][cgmpinn_jax.train] and [`sweep`][cgmpinn_jax.sweep] share
+    [`COMPILE_CACHE`][cgmpinn_jax.training.COMPILE_CACHE] unless given another one (``cache=``),
+    e.g. a fresh one to measure compile times. The cache is in memory only;
+    [`enable_compile_cache`][cgmpinn_jax.training.enable_compile_cache] keeps XLA's executables
+    on disk across processes.
+
+    Args:
+        max_entries: at most this many setups are kept; adding one more empties the cache (64).
+
+    Attributes:
+        timings: ``(program name, seconds tracing and lowering, seconds in XLA's compiler)``
+            of every compilation, in order.
+        last_background_seconds: the seconds a background compilation took, when the last
+            [`compiled`][cgmpinn_jax.CompileCache.compiled] call waited for one started by
+            [`prefetch`][cgmpinn_jax.CompileCache.prefetch] (else ``None``).
 
     Examples:
         >>> cache = CompileCache(max_entries=8)
@@ -49,6 +68,8 @@ class CompileCache:
         return len(self._compiled)
 
     def clear(self) -> None:
+        """Drop every engine and compiled program (a background compilation in flight is
+        waited for first)."""
         for f in self._pending.values():
             f.result()  # let a background compilation finish rather than orphan it
         self._pending.clear()
@@ -58,7 +79,11 @@ class CompileCache:
 
     def engine(self, setup: Setup) -> tuple[Any, Engine]:
         """``(static, engine)``: the non-array part of the trainable (the same for every key)
-        and the engine of ``setup``."""
+        and the engine of ``setup``, built once per setup.
+
+        Args:
+            setup: a run's resolved settings (problem, method, budgets, sizes).
+        """
         if setup not in self._engines:
             if len(self._engines) >= self.max_entries:
                 self.clear()
@@ -91,8 +116,20 @@ class CompileCache:
         return exe, t2 - t0
 
     def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
-        """``(compiled fn, seconds the caller waited for it)``, compiled once per signature
-        (a compilation started by [`prefetch`][cgmpinn_jax.CompileCache.prefetch] is waited for, not repeated)."""
+        """``fn`` compiled for ``args``, once per signature (a compilation started by
+        [`prefetch`][cgmpinn_jax.CompileCache.prefetch] is waited for, not repeated).
+
+        Args:
+            setup: the run's resolved settings (part of the key).
+            name: the program's name (part of the key, and of `timings`).
+            fn: the function to compile with ``jax.jit``.
+            args: example arguments: their structure, shapes, dtypes and shardings key the
+                compilation.
+            batched: whether the program is a sweep's (vmapped over members).
+
+        Returns:
+            ``(compiled function, seconds the caller waited for it)``.
+        """
         key = self._key(setup, name, args, batched)
         if key in self._compiled:
             self.last_background_seconds = None  # nothing was compiled or waited for by this call
@@ -112,12 +149,22 @@ class CompileCache:
     def prefetch(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
         """Start compiling ``fn`` for ``args`` in a background thread; a later
         [`compiled`][cgmpinn_jax.CompileCache.compiled] call with the same signature waits for
-        it. XLA's compiler releases
-        the GIL, so the compilation overlaps whatever the caller runs meanwhile (the Adam
-        stage, in [`train`][cgmpinn_jax.train]). The thread re-enters the caller's jax precision settings
-        (``jax_enable_x64``, the default matmul precision: thread-local in jax) and its
-        context variables (the derivative fast-path switches), so it traces the same program
-        the caller would; ``tests/test_train.py`` checks the results are bit-identical."""
+        it.
+
+        XLA's compiler releases the GIL, so the compilation overlaps whatever the caller runs
+        meanwhile (the Adam stage, in [`train`][cgmpinn_jax.train]). The thread re-enters the
+        caller's jax precision settings (``jax_enable_x64``, the default matmul precision:
+        thread-local in jax) and its context variables (the derivative fast-path switches), so
+        it traces the same program the caller would; ``tests/test_train.py`` checks the
+        results are bit-identical.
+
+        Args:
+            setup: as for [`compiled`][cgmpinn_jax.CompileCache.compiled].
+            name: as for ``compiled``.
+            fn: as for ``compiled``.
+            args: as for ``compiled``.
+            batched: as for ``compiled``.
+        """
         import concurrent.futures
         import contextlib
         import contextvars
@@ -139,3 +186,6 @@ class CompileCache:
 
 
 COMPILE_CACHE = CompileCache()
+"""The process-wide [`CompileCache`][cgmpinn_jax.CompileCache] that [`train`][cgmpinn_jax.train],
+[`sweep`][cgmpinn_jax.sweep] and [`resume`][cgmpinn_jax.resume] use unless given ``cache=``;
+``COMPILE_CACHE.clear()`` frees its programs."""

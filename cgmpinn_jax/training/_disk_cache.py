@@ -62,13 +62,22 @@ def resolve(option: str | None) -> Path | None:
 
 
 def enable(path: str | os.PathLike, *, min_compile_seconds: float = 0.0) -> Path:
-    """Keep XLA's compiled executables in ``path`` (created if missing) from now on.
+    """Keep XLA's compiled executables in ``path`` (created if missing) from now on, so that a
+    later process running the same setup loads them instead of compiling again.
 
     Changes jax's global configuration (``jax_compilation_cache_dir`` and
     ``jax_persistent_cache_min_compile_time_secs``); call it before the first compilation of
-    the process, as jax reads the setting once. Every compiled program that took at least
-    ``min_compile_seconds`` is stored (0: all of them, the small restore and init programs
-    included). Returns the directory.
+    the process, as jax reads the setting once. The library never calls it by itself; the
+    ``cgmpinn-jax`` command does (``--compile-cache DIR|off``, default
+    ``~/.cache/cgmpinn-jax/xla``). Results do not depend on it.
+
+    Args:
+        path: the cache directory.
+        min_compile_seconds: store every program whose compilation took at least this many
+            seconds (0: all of them, the small restore and init programs included).
+
+    Returns:
+        The directory (a ``pathlib.Path``, ``~`` expanded).
 
     Raises:
         ValueError: ``path`` exists and is not a directory, or cannot be created or written.

@@ -1,5 +1,5 @@
-"""The host side of a run: [`train`][cgmpinn_jax.train] (validate, resolve the settings, build the initial
-state, run the stages, assemble the [`TrainResult`][cgmpinn_jax.TrainResult]).
+"""The host side of a run: [`train`][cgmpinn_jax.train] (validate, resolve the settings, build
+the initial state, run the stages, assemble the [`TrainResult`][cgmpinn_jax.TrainResult]).
 
 The loop over stages and chunks is `run_stages`; the
 compiled programs come from a [`CompileCache`][cgmpinn_jax.CompileCache].
@@ -102,13 +102,21 @@ def train(
     init: Any = None,
     call_seconds: float | None = CALL_SECONDS,
 ) -> TrainResult:
-    """Train ``method`` on ``problem`` with Adam, then the second stage.
+    """Train ``method`` on ``problem`` with Adam, then the second stage (or the stages
+    ``config.stages`` names).
+
+    The training points and the initial network are drawn from ``key``; each stage runs as a
+    loop of compiled calls, with a refresh of the per-point weights every ``k_upd`` steps, and
+    the result holds the trained network, its errors on the problem's test grid and the
+    per-step histories.
 
     Args:
-        problem: a [`Problem`][cgmpinn_jax.problems.Problem] or a registry name.
-        method: a [`Method`][cgmpinn_jax.methods.Method] or a registry name.
-        config: options ([`TrainConfig`][cgmpinn_jax.config.TrainConfig]); defaults are the
-            reference's settings.
+        problem: a [`Problem`][cgmpinn_jax.Problem] or a registry name (a key of
+            [`PROBLEMS`][cgmpinn_jax.PROBLEMS], e.g. ``"poisson1d"``).
+        method: a [`Method`][cgmpinn_jax.Method] or a registry name (a key of
+            [`METHODS`][cgmpinn_jax.METHODS], e.g. ``"cgmpinn"``, ``"pinn"``).
+        config: options ([`TrainConfig`][cgmpinn_jax.TrainConfig]); ``None``: the defaults,
+            the reference's settings.
         key: an int seed or a JAX PRNG key; split into (points, network, ReLoBRaLo) keys.
         quiet: no progress output.
         snapshot_refreshes: keep the per-point weights of this many refreshes (evenly
@@ -126,25 +134,28 @@ def train(
             ``error_rel_e2``: ``0`` at every chunk end (weight refresh), ``n > 0`` also every
             ``n`` steps inside a chunk (the same steps, one host round-trip per piece; the
             evaluations' own time is in the seconds). ``None`` (default): not recorded.
-        progress: called with a `Progress` after every chunk (stage, steps done of
-            the budget, loss, seconds, an inverse run's coefficients); the command line
-            draws its progress bars from it.
+        progress: called with a [`Progress`][cgmpinn_jax.training.Progress] after every chunk
+            (stage, steps done of the budget, loss, seconds, an inverse run's coefficients);
+            the command line draws its progress bars from it.
         checkpoint_dir: write checkpoints of the run into ``checkpoint_dir/checkpoints/``
-            at chunk boundaries (`cgmpinn_jax.training._checkpoint`), and stop cleanly on Ctrl-C:
-            a checkpoint at the next chunk boundary, then [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted]
-            (with the best model so far in ``.result``) instead of a bare KeyboardInterrupt
-            (a process that ignores SIGINT is left as it is). A run that reaches its time
-            limit (``config.time_limit``) writes one there, from which a resume with a larger
+            at call boundaries (each one a folder ``ckpt-<n>`` with the arrays, the histories
+            and a ``meta.json``; the newest two are kept), and stop cleanly on Ctrl-C: a
+            checkpoint at the next call boundary, then
+            [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted] (with the best model so
+            far in ``.result``) instead of a bare KeyboardInterrupt (a process that ignores
+            SIGINT is left as it is). A run that reaches its time limit
+            (``config.time_limit``) writes one there, from which a resume with a larger
             limit continues.
         checkpoint_every: at most one checkpoint every this many seconds (``0``: at every
             call boundary).
         resume: a folder written with ``checkpoint_dir``: continue that run from its last
             good checkpoint; the result is bit-identical to an uninterrupted run on the same
             machine. The problem, method, config and key must be the run's (a checkpoint of
-            another run is refused, naming the differences; [`resume`][cgmpinn_jax.resume] rebuilds them
-            from the checkpoint). Checkpoints continue into the same folder unless
-            ``checkpoint_dir`` says otherwise.
-        init: start from this network instead of a fresh one: a `TrainResult` or its
+            another run is refused, naming the differences; [`resume`][cgmpinn_jax.resume]
+            rebuilds them from the checkpoint). Checkpoints continue into the same folder
+            unless ``checkpoint_dir`` says otherwise.
+        init: start from this network instead of a fresh one: a
+            [`TrainResult`][cgmpinn_jax.TrainResult] or its
             ``model``, of the same architecture (problem, method, width, depth). Everything
             else starts afresh (Adam's moments, the weights, the balancing), with the points
             the key draws. With ``adam={"steps": 0}`` it runs only the second stage, e.g. on
@@ -156,8 +167,17 @@ def train(
             whatever it is; ``None``: one call per chunk.
 
     Returns:
-        [`TrainResult`][cgmpinn_jax.TrainResult] with the trained model, metrics on the test
-        grid, e_loss, per-step histories, stage statuses, and compile / run seconds.
+        The run's [`TrainResult`][cgmpinn_jax.TrainResult]: the trained model, the metrics on
+            the test grid, e_loss, the per-step histories, the stage statuses, and the compile
+            and run seconds.
+
+    Raises:
+        TypeError: ``config`` is not a [`TrainConfig`][cgmpinn_jax.TrainConfig], ``key`` is
+            neither an int nor a PRNG key, or ``init`` is not a network.
+        ValueError: an invalid problem or argument (the message names it), ``init`` of another
+            architecture, or ``init`` and ``resume`` together.
+        CheckpointError: ``resume`` holds no usable checkpoint of this run.
+        TrainingInterrupted: Ctrl-C during a run with ``checkpoint_dir``.
 
     Examples:
         >>> import cgmpinn_jax as cj

@@ -39,8 +39,25 @@ def run_dtype(precision: str, stage: str):
 
 @contextlib.contextmanager
 def precision_scope(precision: str, stage: str) -> Iterator[None]:
-    """Run the body with ``jax_enable_x64`` set for ``stage`` of a ``precision`` run; the
-    previous value is restored on exit (also on error)."""
+    """A context manager: run the body with ``jax_enable_x64`` set for ``stage`` of a
+    ``precision`` run; the previous value is restored on exit (also on error). jax's global
+    configuration is never changed.
+
+    Args:
+        precision: ``"float32"``, ``"float64"`` or ``"mixed"`` (a value of
+            [`Precision`][cgmpinn_jax.config.Precision]).
+        stage: ``"adam"`` or ``"second"`` (every stage after Adam): in a ``"mixed"`` run,
+            Adam computes in float32 and the later stages in float64.
+
+    Examples:
+        >>> import jax
+        >>> with precision_scope("mixed", "second"):
+        ...     str(jax.numpy.ones(()).dtype)
+        'float64'
+        >>> with precision_scope("mixed", "adam"):
+        ...     str(jax.numpy.ones(()).dtype)
+        'float32'
+    """
     with jax.enable_x64(uses_x64(precision, stage)):
         yield
 

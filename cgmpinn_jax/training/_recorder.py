@@ -1,5 +1,6 @@
 """What a run records and reports between chunks: the histories (`Recorder`), the
-progress lines and `Progress` records, and the test-grid error tracker."""
+progress lines and [`Progress`][cgmpinn_jax.training.Progress] records, and the test-grid error
+tracker."""
 
 from __future__ import annotations
 
@@ -75,14 +76,33 @@ class Recorder:
 
 
 class Progress(NamedTuple):
-    """Where a run is, after a chunk: for progress bars (``train(progress=...)``)."""
+    """Where a run is, after a chunk: what [`train`][cgmpinn_jax.train] passes to its
+    ``progress`` callback, e.g. to draw a progress bar.
 
-    stage: str  # "adam" or "lbfgs" (the second stage, whichever member)
-    done: int  # steps of this stage run so far
-    total: int  # the stage's budget
-    loss: float  # the objective at the last step (median over members in a sweep)
-    elapsed: float  # seconds in this stage so far
-    coeffs: dict | None = None  # inverse problems: the unknown coefficients' current values
+    Attributes:
+        stage: the stage's key: ``"adam"``, ``"lbfgs"`` (the second stage, whichever member
+            runs it), or a later stage's name.
+        done: the steps of this stage run so far.
+        total: the stage's budget.
+        loss: the objective at the last step (the median over the members in a sweep).
+        elapsed: the seconds spent in this stage so far.
+        coeffs: inverse problems only (else ``None``): coefficient name -> its current value.
+
+    Examples:
+        >>> seen = []
+        >>> def bar(p: Progress) -> None:
+        ...     seen.append(f"{p.stage} {p.done}/{p.total} loss={p.loss:.2e}")
+        >>> bar(Progress("adam", 200, 5000, 0.0123, 1.5))
+        >>> seen
+        ['adam 200/5000 loss=1.23e-02']
+    """
+
+    stage: str
+    done: int
+    total: int
+    loss: float
+    elapsed: float
+    coeffs: dict | None = None
 
 
 def format_seconds(s: float) -> str:

@@ -1,8 +1,9 @@
 """Typed records at the engine's boundaries: stage statuses, chunk and run histories, results.
 
-A chunk (one jitted call of up to k_upd steps) returns a `ChunkHistory`; the host
-loop concatenates the chunks of a run into a [`History`][cgmpinn_jax.History]; [`train`][cgmpinn_jax.train]
-returns a [`TrainResult`][cgmpinn_jax.TrainResult].
+A chunk (one jitted call of up to k_upd steps) returns a
+[`ChunkHistory`][cgmpinn_jax.training.ChunkHistory]; the host loop concatenates the chunks of a
+run into a [`History`][cgmpinn_jax.History]; [`train`][cgmpinn_jax.train] returns a
+[`TrainResult`][cgmpinn_jax.TrainResult].
 """
 
 from __future__ import annotations
@@ -37,68 +38,122 @@ def stage_label(config: TrainConfig, name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class StageRecord:
-    """One stage of a finished run (``TrainResult.stages``, in the order they ran).
+    """One stage of a finished run, as [`TrainResult.stages`][cgmpinn_jax.TrainResult.stages]
+    lists them (in the order they ran).
 
-    ``name`` is the stage's key (``"adam"``, ``"lbfgs"``: the second stage, whichever
-    member, or a later stage's name from ``TrainConfig.stages``); ``label`` is how summaries
-    name it (``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``, ``"dense bfgs"``). ``seconds``: the stage's wall time without compilation (None for a
-    stage that ran before the run was resumed from a checkpoint)."""
+    Attributes:
+        name: the stage's key: ``"adam"``, ``"lbfgs"`` (the second stage, whichever member
+            runs it), or a later stage's name from ``TrainConfig.stages``.
+        label: how summaries name it: ``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``,
+            ``"dense bfgs"``, ...
+        status: why the stage ended (a [`StageStatus`][cgmpinn_jax.StageStatus]).
+        iterations: the steps (Adam) or iterations (a later stage) it ran.
+        budget: the steps the schedule gave it.
+        evaluations: the loss+gradient evaluations it spent (an Adam step is one; a
+            second-stage iteration is one plus its line search's).
+        seconds: its wall time without compilation; ``None`` for a stage that ran before the
+            run was resumed from a checkpoint.
+
+    Examples:
+        >>> from cgmpinn_jax import StageStatus
+        >>> StageRecord("adam", "Adam", StageStatus.COMPLETED, 5000, 5000, 5000).line()
+        'Adam: 5,000 of 5,000 steps, ran its whole budget (COMPLETED)'
+    """
 
     name: str
     label: str
     status: StageStatus
-    iterations: int  # steps (Adam) or iterations (second stage) run
-    budget: int  # steps the schedule gave the stage
-    evaluations: int  # loss+gradient evaluations (an Adam step is one)
+    iterations: int
+    budget: int
+    evaluations: int
     seconds: Optional[float] = None
 
     def line(self) -> str:
-        """``"L-BFGS: 2,275 of 10,000 iterations, stopped: loss stalled (LOSS_TOL)"``."""
+        """One line of a summary: the stage's label, the steps it ran of its budget and why it
+        ended, e.g. ``"L-BFGS: 2,275 of 10,000 iterations, stopped: loss stalled (LOSS_TOL)"``."""
         unit = "steps" if self.name == "adam" else "iterations"
         return f"{self.label}: {self.iterations:,} of {self.budget:,} {unit}, {self.status.describe()}"
 
 
 class ChunkHistory(NamedTuple):
-    """What one chunk records, per step (rows past ``n_done`` are padding), and its refresh.
+    """What one chunk (one compiled call: a refresh of the per-point weights, then up to L
+    steps of one stage) records: a row per step, and its refresh. Rows past ``n_done`` are
+    padding. The same record for every stage (an Adam step costs one evaluation). C is the
+    number of loss terms; in a sweep every array has a leading member axis.
 
-    The same record for both stages (Adam steps cost one evaluation each)."""
+    Attributes:
+        loss: ``(L,)`` the objective at the start of each step.
+        terms: ``(L, C)`` the balanced loss terms (the PDE term curriculum-weighted).
+        raw: ``(L, C)`` the unweighted loss terms.
+        lambdas: ``(L, C)`` the ReLoBRaLo weights each step used.
+        evals: ``(L,)`` int32 loss+gradient evaluations in each step.
+        n_done: ``()`` int32 the steps taken.
+        tau: ``()`` the curriculum parameter of the chunk's refresh.
+        spread: ``()`` ``max(w) / min(w)`` of the per-point weights after the refresh.
+        weighting_status: ``()`` int32 the refresh's status (0: the mixture fit was used).
+    """
 
-    loss: jax.Array  # (L,) objective at the start of the step
-    terms: jax.Array  # (L, C) balanced terms (PDE curriculum-weighted)
-    raw: jax.Array  # (L, C) unweighted terms
-    lambdas: jax.Array  # (L, C) ReLoBRaLo weights used in the step
-    evals: jax.Array  # (L,) int32 loss+gradient evaluations in the step
-    n_done: jax.Array  # () int32 steps taken
-    tau: jax.Array  # () tau of the chunk's refresh
-    spread: jax.Array  # () max(w) / min(w) after the refresh
-    weighting_status: jax.Array  # () int32 status of the refresh (0 = fit used)
+    loss: jax.Array
+    terms: jax.Array
+    raw: jax.Array
+    lambdas: jax.Array
+    evals: jax.Array
+    n_done: jax.Array
+    tau: jax.Array
+    spread: jax.Array
+    weighting_status: jax.Array
 
 
 class History(NamedTuple):
-    """Per-step records (one row per outer step, like the reference's loss curve)."""
+    """A run's per-step records (``TrainResult.history``): one row per outer step, like the
+    reference's loss curve, and one per weight refresh. S is the number of steps run (all
+    stages), C the number of loss terms, R the number of refreshes, N the number of PDE points.
 
-    k: np.ndarray  # (S,) global step
-    loss: np.ndarray  # (S,) objective at the start of the step (as the reference logs it)
-    terms: np.ndarray  # (S, C) balanced terms (PDE curriculum-weighted)
-    raw: np.ndarray  # (S, C) unweighted terms
-    lambdas: np.ndarray  # (S, C) ReLoBRaLo weights used in the step
-    evals: np.ndarray  # (S,) loss+gradient evaluations in the step
-    refresh_k: np.ndarray  # (R,) tau_k of each refresh
-    refresh_tau: np.ndarray  # (R,)
-    refresh_spread: np.ndarray  # (R,) max(w)/min(w) after the refresh
-    refresh_status: np.ndarray  # (R,) weighting status code (0 = fit used)
-    snapshots: dict  # refresh index -> weights (N,), a few refreshes only
-    # inverse problems only (None otherwise): the unknown coefficients at the start and after
-    # every chunk (weight refresh), not at every step
-    coeff_k: Optional[np.ndarray] = None  # (R,) step after which the row was taken (0 = initial guess)
-    coeffs: Optional[np.ndarray] = None  # (R, U) values, in the order of problem.unknowns
-    # train(..., track_error_every=...) only: the relative e2 on the test grid after step
-    # error_k, error_seconds after the run started (compilation included)
+    Attributes:
+        k: ``(S,)`` int the global step (1-based, continued across stages).
+        loss: ``(S,)`` the objective at the start of the step (as the reference logs it).
+        terms: ``(S, C)`` the balanced loss terms (the PDE term curriculum-weighted).
+        raw: ``(S, C)`` the unweighted loss terms.
+        lambdas: ``(S, C)`` the ReLoBRaLo weights the step used.
+        evals: ``(S,)`` int the loss+gradient evaluations in the step.
+        refresh_k: ``(R,)`` int the global step whose tau each refresh used.
+        refresh_tau: ``(R,)`` the curriculum parameter tau of each refresh.
+        refresh_spread: ``(R,)`` ``max(w) / min(w)`` of the per-point weights after each refresh.
+        refresh_status: ``(R,)`` int the weighting status of each refresh (0: the mixture fit
+            was used).
+        snapshots: refresh index -> ``(N,)`` per-point weights, for a few evenly spaced
+            refreshes (``train(..., snapshot_refreshes=...)``).
+        coeff_k: inverse problems only (else ``None``): ``(R',)`` int the step after which
+            each row of ``coeffs`` was taken (0: the initial guess); one row at the start and
+            one after every chunk.
+        coeffs: inverse problems only: ``(R', U)`` the unknown coefficients' values, in the
+            order of ``problem.unknowns``.
+        error_k: ``train(..., track_error_every=...)`` only (else ``None``): ``(E,)`` int the
+            step after which each error was measured.
+        error_seconds: ``(E,)`` seconds since the run started (compilation included).
+        error_rel_e2: ``(E,)`` the relative e2 on the test grid.
+    """
+
+    k: np.ndarray
+    loss: np.ndarray
+    terms: np.ndarray
+    raw: np.ndarray
+    lambdas: np.ndarray
+    evals: np.ndarray
+    refresh_k: np.ndarray
+    refresh_tau: np.ndarray
+    refresh_spread: np.ndarray
+    refresh_status: np.ndarray
+    snapshots: dict
+    coeff_k: Optional[np.ndarray] = None
+    coeffs: Optional[np.ndarray] = None
     error_k: Optional[np.ndarray] = None
     error_seconds: Optional[np.ndarray] = None
     error_rel_e2: Optional[np.ndarray] = None
 
     def to_dict(self) -> dict:
+        """The history as JSON-able lists: every array field that is set, and ``snapshots``
+        with string keys."""
         d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots" and v is not None}
         d["snapshots"] = {str(k): np.asarray(v).tolist() for k, v in self.snapshots.items()}
         return d
@@ -106,30 +161,72 @@ class History(NamedTuple):
 
 @dataclasses.dataclass
 class TrainResult:
-    """The outcome of [`train`][cgmpinn_jax.train]."""
+    """The outcome of [`train`][cgmpinn_jax.train] (and of [`infer`][cgmpinn_jax.infer] and
+    [`resume`][cgmpinn_jax.resume]): the trained network, its errors, the histories and the
+    timings. [`save_result`][cgmpinn_jax.save_result] writes it to a folder.
+
+    Attributes:
+        problem: the [`Problem`][cgmpinn_jax.Problem] trained on.
+        method: the [`Method`][cgmpinn_jax.Method] trained.
+        config: the run's [`TrainConfig`][cgmpinn_jax.TrainConfig].
+        model: the trained network, an equinox Module that maps one point, a ``(d,)`` array,
+            to the solution there (use [`predict`][cgmpinn_jax.TrainResult.predict] for many).
+        log_vars: lbPINN only (else ``None``): ``(C,)`` the trained balance parameters s_c,
+            one per loss term.
+        metrics: the errors on the problem's test grid (a [`Metrics`][cgmpinn_jax.Metrics]:
+            ``e2``, ``rel_e2``, ``e_inf``, ...).
+        e_loss: the method's training objective at the end, on the training points, with the
+            last per-point weights and lambdas (docs/reference-code.md §9).
+        history: the per-step and per-refresh records (a [`History`][cgmpinn_jax.History]).
+        statuses: stage name -> [`StageStatus`][cgmpinn_jax.StageStatus], in the order the
+            stages ran.
+        compile_seconds: the seconds the run waited for compilations (not a background
+            compilation hidden behind Adam).
+        run_seconds: the rest of the run's wall time.
+        adam_steps: the Adam stage's budget, in steps.
+        lbfgs_steps: the budget of the first stage after Adam, in iterations.
+        k_upd: the steps between two refreshes of the per-point weights.
+        relobralo: the stages ReLoBRaLo ran in: ``"both"``, ``"adam"`` or ``"none"``.
+        seed: the int seed the run was given (``None`` when given a PRNG key).
+        batch: the training points and their targets, as
+            [`Problem.sample`][cgmpinn_jax.Problem.sample] drew them: ``{"pde": (points (N, d),
+            source (N,)), term: ((points, target), ...)}`` for each boundary or initial term.
+        unknowns: inverse problems only (else ``None``): an
+            [`UnknownsResult`][cgmpinn_jax.inverse.UnknownsResult] with each coefficient's
+            estimate, true value and error.
+        checkpoint_seconds: the seconds spent writing checkpoints (``None``: none were asked
+            for).
+        stage_seconds: stage name -> its wall seconds without compilation (see
+            [`StageRecord`][cgmpinn_jax.StageRecord]).
+        plan: ``((stage name, budget), ...)`` in order; ``()``: Adam, then the second stage.
+        time_limited: whether the run stopped on its time limit (``TrainConfig.time_limit``);
+            its checkpoint, if any, resumes it.
+
+    [`train`][cgmpinn_jax.train]'s example makes one.
+    """
 
     problem: Problem
     method: Method
     config: TrainConfig
-    model: Any  # the trained network (an equinox Module; call it on one point)
-    log_vars: Optional[np.ndarray]  # lbPINN's s_c
+    model: Any
+    log_vars: Optional[np.ndarray]
     metrics: metrics_lib.Metrics
-    e_loss: float  # the method's training objective at the end (docs/reference-code.md §9)
+    e_loss: float
     history: History
-    statuses: dict  # stage name -> StageStatus, in the order the stages ran
-    compile_seconds: float  # seconds the run waited for compilations (not a background one hidden behind Adam)
-    run_seconds: float  # the rest of the run's wall time
+    statuses: dict
+    compile_seconds: float
+    run_seconds: float
     adam_steps: int
     lbfgs_steps: int
     k_upd: int
     relobralo: str
     seed: Optional[int] = None
-    batch: Any = None  # the training points
-    unknowns: Any = None  # inverse problems: an inverse.UnknownsResult (estimates, true values, errors)
-    checkpoint_seconds: Optional[float] = None  # seconds spent writing checkpoints (None: none asked for)
-    stage_seconds: Optional[dict] = None  # stage name -> wall seconds without compilation (see StageRecord)
-    plan: tuple = ()  # ((stage name, budget), ...) in order; () = Adam and the second stage
-    time_limited: bool = False  # the run stopped on its time limit (TrainConfig.time_limit); a checkpoint resumes it
+    batch: Any = None
+    unknowns: Any = None
+    checkpoint_seconds: Optional[float] = None
+    stage_seconds: Optional[dict] = None
+    plan: tuple = ()
+    time_limited: bool = False
 
     @property
     def _plan(self) -> tuple:
@@ -159,7 +256,11 @@ class TrainResult:
         return second_stage_label(self.config.second_stage)
 
     def stage_label(self, name: str) -> str:
-        """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...)."""
+        """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...).
+
+        Args:
+            name: a stage's key (``"adam"``, ``"lbfgs"``, or a later stage's name).
+        """
         return stage_label(self.config, name)
 
     @property
@@ -189,7 +290,14 @@ class TrainResult:
         return float(np.mean(e)) if e.size else float("nan")
 
     def predict(self, points) -> np.ndarray:
-        """The model on ``points`` (M, d), in the precision it was trained in."""
+        """The trained network on many points, in the precision it was trained in.
+
+        Args:
+            points: ``(M, d)`` array of points (anything ``jax.numpy.asarray`` takes).
+
+        Returns:
+            ``(M,)`` numpy array of the solution's values (``(M, F)`` for a system of F fields).
+        """
         from ._precision import precision_scope, run_dtype
 
         with precision_scope(self.config.precision, "second"):
@@ -197,6 +305,9 @@ class TrainResult:
             return np.asarray(jax.vmap(self.model)(pts))
 
     def summary(self) -> dict:
+        """The run in a flat, JSON-able dict: problem, method, the metrics, e_loss, each stage's
+        status, the budgets, the timings and the main settings (an inverse run adds its
+        ``unknowns``)."""
         return {
             "problem": self.problem.name,
             "method": self.method.name,

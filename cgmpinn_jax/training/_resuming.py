@@ -1,4 +1,4 @@
-"""``resume(folder)``: continue a checkpointed run with the settings it recorded."""
+"""[`resume`][cgmpinn_jax.resume]: continue a checkpointed run with the settings it recorded."""
 
 from __future__ import annotations
 
@@ -44,12 +44,24 @@ def resume(folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, 
     from its last good checkpoint, with the problem, method, config and key it recorded.
     The result is bit-identical to the uninterrupted run on the same machine.
 
-    ``time_limit``: the run's new wall-clock limit in seconds (``None``: none), counted from
-    the run's start as before; by default the recorded one. A run that stopped on its time
-    limit continues with a larger one.
+    Args:
+        folder: the run's ``checkpoint_dir`` (it holds ``checkpoints/ckpt-<n>/``).
+        problem: the problem instance, needed only when its class cannot be imported from its
+            module (a class defined in a notebook or a script's ``__main__``), as for
+            [`load_model`][cgmpinn_jax.load_model]; ``None``: rebuilt from the checkpoint.
+        time_limit: the run's new wall-clock limit in seconds (``None``: none), counted from
+            the run's start as before; by default the recorded one. A run that stopped on its
+            time limit continues with a larger one.
+        **train_kwargs: passed on to [`train`][cgmpinn_jax.train] (``quiet``, ``progress``,
+            ``checkpoint_every``, ``track_error_every``, ...).
 
-    ``train_kwargs`` go to [`train`][cgmpinn_jax.train] (``quiet``, ``progress``,
-    ``checkpoint_every``, ``track_error_every``, ...).
+    Returns:
+        The finished run's [`TrainResult`][cgmpinn_jax.TrainResult].
+
+    Raises:
+        FileNotFoundError: ``folder`` does not exist.
+        CheckpointError: no readable checkpoint in ``folder``, or one of a
+            [`sweep`][cgmpinn_jax.sweep] rather than of a ``train`` run.
 
     Examples:
         >>> import cgmpinn_jax as cj

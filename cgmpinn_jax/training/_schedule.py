@@ -127,8 +127,26 @@ class Chunk(NamedTuple):
 
 
 def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
-    """The chunks of an Adam + second-stage run, i.e. where the weights are refreshed
-    (docs/reference-code.md §6).
+    """The chunks of an Adam + second-stage run, i.e. where the per-point weights are
+    refreshed and at which tau (docs/reference-code.md §6).
+
+    The global step ``k`` is 1-based and runs on across the stages. Adam refreshes before the
+    step when ``e % k_upd == 0`` (``e`` the 0-based epoch), at tau(e + 1). The second stage
+    refreshes once at its start with Adam's last tau, then after iteration ``i`` when
+    ``i % k_upd == 0``, at tau(adam_steps + i + 1) (before the step with ``refit_before_step``).
+
+    Args:
+        adam_steps: the Adam stage's budget, in steps.
+        lbfgs_steps: the second stage's budget, in iterations.
+        k_upd: the steps between two refreshes.
+        refit_before_step: refresh the second stage's weights before the step rather than
+            after it (the reference's Fisher-KPP CGMPINN), without the start refresh.
+
+    Returns:
+        One record per chunk (one compiled call: a refresh, then up to ``k_upd`` steps), in
+            order, each a named tuple ``(stage, tau_k, first_k, n_steps)``: the stage's name,
+            the global step whose tau the refresh uses, the global step of the chunk's first
+            step, and the number of steps.
 
     Examples:
         >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]

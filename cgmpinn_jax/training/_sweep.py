@@ -1,7 +1,7 @@
 """Sweeps: many training runs (seeds x hyperparameters) in the same compiled, vmapped calls.
 
-The public entry point is [`cgmpinn_jax.sweep`][cgmpinn_jax.sweep] (this module's ``sweep``); its docstring
-describes the sharding over devices, multi-host runs and how members stop.
+The public entry point is [`cgmpinn_jax.sweep`][cgmpinn_jax.sweep]; its docstring describes the
+sharding over devices, multi-host runs and how members stop.
 """
 
 from __future__ import annotations
@@ -35,22 +35,51 @@ from ._schedule import resolve
 __all__ = ["sweep", "SweepResult", "SWEEPABLE"]
 
 SWEEPABLE = Hyper._fields  # ("beta", "eps", "c_sat", "adam_lr")
+"""The hyperparameters [`sweep`][cgmpinn_jax.sweep] can vary inside one compiled call, the keys its
+``grid`` accepts: ``("beta", "eps", "c_sat", "adam_lr")`` (``cgm.beta``, ``cgm.eps``, ``cgm.c_sat``
+and ``adam.lr``; see [`HYPER_OPTIONS`][cgmpinn_jax.config.HYPER_OPTIONS]). Any other setting is
+static: loop over its values outside ``sweep``."""
 
 
 @dataclasses.dataclass
 class SweepResult:
-    """Metrics of every member, with labelled axes ``("seed", *grid)``."""
+    """The outcome of [`sweep`][cgmpinn_jax.sweep]: the metrics of every member, on labelled
+    axes ``("seed", *grid)``. Every array has the shape ``shape``, one entry per member:
+    ``(len(seeds), *map(len, grid.values()))``.
+
+    Attributes:
+        problem: the problem's name.
+        method: the method's name.
+        axes: axis name -> its values, in order: ``"seed"`` first, then the grid's names.
+        metrics: ``"e2"``, ``"rel_e2"``, ``"e_inf"``, ... (the errors on the test grid, as in
+            [`Metrics`][cgmpinn_jax.Metrics]) and ``"e_loss"`` -> float array of ``shape``.
+        statuses: stage name -> int array of ``shape`` of
+            [`StageStatus`][cgmpinn_jax.StageStatus] codes, in the order the stages ran.
+        compile_seconds: the seconds spent compiling.
+        run_seconds: the rest of the wall time.
+        n_devices: the devices the member axis was sharded over (1 without sharding).
+        output_devices: the devices the trained parameters ended up on (checks the sharding).
+        histories: with ``keep_histories=True``, every member's
+            [`History`][cgmpinn_jax.History], a list in flattened member order (C order over
+            ``axes``); else ``None``.
+
+    Examples:
+        >>> res = SweepResult("poisson1d", "cgmpinn", {"seed": [0, 1], "beta": [0.5, 2.0]},
+        ...                   {"rel_e2": np.array([[1e-3, 2e-3], [3e-3, 4e-3]])}, {}, 1.0, 2.0, 1, 1)
+        >>> res.shape, res.at(seed=1, beta=0.5)
+        ((2, 2), {'rel_e2': 0.003})
+    """
 
     problem: str
     method: str
-    axes: dict[str, list]  # axis name -> values, in order
-    metrics: dict[str, np.ndarray]  # "e2", "rel_e2", "e_inf", "l2", "e_loss" -> array of shape axes
-    statuses: dict  # stage name -> StageStatus codes of shape axes, in the order the stages ran
+    axes: dict[str, list]
+    metrics: dict[str, np.ndarray]
+    statuses: dict
     compile_seconds: float
     run_seconds: float
     n_devices: int
-    output_devices: int  # devices the trained parameters ended up on (the sharding, checked)
-    histories: Any = None  # list of History (flattened member order), when kept
+    output_devices: int
+    histories: Any = None
 
     @property
     def adam_status(self) -> np.ndarray:
@@ -68,9 +97,12 @@ class SweepResult:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The members' shape: the length of each axis, ``(len(seeds), *grid lengths)``."""
         return tuple(len(v) for v in self.axes.values())
 
     def to_dict(self) -> dict:
+        """The result as a JSON-able dict: problem, method, axes, metrics (nested lists),
+        ``<stage>_status`` (status names, one row per seed), the timings and the device count."""
         return {
             "problem": self.problem,
             "method": self.method,
@@ -84,7 +116,18 @@ class SweepResult:
         }
 
     def at(self, **index) -> dict:
-        """Metrics of one member, by axis values: ``res.at(seed=0, beta=2.0)``."""
+        """The metrics of one member, by its axis values: ``res.at(seed=0, beta=2.0)``.
+
+        Args:
+            **index: axis name -> value, for every axis (float values match within
+                ``numpy.isclose``).
+
+        Returns:
+            Metric name -> float.
+
+        Raises:
+            ValueError: an axis is missing, or a value is not on its axis.
+        """
         pos = []
         for name, values in self.axes.items():
             if name not in index:
@@ -156,11 +199,15 @@ def sweep(
             are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
-        grid: ``{name: values}`` for names in `SWEEPABLE`: ``beta``, ``eps``, ``c_sat`` (the
-            options of ``config.cgm``) and ``adam_lr`` (``config.adam.lr``).
+        grid: ``{name: values}`` for names in
+            [`SWEEPABLE`][cgmpinn_jax.training.SWEEPABLE]: ``beta``, ``eps``, ``c_sat`` (the
+            options of ``config.cgm``) and ``adam_lr`` (``config.adam.lr``). ``None``: seeds
+            only.
+        quiet: no progress output.
         shard: shard the member axis over ``jax.devices()``.
         keep_histories: keep every member's [`History`][cgmpinn_jax.History].
-        cache: the [`CompileCache`][cgmpinn_jax.training.CompileCache] to use (shared with ``train``).
+        print_fn: where progress lines go (default: stderr).
+        cache: the [`CompileCache`][cgmpinn_jax.CompileCache] to use (shared with ``train``).
         checkpoint_dir: checkpoint the vmapped state into ``checkpoint_dir/checkpoints/``
             at chunk boundaries, as [`train`][cgmpinn_jax.train] does; Ctrl-C then checkpoints at
             the next chunk boundary and raises
@@ -171,7 +218,12 @@ def sweep(
             the result is bit-identical to the uninterrupted sweep on the same machine.
 
     Returns:
-        [`SweepResult`][cgmpinn_jax.SweepResult] with metric arrays of shape ``(len(seeds), *map(len, grid.values()))``.
+        A [`SweepResult`][cgmpinn_jax.SweepResult] with metric arrays of shape
+            ``(len(seeds), *map(len, grid.values()))``.
+
+    Raises:
+        ValueError: a grid name that is not sweepable, an empty grid axis or seed list, a
+            grid value out of range, or ``precision="mixed"`` (not supported by sweeps).
 
     Examples:
         ```python

@@ -1,13 +1,10 @@
 """ReLoBRaLo loss balancing as an optax-style ``(init, update)`` pair (docs/reference-code.md §7).
 
-Paper Eqs. relobralo_ema, relobralo_ref, relobralo_weight:
+Paper Eqs. relobralo_ema, relobralo_ref, relobralo_weight::
 
-.. math::
-
-    \\bar L_c(k) = \\alpha \\bar L_c(k-1) + (1-\\alpha) L_c(k), \\qquad
-    L^{ref}_c(k) = \\begin{cases} \\bar L_c & \\text{w.p. } \\rho \\\\ L_c(k'),\\ k' < k & \\text{otherwise}\\end{cases},
-
-    \\lambda_c(k) = C\\,\\mathrm{softmax}_c\\big( L_c(k) / (L^{ref}_c(k) + 10^{-8}) / T \\big).
+    EMA_c(k)    = alpha EMA_c(k-1) + (1 - alpha) L_c(k)
+    L_ref_c(k)  = EMA_c(k-1) with probability rho, else L_c(k') for a uniform k' < k
+    lambda_c(k) = C softmax_c(L_c(k) / (L_ref_c(k) + 1e-8) / T)
 
 ``variant="reference"`` (default) is what the authors' code does (class ``ReLoBRaLoWeights``),
 which differs from the paper in one place: the EMA is updated with the *current* losses
@@ -82,16 +79,22 @@ _VARIANTS = ("reference", "original")
 
 
 class ReLoBRaLoState(NamedTuple):
-    """State of `relobralo` / `no_balancing` (a pytree).
+    """The state of a [`Balancing`][cgmpinn_jax.weighting.Balancing] of ``C`` loss terms (a
+    pytree of arrays), from [`relobralo`][cgmpinn_jax.weighting.relobralo] or
+    [`no_balancing`][cgmpinn_jax.weighting.no_balancing].
 
     Attributes:
-        lambdas: ``(C,)`` current term weights (ones initially).
-        ema: ``(C,)`` EMA of the losses (reference variant).
-        history: ``(H, C)`` ring buffer of past losses; call ``t`` is stored in row ``t % H``.
-        count: ``()`` int32 number of ``update`` calls so far.
-        key: PRNG key, split once per call.
-        initial_losses: ``(C,)`` ``L(0)`` (original variant).
-        previous_losses: ``(C,)`` ``L(t-1)`` (original variant).
+        lambdas: ``(C,)`` float array, the current term weights (ones initially).
+        ema: ``(C,)`` float array, the exponential moving average of the losses (the
+            ``"reference"`` variant).
+        history: ``(H, C)`` float array, the ring buffer of past losses; call ``t`` is stored
+            in row ``t % H``.
+        count: ``()`` int32, the number of ``update`` calls so far.
+        key: the PRNG key, split once per call.
+        initial_losses: ``(C,)`` float array, the losses of the first call ``L(0)`` (the
+            ``"original"`` variant).
+        previous_losses: ``(C,)`` float array, the losses of the previous call ``L(t-1)`` (the
+            ``"original"`` variant).
     """
 
     lambdas: jax.Array
@@ -104,7 +107,19 @@ class ReLoBRaLoState(NamedTuple):
 
 
 class Balancing(NamedTuple):
-    """``init(key, dtype=None) -> state``; ``update(losses (C,), state) -> (lambdas (C,), state)``."""
+    """A balancing of the ``C`` loss terms as an ``(init, update)`` pair of pure functions, in
+    the style of optax.
+
+    The training engine calls ``update`` once per Adam step or second-stage iteration and
+    weights the loss terms with the returned lambdas, ``sum_c lambda_c L_c``.
+
+    Attributes:
+        init: ``init(key, dtype=None) -> state``, the initial
+            [`ReLoBRaLoState`][cgmpinn_jax.weighting.ReLoBRaLoState] (lambdas all ones) from a
+            PRNG key; ``dtype`` defaults to JAX's default float.
+        update: ``update(losses, state) -> (lambdas, new_state)`` with ``losses`` and
+            ``lambdas`` ``(C,)`` float arrays.
+    """
 
     init: Callable
     update: Callable
@@ -128,12 +143,14 @@ def _balanced(losses, ref, temperature):
 
 
 def relobralo_draws(key, count, history_size):
-    """The random draws of one ReLoBRaLo call.
+    """The random draws of one ReLoBRaLo call (what
+    [`relobralo`][cgmpinn_jax.weighting.relobralo]'s ``update`` feeds to
+    [`relobralo_step`][cgmpinn_jax.weighting.relobralo_step]).
 
     Args:
-        key: PRNG key of the state.
-        count: ``()`` number of calls before this one (the state's ``count``).
-        history_size: H, the ring buffer length (static int).
+        key: the PRNG key of the state.
+        count: ``()`` int, the number of calls before this one (the state's ``count``).
+        history_size: H, the length of the ring buffer (a Python int).
 
     Returns:
         ``(new_key, u, j)``: ``u ~ U[0, 1)`` (the reference's ``rand() < rho`` test) and
@@ -154,21 +171,41 @@ def relobralo_draws(key, count, history_size):
 
 
 def relobralo_step(losses, state: ReLoBRaLoState, u, j, *, alpha=0.999, temperature=1.0, rho=0.99, variant="reference"):
-    """One ReLoBRaLo update with the random draws given (pure; used by `relobralo`).
+    r"""One ReLoBRaLo update with the random draws given: a pure function, used by
+    [`relobralo`][cgmpinn_jax.weighting.relobralo], that can be checked against an
+    independent implementation driven by the same draws.
+
+    The ``"reference"`` variant, on every call after the first (which only stores the
+    losses $L$):
+
+    $$
+    \bar L \leftarrow \alpha\, \bar L + (1 - \alpha)\, L, \qquad
+    L^{\mathrm{ref}} = \begin{cases} \bar L & u < \rho \\ L(j) & \text{otherwise} \end{cases},
+    \qquad
+    \lambda = C\, \mathrm{softmax}\left(\frac{L / (L^{\mathrm{ref}} + 10^{-8})}{T}\right).
+    $$
 
     Args:
-        losses: ``(C,)`` current loss terms (treated as constants).
-        state: `ReLoBRaLoState` before the call (its key is returned unchanged).
-        u: ``()`` uniform draw; ``u < rho`` selects the EMA reference (reference variant) or
-            keeps the weight memory (original variant).
-        j: ``()`` int, global index of an earlier call whose losses are the lookback reference
-            (reference variant; read from row ``j % H``; ignored when ``u < rho`` or on the
-            first call).
-        alpha, temperature, rho: see `relobralo`.
-        variant: ``"reference"`` or ``"original"``.
+        losses: ``(C,)`` float array, the current loss terms ``L`` (treated as constants).
+        state: the [`ReLoBRaLoState`][cgmpinn_jax.weighting.ReLoBRaLoState] before the call
+            (its key is returned unchanged).
+        u: ``()`` uniform draw in ``[0, 1)``; ``u < rho`` selects the moving-average reference
+            (``"reference"`` variant) or keeps the weight memory (``"original"`` variant).
+        j: ``()`` int, the global index of an earlier call whose losses are the lookback
+            reference (``"reference"`` variant; read from row ``j % H``; ignored when
+            ``u < rho`` and on the first call).
+        alpha: the moving-average coefficient in ``[0, 1]`` (default 0.999).
+        temperature: the softmax temperature ``> 0`` (default 1.0).
+        rho: the probability of the moving-average reference in ``[0, 1]`` (default 0.99).
+        variant: ``"reference"`` (the authors' code, default) or ``"original"`` (Bischof and
+            Kraus, 2021); see [`relobralo`][cgmpinn_jax.weighting.relobralo].
 
     Returns:
-        ``(lambdas (C,), new_state)``.
+        ``(lambdas, new_state)``: the ``(C,)`` term weights (they sum to ``C``) and the
+        [`ReLoBRaLoState`][cgmpinn_jax.weighting.ReLoBRaLoState] after the call.
+
+    Raises:
+        ValueError: an unknown ``variant``.
 
     Examples:
         >>> s = relobralo(2).init(jax.random.PRNGKey(0))
@@ -235,22 +272,62 @@ def relobralo(
     history_size: int = 20000,
     variant: str = "reference",
 ) -> Balancing:
-    """ReLoBRaLo balancing (Eqs. relobralo_ema, relobralo_ref, relobralo_weight;
-    docs/reference-code.md §7).
+    r"""ReLoBRaLo, relative loss balancing with random lookback, as a
+    [`Balancing`][cgmpinn_jax.weighting.Balancing] of $C$ loss terms.
+
+    The paper's Eqs. relobralo_ema, relobralo_ref and relobralo_weight, for the losses
+    $L_c(k)$ of call $k$:
+
+    $$
+    \bar L_c(k) = \alpha\, \bar L_c(k-1) + (1 - \alpha)\, L_c(k), \qquad
+    L_c^{\mathrm{ref}}(k) = \begin{cases} \bar L_c & \text{with probability } \rho \\
+    L_c(k'),\ k' < k \text{ uniform} & \text{otherwise} \end{cases},
+    $$
+
+    $$
+    \lambda_c(k) = C\, \frac{\exp\left(\varrho_c(k) / T\right)}{\sum_{c'=1}^{C} \exp\left(\varrho_{c'}(k) / T\right)},
+    \qquad \varrho_c(k) = \frac{L_c(k)}{L_c^{\mathrm{ref}}(k) + 10^{-8}},
+    $$
+
+    so a term that falls more slowly than its history is up-weighted, and the lambdas always
+    sum to $C$.  The first call stores the losses and returns ones.
+
+    ``variant="reference"`` (default) is what the authors' code does, which differs from the
+    paper in one place: the moving average is updated with the current losses *before* it
+    serves as the reference.  The history is a ring buffer of ``history_size`` rows; within
+    that many calls the lookback is exactly the reference's (an unbounded list), beyond them
+    it is uniform over the ``history_size - 1`` most recent earlier calls.
+    ``variant="original"`` is the ReLoBRaLo of Bischof and Kraus (2021, "Multi-objective loss
+    balancing for physics-informed deep learning"), which keeps a moving average of the
+    *weights* and has no lookback into the history:
+
+    $$
+    \lambda^{\mathrm{bal}}(t, t') = C\, \mathrm{softmax}\left(\frac{L(t) / (L(t') + 10^{-8})}{T}\right),
+    \qquad
+    \lambda(t) = \alpha \left[b\, \lambda(t-1) + (1 - b)\, \lambda^{\mathrm{bal}}(t, 0)\right]
+    + (1 - \alpha)\, \lambda^{\mathrm{bal}}(t, t-1),
+    $$
+
+    with $b \sim \mathrm{Bernoulli}(\rho)$.
+
+    The randomness is explicit: the PRNG key is part of the state and split once per call.
 
     Args:
-        n_terms: C, the number of loss terms (2 for 1-D/2-D Poisson [PDE, BC], 3 for the
-            time-dependent problems [PDE, IC, BC]).
-        alpha: EMA coefficient in ``[0, 1]`` (0.999); may be traced.
-        temperature: softmax temperature T > 0 (1.0); may be traced.
-        rho: probability of the EMA reference in ``[0, 1]`` (0.99); may be traced.
-        history_size: ring-buffer rows H >= 2 (20000, see the module docstring).
-        variant: ``"reference"`` (the authors' code) or ``"original"`` (Bischof & Kraus).
+        n_terms: ``C``, the number of loss terms (2 for the Poisson problems ``[PDE, BC]``, 3
+            for the time-dependent ones ``[PDE, IC, BC]``).
+        alpha: the moving-average coefficient in ``[0, 1]`` (default 0.999); may be traced.
+        temperature: the softmax temperature ``T > 0`` (default 1.0); may be traced.
+        rho: the probability of the moving-average reference in ``[0, 1]`` (default 0.99); may
+            be traced.
+        history_size: the rows ``H >= 2`` of the ring buffer of past losses (default 20000,
+            the longest budget of the reference: 8000 Adam steps and 12000 L-BFGS iterations).
+        variant: ``"reference"`` (the authors' code) or ``"original"`` (Bischof and Kraus).
 
     Returns:
-        `Balancing` ``(init, update)``.  ``init(key, dtype=None)`` takes a PRNG key;
-        ``update(losses, state)`` draws ``(u, j)`` with `relobralo_draws` and applies
-        `relobralo_step`.  The lambdas always sum to C.
+        The [`Balancing`][cgmpinn_jax.weighting.Balancing]: ``init(key, dtype=None)`` takes a
+        PRNG key; ``update(losses, state)`` draws ``(u, j)`` with
+        [`relobralo_draws`][cgmpinn_jax.weighting.relobralo_draws] and applies
+        [`relobralo_step`][cgmpinn_jax.weighting.relobralo_step].
 
     Raises:
         ValueError: on a bad argument (named in the message; traced values are not checked).
@@ -284,7 +361,15 @@ def relobralo(
 
 
 def no_balancing(n_terms: int) -> Balancing:
-    """Plain sum of the loss terms: lambdas are always ones (state shape as `relobralo`).
+    """No balancing, as a [`Balancing`][cgmpinn_jax.weighting.Balancing]: the plain sum of the
+    loss terms, every lambda always 1 (the state has the layout of
+    [`relobralo`][cgmpinn_jax.weighting.relobralo]'s, with a one-row history).
+
+    Args:
+        n_terms: ``C``, the number of loss terms.
+
+    Returns:
+        The [`Balancing`][cgmpinn_jax.weighting.Balancing].
 
     Examples:
         >>> bal = no_balancing(2)

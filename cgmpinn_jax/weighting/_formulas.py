@@ -82,22 +82,28 @@ def _as_float(x):
 
 
 def tau(k, k_max, c_sat=0.8):
-    """Curriculum parameter ``tau(k) = min(k / (c_sat * k_max), 1)`` (paper Eq. tau).
+    r"""The curriculum parameter (the paper's Eq. tau):
 
-    In the reference (docs/reference-code.md §6) ``k`` is the 1-based global step that continues
-    from the Adam stage into the L-BFGS stage, and ``k_max = N_adam + N_lbfgs`` counts outer
-    iterations (L-BFGS iterations, not function evaluations).
+    $$
+    \tau(k) = \min\left(\frac{k}{c_{\mathrm{sat}}\, k_{\max}},\ 1\right).
+    $$
+
+    $\tau$ rises linearly from 0 to 1, which it reaches after the fraction ``c_sat`` of the
+    run, and stays there; it moves the CGM weights from the easy components to the hard ones.
+    As in the reference code, ``k`` is the 1-based global step that continues from the Adam
+    stage into the second stage, and ``k_max = N_adam + N_second`` counts outer iterations
+    (L-BFGS iterations, not function evaluations).
 
     Args:
-        k: ``()`` step (int or float, may be traced).
-        k_max: total number of iterations (> 0).
-        c_sat: saturation fraction in ``(0, 1]`` (default 0.8).
+        k: the step, a ``()`` int or float (may be traced).
+        k_max: the total number of iterations (> 0).
+        c_sat: the saturation fraction in ``(0, 1]`` (default 0.8).
 
     Returns:
-        ``()`` float array in ``[0, 1]`` for ``k >= 0``.
+        ``()`` float array, in ``[0, 1]`` for ``k >= 0``.
 
     Raises:
-        ValueError: ``c_sat`` outside ``(0, 1]`` or ``k_max <= 0`` (when concrete).
+        ValueError: ``c_sat`` outside ``(0, 1]`` or ``k_max <= 0`` (checked when concrete).
 
     Examples:
         >>> float(tau(6000, 15000)), float(tau(13000, 15000))
@@ -119,15 +125,22 @@ def tau(k, k_max, c_sat=0.8):
 
 
 def component_difficulty(r, resp, eps=1e-6):
-    """Component difficulty ``d_m = sum_i gamma_im r_i^2 / (sum_i gamma_im + eps)`` (Eq. component_difficulty).
+    r"""The difficulty of each mixture component, its responsibility-weighted mean squared residual
+    (the paper's Eq. component_difficulty):
+
+    $$
+    d_m = \frac{\sum_{i=1}^{n} \gamma_{im}\, r_i^2}{\sum_{i=1}^{n} \gamma_{im} + \varepsilon},
+    \qquad m = 1, \dots, K.
+    $$
 
     Args:
-        r: ``(N,)`` signed residuals.
-        resp: ``(N, K)`` responsibilities.
-        eps: absolute guard.
+        r: ``(n,)`` float array, the signed residuals ``r_i``.
+        resp: ``(n, K)`` float array, the responsibilities ``gamma_im`` of a
+            [`GMMFit`][cgmpinn_jax.gmm.GMMFit] (rows sum to 1).
+        eps: the absolute guard of the denominator (default 1e-6).
 
     Returns:
-        ``(K,)`` difficulties.
+        ``(K,)`` float array of difficulties ``d_m >= 0``.
 
     Examples:
         >>> component_difficulty(jnp.array([1.0, 3.0]), jnp.array([[1.0, 0.0], [0.0, 1.0]]), 1e-6).round(3)
@@ -139,21 +152,27 @@ def component_difficulty(r, resp, eps=1e-6):
 
 
 def normalized_difficulty(d, eps=1e-6, *, mask=None):
-    """Min-max normalised difficulty (Eq. difficulty_normalized, *as coded*).
+    r"""The difficulties min-max normalised to $[0, 1]$ (the paper's Eq. difficulty_normalized,
+    as the reference code computes it):
 
-    ``(d - min d) / (max d - min d)`` if ``max d - min d > eps`` else ``0`` for every entry
-    (docs/reference-code.md §5 step 4).  The paper instead writes ``+ eps`` in the denominator and
-    no threshold.
+    $$
+    \tilde d_m = \frac{d_m - \min_l d_l}{\max_l d_l - \min_l d_l}
+    \quad \text{if } \max_l d_l - \min_l d_l > \varepsilon, \qquad \tilde d_m = 0 \text{ otherwise}.
+    $$
+
+    The paper writes $+\,\varepsilon$ in the denominator instead, with no threshold.
 
     Args:
-        d: ``(K,)`` (or ``(N,)`` for CLPINN) difficulties.
-        eps: absolute range threshold.
-        mask: optional ``(K,)`` bool, True for the active components (a padded
-            `fit_gmm_bic` fit); min and max are taken over the active
-            entries only and inactive entries are 0.  ``None``: all active.
+        d: ``(K,)`` float array of component difficulties (``(n,)`` per-point difficulties for
+            CLPINN).
+        eps: the absolute threshold on the range ``max d - min d`` (default 1e-6).
+        mask: ``(K,)`` bool array, True for the active components (those of a padded
+            [`fit_gmm_bic`][cgmpinn_jax.gmm.fit_gmm_bic] fit, ``selection.mask``): the minimum
+            and maximum run over the active entries only and the inactive entries are 0.
+            ``None`` (default): all are active.
 
     Returns:
-        Same shape, values in ``[0, 1]``.
+        Float array of the shape of ``d``, values in ``[0, 1]``.
 
     Examples:
         >>> normalized_difficulty(jnp.array([1.0, 2.0, 3.0]))
@@ -172,18 +191,26 @@ def normalized_difficulty(d, eps=1e-6, *, mask=None):
 
 
 def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
-    """Normalised precision ``v_m = (sigma_m^2 + eps)^-1 / max_l (sigma_l^2 + eps)^-1`` (Eq. precision_factor).
+    r"""The normalised precision factor of each component (the paper's Eq. precision_factor):
+
+    $$
+    v_m = \frac{(\sigma_m^2 + \varepsilon)^{-1}}{\max_l\, (\sigma_l^2 + \varepsilon)^{-1}},
+    $$
+
+    1 for the tightest component, small for widely spread ones.  With ``extra_eps`` the
+    denominator is $\max_l (\sigma_l^2 + \varepsilon)^{-1} + \varepsilon$ (the GMMPINN
+    ablation's formula).
 
     Args:
-        variances: ``(K,)`` GMM variances (``reg_covar`` included).
-        eps: absolute guard.
-        extra_eps: add ``eps`` to the maximum in the denominator (the GMMPINN ablation's
-            formula, docs/reference-code.md §11.1).
-        mask: optional ``(K,)`` bool of active components; the maximum is taken over them
-            only and inactive entries are 0.  ``None``: all active.
+        variances: ``(K,)`` float array, the component variances ``sigma_m^2`` of a
+            [`GMMFit`][cgmpinn_jax.gmm.GMMFit] (``reg_covar`` included).
+        eps: the absolute guard (default 1e-6).
+        extra_eps: add ``eps`` to the maximum in the denominator (default False).
+        mask: ``(K,)`` bool array of the active components: the maximum runs over them only
+            and the inactive entries are 0.  ``None`` (default): all are active.
 
     Returns:
-        ``(K,)`` values in ``(0, 1]`` (0 for inactive components).
+        ``(K,)`` float array, values in ``(0, 1]`` (0 for inactive components).
 
     Examples:
         >>> precision_factor(jnp.array([1.0, 3.0]), 0.0 + 1e-12).round(4)
@@ -197,7 +224,21 @@ def precision_factor(variances, eps=1e-6, *, extra_eps=False, mask=None):
 
 
 def normalize_weights(w, eps=1e-6):
-    """Unit-mean normalisation ``w / (mean(w) + eps)`` (Eq. weight_normalize, as coded).
+    r"""The weights scaled to unit mean (the paper's Eq. weight_normalize, as the reference code
+    computes it):
+
+    $$
+    w_i \leftarrow \frac{w_i}{\frac{1}{n} \sum_{j=1}^{n} w_j + \varepsilon}.
+    $$
+
+    The paper writes $n\, w_i / (\sum_j w_j + \varepsilon)$, the same up to $\varepsilon / n$.
+
+    Args:
+        w: ``(n,)`` float array of non-negative weights.
+        eps: the absolute guard (default 1e-6).
+
+    Returns:
+        ``(n,)`` float array with mean (nearly) 1.
 
     Examples:
         >>> normalize_weights(jnp.array([1.0, 3.0]), 1e-6).round(4)
@@ -209,28 +250,42 @@ def normalize_weights(w, eps=1e-6):
 def cgm_component_weights(
     r, fit: GMMFit, tau, *, beta=1.0, eps=1e-6, variance_factor=True, fade_variance=True, mask=None
 ):
-    """Component weights ``w_m^comp(tau) = w_m^CL(tau) * v~_m(tau)`` (Eqs. easy_hard_weights,
-    curriculum_weight, precision_factor, effective_precision, combined_weight).
+    r"""The CGM weight of each mixture component at curriculum parameter $\tau$.
 
-    ``w_easy = exp(-beta d~)``, ``w_hard = exp(-beta (1 - d~))``,
-    ``w_CL = (1 - tau) w_easy + tau w_hard``, ``v~ = (1 - tau) v + tau``.
+    With $\tilde d_m$ the normalised difficulty
+    ([`component_difficulty`][cgmpinn_jax.weighting.component_difficulty] then
+    [`normalized_difficulty`][cgmpinn_jax.weighting.normalized_difficulty]) and $v_m$ the
+    precision factor ([`precision_factor`][cgmpinn_jax.weighting.precision_factor]), the
+    paper's Eqs. easy_hard_weights to combined_weight:
+
+    $$
+    w_m^{\mathrm{comp}}(\tau) = \underbrace{\left[(1 - \tau)\, e^{-\beta \tilde d_m}
+    + \tau\, e^{-\beta (1 - \tilde d_m)}\right]}_{w_m^{\mathrm{CL}}(\tau)}
+    \, \underbrace{\left[(1 - \tau)\, v_m + \tau\right]}_{\tilde v_m(\tau)}.
+    $$
+
+    At ``tau = 0`` the easy, tightly clustered components weigh most; at ``tau = 1`` the hard
+    ones, and the precision factor has faded to 1.
 
     Args:
-        r: ``(N,)`` signed residuals the GMM was fitted on.
-        fit: a `GMMFit` (uses ``resp`` and ``variances``).
-        tau: ``()`` curriculum parameter in ``[0, 1]``.
-        beta: discrimination strength (>= 0).
-        eps: absolute guard (docs/reference-code.md §5).
-        variance_factor: multiply by the precision factor (reference ``use_variance_factor``).
-        fade_variance: fade the precision factor to 1 with ``tau`` (Eq. effective_precision);
-            with False ``v`` is used as is (an ablation; not in the reference).
-        mask: optional ``(K,)`` bool of active components (for a padded
-            `fit_gmm_bic` fit, ``selection.mask``): the difficulty
-            normalisation and the precision maximum use the active components only, and
-            inactive components get weight 0.  ``None``: all active.
+        r: ``(n,)`` float array, the signed residuals the mixture was fitted on.
+        fit: the [`GMMFit`][cgmpinn_jax.gmm.GMMFit] of ``r`` (its ``resp`` ``(n, K)`` and
+            ``variances`` ``(K,)`` are used).
+        tau: ``()`` curriculum parameter in ``[0, 1]`` (see [`tau`][cgmpinn_jax.weighting.tau]).
+        beta: the discrimination strength between easy and hard components (>= 0, default 1).
+        eps: the absolute guard of every division (default 1e-6).
+        variance_factor: multiply by the precision factor (default True; the reference's
+            ``use_variance_factor``).
+        fade_variance: fade the precision factor to 1 with ``tau`` (the paper's Eq.
+            effective_precision; default True); False uses ``v_m`` as is at every ``tau``
+            (an ablation that is not in the reference).
+        mask: ``(K,)`` bool array of the active components of a padded
+            [`fit_gmm_bic`][cgmpinn_jax.gmm.fit_gmm_bic] fit (``selection.mask``): the
+            difficulty normalisation and the precision maximum use the active components only,
+            and the inactive ones get weight 0.  ``None`` (default): all are active.
 
     Returns:
-        ``(K,)`` component weights in ``[exp(-beta) v_min, 1]``.
+        ``(K,)`` float array of component weights in ``[exp(-beta) min_m v_m, 1]``.
     """
     d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps, mask=mask)
     w_easy = jnp.exp(-beta * d_t)
@@ -256,27 +311,40 @@ def cgm_weights(
     normalize=True,
     mask=None,
 ):
-    """CGM sample weights (Eqs. sample_weight and weight_normalize; docs/reference-code.md §5
-    steps 3-9).
+    r"""The CGM weight of each collocation point (the paper's Eqs. sample_weight and
+    weight_normalize):
 
-    ``w_i = sum_m gamma_im w_m^comp(tau)``, then ``w_i / (mean(w) + eps)``.
+    $$
+    w_i = \sum_{m=1}^{K} \gamma_{im}\, w_m^{\mathrm{comp}}(\tau), \qquad
+    w_i \leftarrow \frac{w_i}{\frac{1}{n} \sum_{j=1}^{n} w_j + \varepsilon},
+    $$
+
+    the component weights of
+    [`cgm_component_weights`][cgmpinn_jax.weighting.cgm_component_weights] mixed by the
+    responsibilities $\gamma_{im}$ of the $n$ points, then scaled to unit mean
+    ([`normalize_weights`][cgmpinn_jax.weighting.normalize_weights]).  The PDE loss is
+    $\frac{1}{n} \sum_i w_i\, r_i^2$.
 
     Args:
-        r: ``(N,)`` signed residuals (the GMM's input).
-        fit: `GMMFit` of ``r`` (``resp (N, K)``, ``variances (K,)``).
-        tau: ``()`` curriculum parameter.
-        beta, eps, variance_factor, fade_variance: see `cgm_component_weights`.
-        normalize: if False return the raw weights ``w_i`` (in ``[exp(-beta) v_min, 1]``,
-            the bounds behind the paper's Theorem main_equiv).
-        mask: optional ``(K,)`` bool of active components of a padded fit (see
-            `cgm_component_weights`).
+        r: ``(n,)`` float array, the signed PDE residuals (the mixture's data).
+        fit: the [`GMMFit`][cgmpinn_jax.gmm.GMMFit] of ``r`` (``resp`` ``(n, K)``,
+            ``variances`` ``(K,)``), e.g. from [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm].
+        tau: ``()`` curriculum parameter in ``[0, 1]``.
+        beta: the discrimination strength (>= 0, default 1).
+        eps: the absolute guard of every division (> 0, default 1e-6).
+        variance_factor: multiply by the precision factor (default True).
+        fade_variance: fade the precision factor to 1 with ``tau`` (default True).
+        normalize: scale to unit mean (default True); False returns the raw ``w_i``, which lie
+            in ``[exp(-beta) min_m v_m, 1]`` (the bounds behind the paper's Theorem main_equiv).
+        mask: ``(K,)`` bool array of the active components of a padded fit (see
+            [`cgm_component_weights`][cgmpinn_jax.weighting.cgm_component_weights]).
 
     Returns:
-        ``(N,)`` weights (unit mean when ``normalize``).
+        ``(n,)`` float array of point weights (unit mean when ``normalize``).
 
     Raises:
-        ValueError: ``r`` not 1-D, ``beta < 0``, ``eps <= 0``, ``tau`` outside ``[0, 1]``
-            (when concrete).
+        ValueError: ``r`` not 1-D, ``beta < 0``, ``eps <= 0``, or ``tau`` outside ``[0, 1]``
+            (checked when concrete).
 
     Examples:
         >>> from cgmpinn_jax.gmm import fit_gmm
@@ -297,11 +365,26 @@ def cgm_weights(
 
 
 def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
-    """GMMPINN ablation component weights ``exp(+beta d~_m) * v_m`` (docs/reference-code.md §11.1).
+    r"""The component weights of the GMMPINN ablation (GMM weights, no curriculum):
 
-    No curriculum: hard components are up-weighted at all times, the precision factor has the
-    extra ``eps`` in its denominator and is never faded.  ``mask``: as
-    `cgm_component_weights`.
+    $$
+    w_m = e^{+\beta \tilde d_m}\, v_m, \qquad
+    v_m = \frac{(\sigma_m^2 + \varepsilon)^{-1}}{\max_l\, (\sigma_l^2 + \varepsilon)^{-1} + \varepsilon}:
+    $$
+
+    hard components are up-weighted at all times, and the precision factor (with the extra ``eps`` in its
+    denominator) never fades.  Not an equation of the paper: the reference's ablation script.
+
+    Args:
+        r: ``(n,)`` float array, the signed residuals the mixture was fitted on.
+        fit: the [`GMMFit`][cgmpinn_jax.gmm.GMMFit] of ``r``.
+        beta: the strength of the up-weighting (>= 0, default 1).
+        eps: the absolute guard (default 1e-6).
+        mask: ``(K,)`` bool array of the active components of a padded fit, as in
+            [`cgm_component_weights`][cgmpinn_jax.weighting.cgm_component_weights].
+
+    Returns:
+        ``(K,)`` float array of component weights.
     """
     d_t = normalized_difficulty(component_difficulty(r, fit.resp, eps), eps, mask=mask)
     w = jnp.exp(beta * d_t) * precision_factor(fit.variances, eps, extra_eps=True, mask=mask)
@@ -309,13 +392,29 @@ def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
 
 
 def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=None):
-    """GMMPINN (GMM-only ablation) sample weights (docs/reference-code.md §11.1).
+    r"""The point weights of the GMMPINN ablation (GMM weights, no curriculum):
 
-    ``w_i = sum_m gamma_im exp(beta d~_m) v_m`` with
-    ``v_m = (sigma_m^2 + eps)^-1 / (max_l (sigma_l^2 + eps)^-1 + eps)``, then
-    ``w / (mean(w) + eps)``.  Not an equation of the paper (ablation only).
+    $$
+    w_i = \sum_{m=1}^{K} \gamma_{im}\, e^{+\beta \tilde d_m}\, v_m
+    $$
 
-    Args / Returns: as `cgm_weights` without ``tau`` (``mask`` included).
+    (see [`gmmpinn_component_weights`][cgmpinn_jax.weighting.gmmpinn_component_weights]), then
+    scaled to unit mean, $w_i / (\frac{1}{n} \sum_j w_j + \varepsilon)$.  Not an equation of
+    the paper: the reference's ablation script.
+
+    Args:
+        r: ``(n,)`` float array, the signed PDE residuals.
+        fit: the [`GMMFit`][cgmpinn_jax.gmm.GMMFit] of ``r``.
+        beta: the strength of the up-weighting of hard components (>= 0, default 1).
+        eps: the absolute guard (> 0, default 1e-6).
+        normalize: scale to unit mean (default True).
+        mask: ``(K,)`` bool array of the active components of a padded fit.
+
+    Returns:
+        ``(n,)`` float array of point weights (unit mean when ``normalize``).
+
+    Raises:
+        ValueError: ``r`` not 1-D, ``beta < 0`` or ``eps <= 0`` (checked when concrete).
 
     Examples:
         >>> from cgmpinn_jax.gmm import fit_gmm
@@ -332,12 +431,32 @@ def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=
 
 
 def clpinn_weights(r, tau, *, beta=1.0, eps=1e-6, normalize=True):
-    """CLPINN (curriculum-only ablation) sample weights (docs/reference-code.md §11.2).
+    r"""The point weights of the CLPINN ablation (curriculum weights, no GMM).
 
-    Per-point difficulty ``p_i = r_i^2``, min-max normalised over all points with the same
-    ``range > eps`` rule as `normalized_difficulty`;
-    ``w_i = (1 - tau) exp(-beta p~_i) + tau exp(-beta (1 - p~_i))``; then ``w / (mean(w) + eps)``.
-    No GMM, no precision factor.
+    Each point is its own component: the difficulty $p_i = r_i^2$ is min-max normalised over
+    the $n$ points to $\tilde p_i$ (the rule of
+    [`normalized_difficulty`][cgmpinn_jax.weighting.normalized_difficulty]), then
+
+    $$
+    w_i = (1 - \tau)\, e^{-\beta \tilde p_i} + \tau\, e^{-\beta (1 - \tilde p_i)},
+    $$
+
+    scaled to unit mean, $w_i / (\frac{1}{n} \sum_j w_j + \varepsilon)$.  No mixture and no
+    precision factor.  Not an equation of the paper: the reference's ablation script.
+
+    Args:
+        r: ``(n,)`` float array, the signed PDE residuals.
+        tau: ``()`` curriculum parameter in ``[0, 1]``.
+        beta: the discrimination strength (>= 0, default 1).
+        eps: the absolute guard and range threshold (> 0, default 1e-6).
+        normalize: scale to unit mean (default True).
+
+    Returns:
+        ``(n,)`` float array of point weights (unit mean when ``normalize``).
+
+    Raises:
+        ValueError: ``r`` not 1-D, ``beta < 0``, ``eps <= 0`` or ``tau`` outside ``[0, 1]``
+            (checked when concrete).
 
     Examples:
         >>> w = clpinn_weights(jnp.array([0.0, 1.0, 2.0]), 1.0, normalize=False)

@@ -53,20 +53,23 @@ __all__ = [
 
 
 class WeightingState(NamedTuple):
-    """State of a `Weighting` (a pytree).
+    """The state of a [`Weighting`][cgmpinn_jax.weighting.Weighting] (a pytree of arrays), for
+    ``n`` collocation points.
 
     Attributes:
-        weights: ``(N,)`` current normalised sample weights (ones before the first refresh).
-        last_valid: ``(N,)`` last valid *unnormalised* weights -- the reference's cache
-            (docs/reference-code.md §5 step 7), ones initially; re-normalised on a fallback.
-        last_status: ``()`` int32 `GMMStatus` of the last refresh
-            (``NONFINITE`` also when the GMM was fine but the weights were not).
-        n_refresh: ``()`` int32 number of ``update`` calls.
-        n_fallback: ``()`` int32 number of refreshes that kept the previous weights.
-        spread: ``()`` ``max(weights) / min(weights)`` (for logging; 1 initially).
-        n_components: ``()`` int32 number of GMM components of the last refresh's fit (the
-            BIC choice for ``n_components="bic"``); 0 before the first refresh and for the
-            weightings without a GMM.
+        weights: ``(n,)`` float array, the current point weights, unit mean (ones before the
+            first refresh).
+        last_valid: ``(n,)`` float array, the last valid weights before normalisation (ones
+            initially): the reference code's cache, re-normalised and used again when a
+            refresh fails.
+        last_status: ``()`` int32, the [`GMMStatus`][cgmpinn_jax.gmm.GMMStatus] of the last
+            refresh (``NONFINITE`` also when the fit was fine but the weights were not finite).
+        n_refresh: ``()`` int32, the number of ``update`` calls so far.
+        n_fallback: ``()`` int32, the number of refreshes that kept the previous weights.
+        spread: ``()`` float, ``max(weights) / min(weights)`` (for logging; 1 initially).
+        n_components: ``()`` int32, the number of mixture components of the last refresh's fit
+            (the BIC choice for ``n_components="bic"``); 0 before the first refresh and for the
+            weightings without a mixture.
     """
 
     weights: jax.Array
@@ -79,12 +82,20 @@ class WeightingState(NamedTuple):
 
 
 class Weighting(NamedTuple):
-    """An ``(init, update)`` pair, optax style.
+    """A point weighting as an ``(init, update)`` pair of pure functions, in the style of optax.
 
-    ``init(n_points, dtype=None) -> WeightingState``;
-    ``update(r, tau, state) -> (weights (N,), new_state)`` with ``r`` the ``(N,)`` signed PDE
-    residuals at the snapshot parameters (treated as constants) and ``tau`` the curriculum
-    parameter (ignored by the GMMPINN and uniform weightings).
+    One ``update`` is one *refresh*: the training engine calls it every ``k_upd`` steps with
+    the current residuals and holds the weights fixed in between.  Both functions can be
+    traced (jit, vmap).
+
+    Attributes:
+        init: ``init(n_points, dtype=None) -> state``, the initial
+            [`WeightingState`][cgmpinn_jax.weighting.WeightingState] for ``n_points``
+            collocation points (weights all ones; ``dtype`` defaults to JAX's default float).
+        update: ``update(r, tau, state) -> (weights, new_state)`` with ``r`` the ``(n,)``
+            signed PDE residuals at the current parameters (treated as constants), ``tau`` the
+            ``()`` curriculum parameter (ignored by the GMMPINN and uniform weightings) and
+            ``weights`` the ``(n,)`` new point weights.
     """
 
     init: Callable
@@ -157,36 +168,43 @@ def cgm_weighting(
     fade_variance: bool = True,
     **gmm_kwargs,
 ) -> Weighting:
-    """CGM weighting as an ``(init, update)`` pair (docs/reference-code.md §5).
+    """The CGM weighting of CGMPINN as a [`Weighting`][cgmpinn_jax.weighting.Weighting].
 
-    ``update(r, tau, state)``: fit a ``n_components`` GMM to the signed residuals
-    (`fit_gmm`, extra keyword arguments forwarded, sklearn defaults
-    otherwise), compute `cgm_weights` at ``tau``.  On a ``CONVERGED`` or ``MAX_ITER``
-    fit the new weights are used (sklearn also uses a fit that hit ``max_iter``).  On
-    ``DEGENERATE`` / ``NONFINITE`` status or any non-finite weight the previous valid
-    unnormalised weights (ones initially) are kept and re-normalised, as the reference's
-    exception fallback does.  Difference from the reference: sklearn only *warns* when there
-    are fewer distinct residual values than components and then still produces weights; here
-    that case (``DEGENERATE``) also falls back.
+    ``update(r, tau, state)`` fits a K-component Gaussian mixture to the signed residuals
+    ([`fit_gmm`][cgmpinn_jax.gmm.fit_gmm]) and computes
+    [`cgm_weights`][cgmpinn_jax.weighting.cgm_weights] at ``tau``.  A fit that converged or
+    hit ``max_iter`` is used (scikit-learn uses the latter too).  A ``DEGENERATE`` or
+    ``NONFINITE`` fit, or any non-finite weight, keeps the previous valid weights (ones
+    initially), re-normalised, as the reference code's exception fallback does.  Unlike the
+    reference, whose scikit-learn fit only warns when there are fewer distinct residual values
+    than components, that case (``DEGENERATE``) falls back too.
 
-    ``n_components="bic"`` (an extension; the paper names automatic K as future work) refits
-    K = 1..``max_components`` at every refresh with `fit_gmm_bic` and
-    uses the fit of lowest BIC; the difficulty normalisation and the precision maximum then
-    run over the chosen K components only, so the weights equal those of a plain fit with that
-    K.  The chosen K is in ``state.n_components``.
+    ``n_components="bic"`` (an extension; the paper names automatic K as future work) fits
+    K = 1 .. ``max_components`` at every refresh with
+    [`fit_gmm_bic`][cgmpinn_jax.gmm.fit_gmm_bic] and keeps the fit of lowest BIC; the
+    difficulty normalisation and the precision maximum then run over the chosen components
+    only, so the weights equal those of a plain fit with that K.  The chosen K is in
+    ``state.n_components``.
 
     Args:
-        n_components: K (Python int >= 1; default 4 as the reference) or ``"bic"``.
-        max_components: largest K tried when ``n_components="bic"`` (default 6; ignored
+        n_components: K, a Python int >= 1 (default 4, as the reference), or ``"bic"``.
+        max_components: the largest K tried when ``n_components="bic"`` (default 6; ignored
             otherwise).
-        beta: >= 0 (default 1.0); may be traced.
-        eps: > 0 (default 1e-6, absolute); may be traced.
-        variance_factor, fade_variance: see `cgm_component_weights`.
-        **gmm_kwargs: ``max_iter``, ``tol``, ``reg_covar``, ``init``, ``kmeans_max_iter`` of
-            `fit_gmm`.
+        beta: the discrimination strength, >= 0 (default 1.0); may be traced.
+        eps: the absolute guard, > 0 (default 1e-6); may be traced.
+        variance_factor: multiply by the precision factor (default True; see
+            [`cgm_component_weights`][cgmpinn_jax.weighting.cgm_component_weights]).
+        fade_variance: fade the precision factor to 1 with ``tau`` (default True).
+        **gmm_kwargs: ``max_iter``, ``tol``, ``reg_covar``, ``init`` or ``kmeans_max_iter``,
+            passed to [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm] (its defaults, scikit-learn's,
+            otherwise).
 
     Returns:
-        `Weighting`.
+        The [`Weighting`][cgmpinn_jax.weighting.Weighting].
+
+    Raises:
+        ValueError: a bad ``n_components`` or ``max_components``, ``beta < 0`` or
+            ``eps <= 0`` (checked when concrete).
 
     Examples:
         >>> r = jnp.concatenate([jnp.linspace(-0.1, 0.1, 20), jnp.linspace(4.0, 6.0, 20)])
@@ -224,11 +242,24 @@ def cgm_weighting(
 def gmmpinn_weighting(
     *, n_components: int | str = 4, max_components: int = 6, beta=1.0, eps=1e-6, **gmm_kwargs
 ) -> Weighting:
-    """GMMPINN ablation weighting (docs/reference-code.md §11.1) as an ``(init, update)`` pair.
+    """The weighting of the GMMPINN ablation (GMM weights, no curriculum) as a
+    [`Weighting`][cgmpinn_jax.weighting.Weighting].
 
-    Same GMM (``n_components="bic"`` included), status handling and fallback as
-    `cgm_weighting`; weights from `gmmpinn_weights`.  ``update(r, tau, state)``
+    The same mixture fit (``n_components="bic"`` included), status handling and fallback as
+    [`cgm_weighting`][cgmpinn_jax.weighting.cgm_weighting]; the weights are
+    [`gmmpinn_weights`][cgmpinn_jax.weighting.gmmpinn_weights].  ``update(r, tau, state)``
     ignores ``tau``.
+
+    Args:
+        n_components: K, a Python int >= 1 (default 4), or ``"bic"``.
+        max_components: the largest K tried when ``n_components="bic"`` (default 6).
+        beta: the strength of the up-weighting of hard components, >= 0 (default 1.0).
+        eps: the absolute guard, > 0 (default 1e-6).
+        **gmm_kwargs: options of [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm], as for
+            [`cgm_weighting`][cgmpinn_jax.weighting.cgm_weighting].
+
+    Returns:
+        The [`Weighting`][cgmpinn_jax.weighting.Weighting].
     """
     n_components, max_components = _check_n_components(n_components, max_components)
     _check_beta(beta)
@@ -246,10 +277,25 @@ def gmmpinn_weighting(
 
 
 def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
-    """CLPINN ablation weighting (docs/reference-code.md §11.2) as an ``(init, update)`` pair.
+    """The weighting of the CLPINN ablation (curriculum weights per point, no GMM) as a
+    [`Weighting`][cgmpinn_jax.weighting.Weighting]; the weights are
+    [`clpinn_weights`][cgmpinn_jax.weighting.clpinn_weights].
 
-    No GMM.  Status is ``CONVERGED``, or ``NONFINITE`` (previous weights kept) when the
-    residuals or weights are not finite.
+    The state's status is ``CONVERGED``, or ``NONFINITE`` (the previous weights kept) when the
+    residuals or the weights are not finite.
+
+    Args:
+        beta: the discrimination strength, >= 0 (default 1.0).
+        eps: the absolute guard and range threshold, > 0 (default 1e-6).
+
+    Returns:
+        The [`Weighting`][cgmpinn_jax.weighting.Weighting].
+
+    Examples:
+        >>> wt = clpinn_weighting()
+        >>> w, s = wt.update(jnp.array([0.0, 1.0, 2.0]), 0.0, wt.init(3))
+        >>> bool(w[0] > w[2]), round(float(w.mean()), 4)   # tau = 0 favours the small residuals
+        (True, 1.0)
     """
     _check_beta(beta)
     _check_eps(eps)
@@ -267,7 +313,9 @@ def clpinn_weighting(*, beta=1.0, eps=1e-6) -> Weighting:
 
 
 def uniform_weighting() -> Weighting:
-    """Plain PINN weighting: every weight is 1, always (no normalisation ``eps``).
+    """The weighting of PINN and the other baselines as a
+    [`Weighting`][cgmpinn_jax.weighting.Weighting]: every weight is 1, always (the weights are
+    not normalised; ``update`` only counts the calls).
 
     Examples:
         >>> wt = uniform_weighting()
