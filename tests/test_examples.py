@@ -85,7 +85,7 @@ def test_doc_block_runs(capsys):
     """Execute the docs' code block as a user would, with the training budget cut to a
     tiny one (the block's own budget is exercised by test_cgmpinn_cuts_the_error)."""
     code = doc_code_block()
-    tiny, n = re.subn(r"AdamOptions\(steps=\d+\), second=cj\.SecondStageOptions\(steps=\d+\)",
+    tiny, n = re.subn(r"AdamOptions\(steps=\d+\),\s*second=cj\.SecondStageOptions\(steps=\d+\)",
                       "AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0)", code)
     assert n == 1, "the docs example should state its budget as adam=cj.AdamOptions(steps=...), second=..."
     ns = {"__name__": "__doc_example__"}

@@ -79,7 +79,7 @@ def test_every_block_of_a_guide_runs(page, tiny_training):
     namespace: dict = {"__name__": f"guide_{page.stem.replace('-', '_')}"}
     for i, block in enumerate(code_blocks(page)):
         try:
-            exec(compile(block, f"{page.name}, block {i + 1}", "exec"), namespace)
+            exec(compile(block, f"{page.name}, block {i + 1}", "exec", dont_inherit=True), namespace)
         except Exception as exc:  # the page and block in the failure, with the code
             raise AssertionError(f"{page.name}, block {i + 1} failed: {exc!r}\n{block}") from exc
     assert os.getcwd() == str(tiny_training)
