@@ -73,14 +73,27 @@ def _body_lines(node) -> int:
     return 0 if not body else body[-1].end_lineno - body[0].lineno + 1
 
 
+def _code_lines(text: str) -> int:
+    """The lines of a module that are not docstrings (module, class, function and attribute
+    docstrings: every statement that is a bare string)."""
+    import ast
+
+    doc = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            doc.update(range(node.lineno, node.end_lineno + 1))
+    return len(text.splitlines()) - len(doc)
+
+
 def test_modules_and_functions_stay_small():
-    """No module over 400 lines (the host loop 560: its calls, time limits and estimate, until the house pass
-    splits the stages into solver objects); in training/ and solvers/ no function body over 60 lines."""
+    """No module over 400 lines of code, docstrings apart (the host loop 560: its calls, time limits and
+    estimate, until the house pass splits the stages into solver objects); in training/ and solvers/ no
+    function body over 60 lines."""
     import ast
 
     pkg = ROOT / "cgmpinn_jax"
     cap = {"_loop.py": 560}
-    big = [str(p.relative_to(ROOT)) for p in pkg.rglob("*.py") if len(p.read_text().splitlines()) > cap.get(p.name, 400)]
+    big = [str(p.relative_to(ROOT)) for p in pkg.rglob("*.py") if _code_lines(p.read_text()) > cap.get(p.name, 400)]
     assert big == []
     long = []
     for sub in ("training", "solvers"):
