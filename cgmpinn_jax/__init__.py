@@ -42,6 +42,7 @@ from .config import CGMOptions as CGMOptions
 from .config import DenseOptions as DenseOptions
 from .config import GaussNewtonOptions as GaussNewtonOptions
 from .config import LBFGSOptions as LBFGSOptions
+from .config import NetworkOptions as NetworkOptions
 from .config import ReLoBRaLoOptions as ReLoBRaLoOptions
 from .config import SecondStageOptions as SecondStageOptions
 from .config import TrainConfig as TrainConfig
@@ -77,7 +78,7 @@ __all__ = [
     "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "solvers", "training",
     "weighting",
     "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "AdamOptions", "SecondStageOptions", "LBFGSOptions",
-    "DenseOptions", "GaussNewtonOptions", "CGMOptions", "ReLoBRaLoOptions", "TrainResult", "StageRecord", "History", "StageStatus",
+    "DenseOptions", "GaussNewtonOptions", "CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "TrainResult", "StageRecord", "History", "StageStatus",
     "SweepResult", "CompileCache", "CheckpointError", "TrainingInterrupted", "refresh_schedule",
     "Problem", "PROBLEMS", "get_problem", "Method", "METHODS", "get_method",
     "Metrics", "error_metrics", "evaluate", "save_result", "load_model", "LoadedModel",

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 __all__ = ["AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
-           "ReLoBRaLoOptions", "GN_FORMS", "GROUPS"]
+           "ReLoBRaLoOptions", "NetworkOptions", "GN_FORMS", "GROUPS"]
 
 GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree", "svd")
 """The Gauss-Newton member's linear-system forms, the values of ``GaussNewtonOptions.form``."""
@@ -410,6 +410,66 @@ class ReLoBRaLoOptions(_Checks):
         self._choice("second_stage_apply", ("iteration", "refresh"))
 
 
+def _frozen(v: Any) -> Any:
+    """``v`` hashable: lists (a JSON round trip's) as tuples, all the way down."""
+    return tuple(_frozen(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkOptions(_Checks):
+    """The network, when it is not the method's own.
+
+    ``name=None`` (the default) keeps the method's network: the paper's tanh MLP (CGMPINN, PINN,
+    lbPINN, gPINN, the ablations), LNN-PINN or STAR-PINN. Any other network replaces the MLP of
+    the methods that have one; it is built once per run from the run's key as
+    ``factory(key, in_dim, out_dim, **options)`` and must map one point ``(in_dim,)`` to a
+    scalar (``out_dim == 1``) or to an ``(out_dim,)`` vector. A built-in choice also gets the
+    run's ``width`` and ``depth`` unless ``options`` set them. The name is saved with a trained
+    model, so ``load_model`` and ``resume`` rebuild the network from it.
+
+    Args:
+        name: ``None``; a built-in choice, a key of
+            [`NETWORKS`][cgmpinn_jax.nn.NETWORKS] (``"fourier"``, ``"siren"``,
+            ``"periodic"``, ``"laaf"``, ...); or ``"package.module:factory"``, an importable
+            function ``factory(key, in_dim, out_dim, **options) -> equinox.Module``.
+        options: keyword arguments of the factory, a dict (stored as sorted ``(name, value)``
+            pairs; lists become tuples, so the options stay hashable).
+
+    Examples:
+        >>> NetworkOptions("siren", {"omega0": 30.0}).kwargs
+        {'omega0': 30.0}
+    """
+
+    name: Optional[str] = None
+    options: Any = ()
+
+    def __post_init__(self):
+        opts = self.options
+        if isinstance(opts, dict):
+            opts = opts.items()
+        try:
+            pairs = tuple(sorted((str(k), _frozen(v)) for k, v in opts))
+            bad = [k for k, v in pairs if not k.isidentifier() or hash(v) is None]
+        except (TypeError, ValueError):
+            raise ValueError(f"NetworkOptions.options must be a dict of keyword arguments, got {self.options!r}") from None
+        if bad:
+            raise ValueError(f"NetworkOptions.options: {bad[0]!r} is not a keyword argument name")
+        object.__setattr__(self, "options", pairs)
+        if self.name is None:
+            if pairs:
+                raise ValueError("NetworkOptions.options are set but no network name is given (name=None keeps the "
+                                 "method's network)")
+        elif not isinstance(self.name, str) or not self.name.strip() or self.name.count(":") > 1:
+            raise ValueError(f"NetworkOptions.name must be None, a built-in network's name or "
+                             f"'package.module:factory', got {self.name!r}")
+
+    @property
+    def kwargs(self) -> dict:
+        """The factory's keyword arguments, as a dict."""
+        return dict(self.options)
+
+
 #: TrainConfig's option groups: field name -> class
 GROUPS = {"adam": AdamOptions, "second": SecondStageOptions, "lbfgs": LBFGSOptions, "dense": DenseOptions,
-          "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions}
+          "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions,
+          "network": NetworkOptions}

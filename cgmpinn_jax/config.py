@@ -26,12 +26,12 @@ from ._config_flat import flat_dict as flat_dict
 from ._config_flat import legacy_config as legacy_config
 from ._config_flat import record_config as record_config
 from ._options import (GROUPS, AdamOptions, CGMOptions, DenseOptions, GaussNewtonOptions, LBFGSOptions,
-                       ReLoBRaLoOptions, SecondStageOptions, _is_int, _is_real)
+                       NetworkOptions, ReLoBRaLoOptions, SecondStageOptions, _is_int, _is_real)
 
 __all__ = ["TrainConfig", "Hyper", "Precision", "SecondStage", "StopRule", "PRESETS", "stop_rule", "flat_dict", "stored_config",
            "CONFIG_DEFAULTS", "legacy_config", "record_config",
            "AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
-           "ReLoBRaLoOptions", "HYPER_OPTIONS"]
+           "ReLoBRaLoOptions", "NetworkOptions", "HYPER_OPTIONS"]
 
 Precision = Literal["float32", "float64", "mixed"]
 """The values of [`TrainConfig.precision`][cgmpinn_jax.TrainConfig]: ``"float32"`` (the whole run in
@@ -156,6 +156,9 @@ class TrainConfig:
         balancing: ReLoBRaLo, the balancing of the loss terms: `stages`, `alpha`, `rho`,
             `temperature`, `variant`, `second_stage_apply`
             ([`ReLoBRaLoOptions`][cgmpinn_jax.ReLoBRaLoOptions]).
+        network: the network, when not the method's own: a built-in choice or a user's
+            factory, with its options ([`NetworkOptions`][cgmpinn_jax.NetworkOptions]); saved
+            with the model. ``network`` appears in `to_dict` only when set.
         **flat: the flat option names of 0.2 (``lbfgs_steps=...``, ``gn_mu_init=...``),
             deprecated: each sets its option in its group, with a ``DeprecationWarning``.
 
@@ -186,6 +189,7 @@ class TrainConfig:
     gauss_newton: GaussNewtonOptions = GaussNewtonOptions()
     cgm: CGMOptions = CGMOptions()
     balancing: ReLoBRaLoOptions = ReLoBRaLoOptions()
+    network: NetworkOptions = NetworkOptions()
 
     def __init__(self, *, precision: Precision = "float32", second_stage: SecondStage = "optax",
                  stages: Optional[tuple] = None, stage_steps: Optional[tuple] = None, width: Optional[int] = None,
@@ -193,10 +197,11 @@ class TrainConfig:
                  adam: AdamOptions = AdamOptions(),
                  second: SecondStageOptions = SecondStageOptions(), lbfgs: LBFGSOptions = LBFGSOptions(),
                  dense: DenseOptions = DenseOptions(), gauss_newton: GaussNewtonOptions = GaussNewtonOptions(),
-                 cgm: CGMOptions = CGMOptions(), balancing: ReLoBRaLoOptions = ReLoBRaLoOptions(), **flat: Any):
+                 cgm: CGMOptions = CGMOptions(), balancing: ReLoBRaLoOptions = ReLoBRaLoOptions(),
+                 network: NetworkOptions = NetworkOptions(), **flat: Any):
         groups = {name: _group(name, value) for name, value in (
             ("adam", adam), ("second", second), ("lbfgs", lbfgs), ("dense", dense), ("gauss_newton", gauss_newton),
-            ("cgm", cgm), ("balancing", balancing))}
+            ("cgm", cgm), ("balancing", balancing), ("network", network))}
         if flat:  # the 0.2 flat names, on top of the groups (as dataclasses.replace passes them)
             groups = _flat.apply_flat(groups, flat, warn=True)
         top = dict(precision=precision, second_stage=second_stage, stages=stages, stage_steps=stage_steps, width=width,
@@ -325,6 +330,10 @@ class TrainConfig:
                 del d[group]["time_limit"]
         if d["cgm"]["system_weighting"] == "per_equation":
             del d["cgm"]["system_weighting"]
+        if self.network.name is None:
+            del d["network"]
+        else:
+            d["network"] = {"name": self.network.name, "options": self.network.kwargs}
         return d
 
     @classmethod

@@ -225,11 +225,12 @@ def save_result(result, folder: str | Path) -> Path:
     info = {
         **_problem_record(result.problem),
         "method": result.method.name,
-        "width": _width(result.model),
-        "depth": _depth(result.model),
+        "width": _width(result.model) or _run_size(result, "width"),
+        "depth": _depth(result.model) or _run_size(result, "depth"),
         "dtype": str(leaves[0].dtype),
         "config": result.config.to_dict(),
         "config_defaults": CONFIG_DEFAULTS,
+        **_network_record(result),
         "summary": result.summary(),
         "log_vars": result.log_vars,
     }
@@ -238,24 +239,63 @@ def save_result(result, folder: str | Path) -> Path:
     return folder
 
 
-def _width(model) -> int:
+def _network_record(result) -> dict:
+    """``{"network_object": "module:Class"}`` for a network given to ``train`` as an object
+    (not saved by name in the config: ``load_model`` needs it again), else ``{}``."""
+    from .nn import _nets as nets
+
+    if result.config.network.name is not None or isinstance(result.model, (nets.MLP, nets.LNNPINN, nets.STARPINN)):
+        return {}
+    cls = type(result.model)
+    return {"network_object": f"{cls.__module__}:{cls.__qualname__}"}
+
+
+def _run_size(result, name: str) -> int:
+    """The run's ``width`` or ``depth``: the config's, else the problem's default (what a
+    built-in network choice was given)."""
+    v = getattr(result.config, name)
+    return int(v if v is not None else getattr(result.problem.defaults, name))
+
+
+def _width(model) -> int | None:
     from .nn import _nets as nets
 
     if isinstance(model, nets.MLP):
         return int(model.layers[0].weight.shape[0])
     if isinstance(model, nets.LNNPINN):
         return int(model.inp.weight.shape[0])
-    return int(model.blocks[0][0].weight.shape[0])
+    if isinstance(model, nets.STARPINN):
+        return int(model.blocks[0][0].weight.shape[0])
+    return None  # another network: its options say its size
 
 
-def _depth(model) -> int:
+def _depth(model) -> int | None:
     from .nn import _nets as nets
 
     if isinstance(model, nets.MLP):
         return len(model.layers) - 1
     if isinstance(model, nets.LNNPINN):
         return len(model.blocks) + 1
-    return len(model.blocks[0]) - 1
+    if isinstance(model, nets.STARPINN):
+        return len(model.blocks[0]) - 1
+    return None
+
+
+def _saved_network(info: dict, network: Any, folder: Path) -> Any:
+    """The network ``load_model`` builds: ``network`` if given (a module is used as a factory
+    of its structure), else the config's, by name."""
+    from .config import NetworkOptions
+
+    if network is not None:
+        if isinstance(network, str):
+            return NetworkOptions(network)
+        return (lambda key, i, o: network) if isinstance(network, eqx.Module) else network
+    if "network_object" in info:
+        raise ValueError(f"load_model: {folder} was trained with a network given to train as an object "
+                         f"({info['network_object']}), which is not saved by name; pass it again: "
+                         f"load_model(folder, network=<its factory or a module of the same structure>)")
+    net = (info.get("config") or {}).get("network")
+    return None if not net else NetworkOptions(net["name"], net.get("options") or {})
 
 
 def _read_info(folder: Path) -> dict:
@@ -420,7 +460,7 @@ class LoadedModel:
             return np.asarray(jax.jit(jax.vmap(self.model))(jnp.asarray(pts, self.dtype)))
 
 
-def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
+def load_model(folder: str | Path, *, problem: Any = None, network: Any = None) -> LoadedModel:
     """Rebuild a saved model: a [`LoadedModel`][cgmpinn_jax.LoadedModel] (``.predict(points)``, ``.model``,
     ``.info``), which also unpacks as ``model, info`` (``info`` is model.json's dict).
 
@@ -435,12 +475,18 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
             rebuilt from the class path and field values recorded in model.json; pass it when
             that class cannot be imported (defined in a notebook, a script's ``__main__`` or
             a function). Its name and coordinates must match the saved ones.
+        network: optional; the network, for a model trained with a network given to ``train``
+            as an object (a module, or a factory that cannot be imported by name): the same
+            factory or a module of the same structure. A network saved by name
+            (``config.network``) is rebuilt from its factory without it.
 
     Raises:
         FileNotFoundError: ``folder`` is not a saved run.
         ValueError: the problem cannot be rebuilt (the message says why and how to pass it),
             ``problem`` does not match the saved one, or a data-defined problem's reference
-            data is missing or differs from the saved content hash.
+            data is missing or differs from the saved content hash; a network given to
+            ``train`` as an object and not passed again; saved parameters that do not fit the
+            network built now (its factory or options changed).
 
     Examples:
         >>> model, info = load_model("runs/demo")  # doctest: +SKIP
@@ -456,6 +502,11 @@ def load_model(folder: str | Path, *, problem: Any = None) -> LoadedModel:
     if str(info["dtype"]) not in ("float32", "float64"):
         raise ValueError(f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64")
     with jax.enable_x64(str(info["dtype"]) == "float64"):
-        skeleton = build_model(problem, method, jax.random.key(0), width=info["width"], depth=info["depth"])
-        model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
+        skeleton = build_model(problem, method, jax.random.key(0), width=info["width"], depth=info["depth"],
+                               network=_saved_network(info, network, folder))
+        try:
+            model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
+        except Exception as e:  # noqa: BLE001 - a network that is not the saved one, reported as such
+            raise ValueError(f"load_model: the parameters in {folder / 'model.eqx'} do not fit the network built now "
+                             f"({type(skeleton).__name__}); was its factory or its options changed? ({e})") from e
     return LoadedModel(model, info, problem)

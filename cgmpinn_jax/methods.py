@@ -41,15 +41,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Literal, Optional
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from .nn import _nets as nets
 from . import weighting as weighting_lib
 from .problems import Problem
 
 __all__ = [
-    "Method", "MethodSettings", "LossSpec", "METHODS", "get_method", "build_model",
-    "mlp_network", "lnn_network", "star_network", "plain_settings", "cgm_settings", "ablation_settings",
+    "Method", "MethodSettings", "LossSpec", "METHODS", "get_method", "build_model", "network_factory",
+    "check_network", "mlp_network", "lnn_network", "star_network", "plain_settings", "cgm_settings", "ablation_settings",
 ]
 
 InputMap = Optional[tuple[tuple[float, ...], tuple[float, ...]]]
@@ -349,12 +351,13 @@ class Method:
         return self.weighting is not uniform_weights
 
 
-def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int):
+def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int, network: Any = None):
     """The method's network for ``problem``, initialised.
 
     The network has the problem's number of inputs (``problem.dim``), one output per field of
     the problem (``problem.fields``), and the initialisation and input map of the method's
-    settings there (``method.settings(problem)``).
+    settings there (``method.settings(problem)``). A ``network`` other than the method's own
+    replaces the MLP of the methods that have one, and is checked before anything compiles.
 
     Args:
         problem: the problem to be solved, a [`Problem`][cgmpinn_jax.Problem].
@@ -362,15 +365,111 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
         key: PRNG key of the initial parameters.
         width: hidden units per layer.
         depth: the number of hidden layers.
+        network: ``None`` (the method's network), a
+            [`NetworkOptions`][cgmpinn_jax.NetworkOptions], a factory
+            ``(key, in_dim, out_dim) -> equinox.Module`` or an equinox module (used as it is).
 
     Returns:
         The network (an equinox module) mapping one point ``(d,)`` to a scalar, or to an
         ``(F,)`` vector for a system of ``F`` fields.
+
+    Raises:
+        ValueError: a network for a method with a network of its own (LNN-PINN, STAR-PINN), an
+            unknown or unimportable factory, or a network of the wrong shape, dtype or
+            without trainable parameters.
     """
     s = method.settings(problem)
     n_out = len(getattr(problem, "fields", ("u",)))
     extra = {} if n_out == 1 else {"out_dim": n_out}
-    return method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
+    if network is None or getattr(network, "name", "") is None:
+        return method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
+    if method.network is not mlp_network:
+        raise ValueError(f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
+                         f"option applies to the methods with the MLP (cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)")
+    if isinstance(network, eqx.Module):
+        model, what = network, f"the network {type(network).__name__}"
+    else:
+        factory, kwargs, what = network, {}, f"the network factory {getattr(network, '__name__', network)!r}"
+        if hasattr(network, "name") and hasattr(network, "kwargs"):  # NetworkOptions
+            factory, kwargs, what = network_factory(network.name), network.kwargs, f"the network {network.name!r}"
+            if ":" not in network.name:  # a built-in choice: the run's size unless its options set one
+                kwargs = {"width": width, "depth": depth, **kwargs}
+        model = factory(key, problem.dim, n_out, **kwargs)
+    check_network(model, problem.dim, n_out, what)
+    return model
+
+
+def network_factory(name: str) -> Callable:
+    """The factory a [`NetworkOptions`][cgmpinn_jax.NetworkOptions] name stands for.
+
+    Args:
+        name: a key of [`NETWORKS`][cgmpinn_jax.nn.NETWORKS], or ``"package.module:factory"``
+            (``factory`` may be a dotted attribute path inside the module).
+
+    Returns:
+        The factory, a callable ``(key, in_dim, out_dim, **options) -> equinox.Module``.
+
+    Raises:
+        ValueError: an unknown built-in name, a module that does not import, or a missing or
+            non-callable attribute (the message says which).
+    """
+    import importlib
+
+    from . import nn
+
+    zoo = getattr(nn, "NETWORKS", {})
+    if ":" not in name:
+        if name in zoo:
+            return zoo[name]
+        raise ValueError(f"unknown network {name!r}: a built-in choice ({', '.join(zoo) or 'none'}) or "
+                         f"'package.module:factory'")
+    mod, _, attr = name.partition(":")
+    try:
+        obj = importlib.import_module(mod)
+    except ImportError as e:
+        raise ValueError(f"network {name!r}: its module {mod!r} does not import ({e}); is it on the path?") from e
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+    if not callable(obj):
+        raise ValueError(f"network {name!r}: {mod!r} has no callable {attr!r} (changed or removed?)")
+    return obj
+
+
+def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the network") -> None:
+    """Check a network before anything compiles: an equinox module with inexact (float)
+    parameters, mapping one point ``(in_dim,)`` of the run's float dtype to a scalar
+    (``out_dim == 1``) or an ``(out_dim,)`` vector of that dtype.
+
+    Args:
+        model: the network.
+        in_dim: the problem's number of coordinates.
+        out_dim: the problem's number of fields.
+        what: how to name the network in an error.
+
+    Raises:
+        ValueError: the first check that fails, named.
+    """
+    if not isinstance(model, eqx.Module):
+        raise ValueError(f"{what} must be an equinox Module (a factory must return one), got {type(model).__name__}")
+    leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))
+    if not leaves:
+        raise ValueError(f"{what} has no trainable parameters (no floating-point array leaves)")
+    dtype = jnp.zeros(()).dtype  # the run's float dtype (float64 inside a float64 run)
+    other = sorted({str(x.dtype) for x in leaves} - {str(dtype)})
+    if other:
+        raise ValueError(f"{what} has {', '.join(other)} parameters; the run is in {dtype} (create the parameters "
+                         f"without a fixed dtype, or in the run's)")
+    try:
+        out = jax.eval_shape(model, jax.ShapeDtypeStruct((in_dim,), dtype))
+    except Exception as e:  # noqa: BLE001 - any failure to trace is the user's network's, reported as such
+        raise ValueError(f"{what} fails on one point of shape ({in_dim},) {dtype}: {type(e).__name__}: {e}") from e
+    want = [()] if out_dim == 1 else [(out_dim,)]
+    if not hasattr(out, "shape") or out.shape not in want:
+        raise ValueError(f"{what} maps one point ({in_dim},) to {getattr(out, 'shape', type(out).__name__)}; expected "
+                         f"{'a scalar ()' if out_dim == 1 else f'({out_dim},), one value per field'}")
+    if out.dtype != dtype:
+        raise ValueError(f"{what} returns {out.dtype} for a {dtype} point; the run is in {dtype} (create the "
+                         f"parameters without a fixed dtype, or in the run's)")
 
 
 METHODS: dict[str, Method] = {

@@ -50,10 +50,11 @@ SAMPLES = {
 
 def test_train_config_composes_one_group_per_part():
     fields = dataclasses.fields(TrainConfig)
-    assert len(fields) <= 15
+    assert len(fields) <= 16
     groups = {f.name: type(f.default) for f in fields if dataclasses.is_dataclass(f.default)}
     assert groups == {"adam": AdamOptions, "second": SecondStageOptions, "lbfgs": LBFGSOptions, "dense": DenseOptions,
-                      "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions}
+                      "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions,
+                      "network": cj.NetworkOptions}
     for cls in groups.values():
         assert cls.__dataclass_params__.frozen
     # no Gauss-Newton option, nor any option of the second stage as a whole, is named after L-BFGS

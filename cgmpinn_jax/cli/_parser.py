@@ -130,6 +130,13 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
                    help=f"hidden width of the network (default: the problem's: {_problem_defaults_text('width')})")
     r.add_argument("--depth", type=int, default=None, metavar="N",
                    help=f"number of hidden layers (default: the problem's: {_problem_defaults_text('depth')})")
+    r.add_argument("--network", default=None, metavar="NAME",
+                   help="the network, when not the method's MLP: a built-in choice (fourier, siren, periodic, laaf, "
+                        "gaaf, mlp_activation) or package.module:factory, a function (key, in_dim, out_dim) -> "
+                        "equinox module (default: the method's own)")
+    r.add_argument("--network-option", action="append", default=None, metavar="NAME=VALUE",
+                   help="an option of --network's factory (a Python literal: sigma=2.0, periods=((0,2.0),)); "
+                        "repeat for several")
     r.add_argument("--lbfgs-lr", type=float, default=None, metavar="STEP",
                    help="the L-BFGS line search's initial (and largest) step (default: 1.0)")
     r.add_argument("--seed", type=int, default=1224, metavar="S",
@@ -243,9 +250,30 @@ def config_kwargs(args: argparse.Namespace) -> dict:
         "stages": _names(args.stages),
         "stage_steps": _budgets(args.stage_steps),
         "time_limit": getattr(args, "time_limit", None),
+        "network": _network(getattr(args, "network", None), getattr(args, "network_option", None)),
         **{name: {k: v for k, v in g.items() if v is not None} or None for name, g in groups.items()},
     }
     return {k: v for k, v in kw.items() if v is not None}
+
+
+def _network(name, options):
+    """``--network`` and its ``--network-option NAME=VALUE`` as a network option group's dict."""
+    import ast
+
+    if name is None:
+        if options:
+            raise SystemExit("cgmpinn-jax: --network-option needs --network")
+        return None
+    opts = {}
+    for text in options or ():
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise SystemExit(f"cgmpinn-jax: --network-option {text!r}: expected NAME=VALUE")
+        try:
+            opts[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            opts[key.strip()] = value.strip()  # a plain word: a string
+    return {"name": name, "options": opts}
 
 
 def _names(text):

@@ -87,7 +87,8 @@ class CompileCache:
         if setup not in self._engines:
             if len(self._engines) >= self.max_entries:
                 self.clear()
-            model = jax.eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth),
+            model = eqx.filter_eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth,
+                                                              network=setup.network),
                                    jax.random.key(0))
             log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
             trainable = Trainable(model, log_vars, init_coeffs(setup.problem))

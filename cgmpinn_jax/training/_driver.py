@@ -29,6 +29,7 @@ from ._objective import Trainable, init_coeffs
 from ._precision import cast_floats, precision_scope
 from ._recorder import ErrorTracker, Progress, member_history
 from ._records import StageStatus, TrainResult
+from ._network import network_choice
 from ._schedule import Setup, resolve
 
 __all__ = ["train", "init_state", "as_key"]
@@ -48,7 +49,8 @@ def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
     """Training points and the initial state from one key (pure; vmappable over keys)."""
     k_pts, k_net, k_bal = jax.random.split(key, 3)
     batch = setup.problem.sample(k_pts)
-    model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth)
+    model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth,
+                        network=setup.network)
     dtype = jnp.zeros(()).dtype
     log_vars = jnp.zeros(setup.n_terms, dtype) if setup.method.loss.learnable_balance else None
     params, _ = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem, dtype)), eqx.is_array)
@@ -101,6 +103,7 @@ def train(
     resume: str | Path | None = None,
     init: Any = None,
     call_seconds: float | None = CALL_SECONDS,
+    network: Any = None,
 ) -> TrainResult:
     """Train ``method`` on ``problem`` with Adam, then the second stage (or the stages
     ``config.stages`` names).
@@ -160,6 +163,15 @@ def train(
             else starts afresh (Adam's moments, the weights, the balancing), with the points
             the key draws. With ``adam={"steps": 0}`` it runs only the second stage, e.g. on
             more points than the Adam stage saw (docs/problems-from-data.md). Not with ``resume``.
+        network: the network, when not the method's own (it replaces the MLP of the methods
+            that have one): a built-in choice's name (a key of
+            [`NETWORKS`][cgmpinn_jax.nn.NETWORKS]), ``"package.module:factory"``, a
+            [`NetworkOptions`][cgmpinn_jax.NetworkOptions], a factory
+            ``(key, in_dim, out_dim) -> equinox.Module`` or an equinox module (used as it
+            is; every seed then starts from it). A name, or a factory importable by its
+            module and name, goes into ``config.network`` and is saved with the model; any
+            other factory or module is not, and ``load_model`` and ``resume`` then need it
+            again (``network=``). Same as setting ``config.network``.
         call_seconds: each compiled call of a stage's loop lasts about this many seconds
             (30), sized from the measured time of the stage's first calls; progress lines,
             checkpoints, Ctrl-C and the time limits are served between calls, so none waits
@@ -192,7 +204,8 @@ def train(
     config = TrainConfig() if config is None else config
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    setup = resolve(problem, method, config)
+    config, net_object = network_choice(network, config)
+    setup = resolve(problem, method, config, network_object=net_object)
     if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
                                           or isinstance(track_error_every, bool) or track_error_every < 0):
         raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")

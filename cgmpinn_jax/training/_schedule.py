@@ -23,7 +23,7 @@ and runs up to k_upd steps.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, NamedTuple, Sequence
+from typing import Any, Literal, NamedTuple, Sequence
 
 from ..config import TrainConfig
 from ..methods import Method
@@ -48,6 +48,15 @@ class Setup:
     relobralo_stages: Literal["both", "adam", "none"]
     refit_before_step: bool
     plan: tuple = ()  # ((stage name, budget), ...) in order; () = (("adam", adam_steps), ("lbfgs", lbfgs_steps))
+    network_object: Any = None  # train(network=...)'s factory or module (a FixedNetwork), not in the config
+
+    @property
+    def network(self) -> Any:
+        """The network to build: ``train``'s ``network`` object, else ``config.network``
+        (``None`` when that is the method's own)."""
+        if self.network_object is not None:
+            return self.network_object
+        return self.config.network if self.config.network.name is not None else None
 
     @property
     def stages(self) -> tuple:
@@ -86,9 +95,10 @@ class Setup:
         return stage_schedule(self.stages, self.k_upd, refit_before_step=self.refit_before_step)
 
 
-def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
+def resolve(problem: Problem, method: Method, cfg: TrainConfig, network_object: Any = None) -> Setup:
     """The `Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
-    from the problem's defaults and the method's settings there)."""
+    from the problem's defaults and the method's settings there); ``network_object``:
+    ``train``'s network when it is not in ``cfg`` (a factory or a module)."""
     d, s = problem.defaults, method.settings(problem)
     stages = cfg.balancing.stages
     relo = {None: s.relobralo, True: "both", False: "none"}.get(stages, stages)
@@ -114,6 +124,7 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig) -> Setup:
         relobralo_stages=relo,
         refit_before_step=s.refit_before_lbfgs_step,
         plan=plan,
+        network_object=network_object,
     )
 
 
