@@ -262,7 +262,8 @@ def _prepared(args, kind: str, build):
     not (bad input: exit status 2)."""
     from ..training._checkpoint import CheckpointError
 
-    if ":" in args.problem and "" not in sys.path and str(Path.cwd()) not in sys.path:
+    user_module = ":" in args.problem or ":" in (getattr(args, "network", None) or "")
+    if user_module and "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
     try:
         if not args.call_seconds > 0 or args.call_seconds == float("inf"):
