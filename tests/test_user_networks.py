@@ -107,15 +107,18 @@ def test_a_module_object_runs_and_reloads_only_when_given_again(user_nets, tmp_p
     np.testing.assert_allclose(loaded.predict(pts), np.asarray(res.predict(pts)), rtol=1e-6, atol=1e-7)
 
 
-def test_every_method_with_an_mlp_and_both_second_stage_families(user_nets):
-    for method, cfg in (("pinn", TINY.replace(adam={"steps": 3}, second={"steps": 2})),
-                        ("gpinn", TINY.replace(adam={"steps": 3}, second={"steps": 2})),
-                        ("cgmpinn", cj.TrainConfig.preset("accurate", adam={"steps": 3}, second={"steps": 2},
-                                                          cgm={"k_upd": 2}))):
-        res = cj.train("poisson1d", method, cfg, network=user_nets.sine_net, key=0, quiet=True)
-        assert np.isfinite(res.metrics.rel_e2)
-        dtype = jax.tree_util.tree_leaves(eqx.filter(res.model, eqx.is_inexact_array))[0].dtype
-        assert dtype == (jnp.float64 if cfg.precision == "float64" else jnp.float32)
+METHOD_CASES = [("pinn", TINY.replace(adam={"steps": 3}, second={"steps": 2})),
+                ("cgmpinn", cj.TrainConfig.preset("accurate", adam={"steps": 3}, second={"steps": 2}, cgm={"k_upd": 2})),
+                pytest.param("gpinn", TINY.replace(adam={"steps": 3}, second={"steps": 2}), marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("method, cfg", METHOD_CASES, ids=["pinn-lbfgs", "cgmpinn-gauss_newton", "gpinn-lbfgs"])
+def test_every_method_with_an_mlp_and_both_second_stage_families(user_nets, method, cfg):
+    """L-BFGS in float32 and Gauss-Newton in float64 (gPINN's gradient term: slow)."""
+    res = cj.train("poisson1d", method, cfg, network=user_nets.sine_net, key=0, quiet=True)
+    assert np.isfinite(res.metrics.rel_e2)
+    dtype = jax.tree_util.tree_leaves(eqx.filter(res.model, eqx.is_inexact_array))[0].dtype
+    assert dtype == (jnp.float64 if cfg.precision == "float64" else jnp.float32)
 
 
 def test_a_system_gets_one_output_per_field(user_nets):
@@ -183,9 +186,13 @@ def test_the_default_network_is_not_recorded():
         cj.NetworkOptions(None, {"width": 3})
 
 
+SLOW = pytest.mark.slow  # the same path as the others; their properties are tested in test_networks_zoo
+
+
 @pytest.mark.parametrize("name, options", [("siren", {"omega0": 10.0}), ("fourier", {"n_features": 8}),
-                                           ("periodic", {"periods": ((0, 2.0),)}), ("laaf", {}), ("gaaf", {}),
-                                           ("mlp_activation", {"activation": "sin"})])
+                                           ("periodic", {"periods": ((0, 2.0),)}),
+                                           pytest.param("laaf", {}, marks=SLOW), pytest.param("gaaf", {}, marks=SLOW),
+                                           pytest.param("mlp_activation", {"activation": "sin"}, marks=SLOW)])
 def test_built_in_choices_train_save_and_reload(name, options, tmp_path):
     cfg = TINY.replace(adam={"steps": 3}, width=8, depth=2, network={"name": name, "options": options})
     res = cj.train("advection_diffusion", "pinn", cfg, key=0, quiet=True)
