@@ -3,7 +3,8 @@
 The blocks of a page run in order in one namespace (a later block may use an earlier one's
 names), in a fresh working folder. Training is shrunk from outside, so the pages keep their
 realistic budgets: ``cj.train``, ``cj.sweep`` and ``cj.infer`` run at most `ADAM` Adam steps
-and `SECOND` iterations of every later stage, on at most `POINTS` points per piece. A block
+and `SECOND` iterations of every later stage (none: their compilation is most of a block's
+time, and the stages are tested on their own elsewhere), on at most `POINTS` points per piece. A block
 that is shown but must not run (output, a shell session) is fenced as ``text`` or ``bash``.
 """
 
@@ -20,7 +21,7 @@ import cgmpinn_jax as cj
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-ADAM, SECOND, POINTS = 20, 3, 64
+ADAM, SECOND, POINTS = 10, 0, 64
 BLOCK_RE = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
 
 
