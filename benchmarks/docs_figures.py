@@ -69,9 +69,9 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
                        "against": m.get("against", "exact"), "wall_seconds": round(wall, 1),
                        "commit": runcache.code_commit()}
         print(f"{name}: relative e2 {m['rel_e2']:.2e} ({wall:.0f} s)", flush=True)
-    record = out / "fields.json"
-    old = json.loads(record.read_text()) if record.exists() else {}
-    record.write_text(json.dumps({**old, **facts}, indent=1, sort_keys=True) + "\n")
+        record = out / "fields.json"  # after each example: a stopped run keeps what it drew
+        old = json.loads(record.read_text()) if record.exists() else {}
+        record.write_text(json.dumps({**old, name: facts[name]}, indent=1, sort_keys=True) + "\n")
     return facts
 
 
