@@ -131,6 +131,10 @@ def test_a_vmapped_sweep_over_seeds(user_nets):
     res = cj.sweep("poisson1d", "pinn", cfg, seeds=[0, 1], quiet=True)
     assert res.metrics["rel_e2"].shape == (2,)
     assert res.metrics["rel_e2"][0] != res.metrics["rel_e2"][1]  # each seed its own network
+    # the same through sweep's own network argument
+    by_arg = cj.sweep("poisson1d", "pinn", TINY.replace(adam={"steps": 5}), seeds=[0, 1], quiet=True,
+                      network=user_nets.sine_net)
+    np.testing.assert_allclose(by_arg.metrics["rel_e2"], res.metrics["rel_e2"], rtol=1e-5)
 
 
 def test_checkpoint_and_resume(user_nets, tmp_path):

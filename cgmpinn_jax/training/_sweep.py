@@ -27,6 +27,7 @@ from . import _checkpoint as ckpt_lib
 from ._compile import COMPILE_CACHE, CompileCache
 from ._driver import _templates, init_state
 from ._loop import Interrupted, run_stages, to_host
+from ._network import network_choice
 from ._recorder import member_history
 from ._precision import precision_scope
 from ._records import StageStatus
@@ -168,6 +169,7 @@ def sweep(
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: float = 60.0,
     resume: str | Path | None = None,
+    network: Any = None,
 ) -> SweepResult:
     """Train the product ``seeds x grid`` in one vmapped (and sharded) run.
 
@@ -216,6 +218,9 @@ def sweep(
         resume: continue the sweep checkpointed in this folder, called with the same problem,
             method, config, seeds and grid (anything else is refused, naming the difference);
             the result is bit-identical to the uninterrupted sweep on the same machine.
+        network: the network, as for [`train`][cgmpinn_jax.train] (a built-in name, an
+            importable or other factory, a [`NetworkOptions`][cgmpinn_jax.NetworkOptions] or
+            a module); a factory builds each member's network from its own key.
 
     Returns:
         A [`SweepResult`][cgmpinn_jax.SweepResult] with metric arrays of shape
@@ -253,7 +258,8 @@ def sweep(
         emit = lambda s: None  # noqa: E731  (multi-host: one process reports)
 
     axes = {"seed": seeds, **{k: [float(v) for v in vals] for k, vals in grid.items()}}
-    setup = resolve(problem, method, config)
+    config, net_object = network_choice(network, config)
+    setup = resolve(problem, method, config, network_object=net_object)
     if config.precision == "mixed":
         raise ValueError("sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member")
     if checkpoint_dir is None and resume is not None:
