@@ -32,8 +32,8 @@ ACCURACY = runcache.BENCH / "results" / "accuracy.json"
 # name: (problem factory path, problem parameters, Adam steps, Gauss-Newton iterations)
 FIELDS = {
     "burgers_from_data": ("cgmpinn_jax.problems:BurgersFromData", {}, 2000, 100),
-    "lid_driven_cavity": ("cgmpinn_jax.problems:LidDrivenCavity", {}, 2000, 100),
-    "square_with_holes": ("cgmpinn_jax.problems:SquareWithHoles", {}, 2000, 100),
+    "lid_driven_cavity": ("cgmpinn_jax.problems:LidDrivenCavity", {}, 2000, 30),
+    "square_with_holes": ("cgmpinn_jax.problems:SquareWithHoles", {}, 2000, 50),
     "own_pde_viscous_burgers": ("cgmpinn_jax.examples:ViscousBurgers", {}, 2000, 100),
 }
 
