@@ -282,14 +282,12 @@ def _depth(model) -> int | None:
 
 
 def _saved_network(info: dict, network: Any, folder: Path) -> Any:
-    """The network ``load_model`` builds: ``network`` if given (a module is used as a factory
-    of its structure), else the config's, by name."""
+    """The network ``load_model`` builds: ``network`` if given (a name, a factory, or a module
+    of the saved structure, as `build_model` takes them), else the config's, by name."""
     from .config import NetworkOptions
 
     if network is not None:
-        if isinstance(network, str):
-            return NetworkOptions(network)
-        return (lambda key, i, o: network) if isinstance(network, eqx.Module) else network
+        return NetworkOptions(network) if isinstance(network, str) else network
     if "network_object" in info:
         raise ValueError(f"load_model: {folder} was trained with a network given to train as an object "
                          f"({info['network_object']}), which is not saved by name; pass it again: "

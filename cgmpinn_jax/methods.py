@@ -45,6 +45,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._options import NetworkOptions
 from .nn import _nets as nets
 from . import weighting as weighting_lib
 from .problems import Problem
@@ -381,7 +382,7 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
     s = method.settings(problem)
     n_out = len(getattr(problem, "fields", ("u",)))
     extra = {} if n_out == 1 else {"out_dim": n_out}
-    if network is None or getattr(network, "name", "") is None:
+    if network is None or (isinstance(network, NetworkOptions) and network.name is None):
         return method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
     if method.network is not mlp_network:
         raise ValueError(f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
@@ -390,7 +391,7 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
         model, what = network, f"the network {type(network).__name__}"
     else:
         factory, kwargs, what = network, {}, f"the network factory {getattr(network, '__name__', network)!r}"
-        if hasattr(network, "name") and hasattr(network, "kwargs"):  # NetworkOptions
+        if isinstance(network, NetworkOptions):
             factory, kwargs, what = network_factory(network.name), network.kwargs, f"the network {network.name!r}"
             if ":" not in network.name:  # a built-in choice: the run's size unless its options set one
                 kwargs = {"width": width, "depth": depth, **kwargs}

@@ -2,7 +2,10 @@
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import jax
 import pytest
@@ -40,3 +43,20 @@ def x64():
         yield
     finally:
         jax.config.update("jax_enable_x64", old)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The docs site, built once per test process with ``mkdocs build --strict`` and no
+    warning (skipped where the docs extras are missing)."""
+    for module in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python", "material"):
+        pytest.importorskip(module)
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                          cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")]
+    assert warnings == []
+    return out

@@ -19,11 +19,8 @@ import dataclasses
 import enum
 import importlib
 import inspect
-import os
 import pkgutil
 import re
-import subprocess
-import sys
 import typing
 import zlib
 from html.parser import HTMLParser
@@ -126,15 +123,8 @@ class _Entries(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    for module in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python", "material"):
-        pytest.importorskip(module)
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
+def site(built_site) -> Path:
+    return built_site
 
 
 @pytest.fixture(scope="module")
