@@ -140,9 +140,41 @@ def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
     return InverseProblem(forward, obs, tuple(Unknown(*u) for u in rec["unknowns"]), rec["obs_weight"])
 
 
+def _hard_record(problem) -> dict | None:
+    """A hard-constrained problem's parts: the forward problem's record, the pieces met and
+    the import paths of a given ``g`` and ``d`` (None when built); None for another problem."""
+    from .problems.hard import HardConstrained
+    from ._importable import importable_path
+
+    if not isinstance(problem, HardConstrained):
+        return None
+    paths = {k: None if getattr(problem, k) is None else importable_path(getattr(problem, k)) for k in ("g", "d")}
+    return {"forward": _problem_record(problem.forward), "satisfies": list(problem.satisfied), **paths,
+            "given": problem.g is not None}
+
+
+def _rebuild_hard(rec: dict, folder: Path) -> Problem:
+    from .methods import network_factory
+    from .problems.hard import HardConstrained
+
+    forward = _rebuild_problem(rec["forward"], None, folder)
+    fns = {}
+    for k in ("g", "d"):
+        if rec.get("given") and rec.get(k) is None:
+            raise ValueError(f"load_model: the model in {folder} was trained under a hard constraint whose {k} is not "
+                             f"an importable module-level function; pass the problem again: "
+                             f"load_model({str(folder)!r}, problem=HardConstrained(...))")
+        fns[k] = None if rec.get(k) is None else network_factory(rec[k])  # imports 'module:function'
+    return HardConstrained(forward, tuple(rec["satisfies"]), fns["g"], fns["d"])
+
+
 def _problem_record(problem: Problem) -> dict:
     """model.json's problem entries: name, class path, coordinates, field values, and
     whether those values survive JSON exactly (else loading needs ``problem=``)."""
+    hard = _hard_record(problem)
+    if hard is not None:
+        return {"problem": problem.name, "problem_class": class_path(type(problem)),
+                "problem_coords": list(problem.coords), "hard": hard}
     inverse = _inverse_record(problem)
     if inverse is not None:
         return {"problem": problem.name, "problem_class": class_path(type(problem)),
@@ -244,9 +276,10 @@ def _network_record(result) -> dict:
     (not saved by name in the config: ``load_model`` needs it again), else ``{}``."""
     from .nn import _nets as nets
 
-    if result.config.network.name is not None or isinstance(result.model, (nets.MLP, nets.LNNPINN, nets.STARPINN)):
+    model = _inner(result.model)
+    if result.config.network.name is not None or isinstance(model, (nets.MLP, nets.LNNPINN, nets.STARPINN)):
         return {}
-    cls = type(result.model)
+    cls = type(model)
     return {"network_object": f"{cls.__module__}:{cls.__qualname__}"}
 
 
@@ -257,9 +290,17 @@ def _run_size(result, name: str) -> int:
     return int(v if v is not None else getattr(result.problem.defaults, name))
 
 
+def _inner(model):
+    """The network inside a hard constraint's transform (the model itself otherwise)."""
+    from .problems.hard import ConstrainedNetwork
+
+    return model.net if isinstance(model, ConstrainedNetwork) else model
+
+
 def _width(model) -> int | None:
     from .nn import _nets as nets
 
+    model = _inner(model)
     if isinstance(model, nets.MLP):
         return int(model.layers[0].weight.shape[0])
     if isinstance(model, nets.LNNPINN):
@@ -272,6 +313,7 @@ def _width(model) -> int | None:
 def _depth(model) -> int | None:
     from .nn import _nets as nets
 
+    model = _inner(model)
     if isinstance(model, nets.MLP):
         return len(model.layers) - 1
     if isinstance(model, nets.LNNPINN):
@@ -308,6 +350,8 @@ def _read_info(folder: Path) -> dict:
 def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
     if problem is None and "inverse" in info:
         return _rebuild_inverse(info["inverse"], folder)
+    if problem is None and "hard" in info:
+        return _rebuild_hard(info["hard"], folder)
     saved = info["problem"]
     params = info.get("problem_params", {})
     hint = f"pass the problem explicitly: load_model({str(folder)!r}, problem=YourProblem(...))"

@@ -383,7 +383,7 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
     n_out = len(getattr(problem, "fields", ("u",)))
     extra = {} if n_out == 1 else {"out_dim": n_out}
     if network is None or (isinstance(network, NetworkOptions) and network.name is None):
-        return method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
+        return _constrained(problem, method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra))
     if method.network is not mlp_network:
         raise ValueError(f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
                          f"option applies to the methods with the MLP (cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)")
@@ -397,6 +397,16 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
                 kwargs = {"width": width, "depth": depth, **kwargs}
         model = factory(key, problem.dim, n_out, **kwargs)
     check_network(model, problem.dim, n_out, what)
+    return _constrained(problem, model)
+
+
+def _constrained(problem: Problem, model):
+    """``model`` under the problem's hard constraint (a
+    [`HardConstrained`][cgmpinn_jax.problems.HardConstrained] problem), else ``model``."""
+    from .problems.hard import ConstrainedNetwork, HardConstrained
+
+    if isinstance(problem, HardConstrained) and not isinstance(model, ConstrainedNetwork):
+        return ConstrainedNetwork(model, problem)
     return model
 
 

@@ -19,6 +19,7 @@ from .advection_diffusion import AdvectionDiffusion
 from ._normal_pieces import Neumann, Robin
 from .base import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, Problem, ProblemDefaults, TestGrid,
                    Truth, check_points, grid, uniform)
+from .hard import ConstrainedNetwork, HardConstrained
 from .geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
 from .reference import Reference, load_reference, pinnacle_reference, read_comsol, read_table
 from .validate import validate_problem
@@ -168,6 +169,8 @@ __all__ = [
     "Wave1DC",
     "Heat2DMultiscale",
     "PoissonND",
+    "HardConstrained",
+    "ConstrainedNetwork",
     "HeatND",
     "get_problem",
     "class_path",

@@ -21,6 +21,7 @@ from .. import metrics as metrics_lib
 from ..config import Hyper, TrainConfig
 from ..methods import Method, build_model, get_method
 from ..problems import Problem, get_problem, validate_problem
+from ..problems.hard import HardConstrained
 from . import _checkpoint as ckpt_lib
 from ._compile import COMPILE_CACHE, CompileCache
 from ._engine import Engine, State, gn_form_note
@@ -224,7 +225,7 @@ def train(
         state, batch = init_state(setup, eng, key)
         if init is not None:
             state = _start_from(state, init, eng)
-        if (note := gn_form_note(setup, eng.lsq, batch, state.params)) is not None:
+        for note in _start_notes(setup, eng, batch, state.params):
             emit(note)
         hyper = Hyper.from_config(config)
         snap = None
@@ -258,6 +259,14 @@ def train(
         _emit_time_limit(emit, result, checkpointer, checkpoint_dir)
     _emit_done(emit, result, out)
     return result
+
+
+def _start_notes(setup, eng, batch, params) -> list[str]:
+    """The lines a run prints before training: the Gauss-Newton form's, and a hard constraint's."""
+    notes = [gn_form_note(setup, eng.lsq, batch, params)]
+    if isinstance(setup.problem, HardConstrained):
+        notes.append(setup.problem.note)
+    return [n for n in notes if n is not None]
 
 
 def _check_call_seconds(call_seconds) -> None:
