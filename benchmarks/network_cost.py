@@ -61,7 +61,7 @@ def render(runs: dict) -> str:
     for key in sorted(runs):
         r = runs[key]
         fast = r["rows"]["mlp (fast path)"]
-        lines += [f"## {r['problem']}", "", f"Machine: {r.get("machine", {}).get("processor", "?")}, {r.get("machine", {}).get("cpu_count", "?")} cores; commit "
+        lines += [f"## {r['problem']}", "", f"Machine: {r.get('machine', {}).get('processor', '?')}, {r.get('machine', {}).get('cpu_count', '?')} cores; commit "
                   f"{r.get('commit', '?')}; {r.get('threads', '?')}.", "",
                   "| network | Adam ms / step | x fast | Gauss-Newton ms / iteration | x fast | compile s |",
                   "|---|---|---|---|---|---|"]
