@@ -197,6 +197,16 @@ def test_bad_input_is_refused(kwargs, match):
         HardConstrained(**kwargs)
 
 
+def test_an_inverse_problem_is_refused():
+    from cgmpinn_jax.inverse import InverseProblem, Observations
+
+    heat = cj.get_problem("heat")
+    z = np.random.default_rng(0).uniform(size=(8, 2))
+    inv = InverseProblem(heat, Observations(z, np.asarray(jax.vmap(heat.exact)(jnp.asarray(z)), np.float64)))
+    with pytest.raises(ValueError, match="builds its own training batch"):
+        HardConstrained(inv)
+
+
 def test_nesting_is_refused():
     with pytest.raises(ValueError, match="already hard-constrained"):
         HardConstrained(HardConstrained(cj.get_problem("heat")))

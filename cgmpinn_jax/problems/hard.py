@@ -57,7 +57,7 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
         ids = [f"{t}:{i}" for t in problem.terms for i, p in enumerate(pieces[t]) if isinstance(p, Dirichlet)]
         if not ids:
             raise ValueError(f"HardConstrained: {type(problem).__name__} has no Dirichlet piece to meet exactly")
-        return tuple(ids)
+        return tuple(sorted(ids))
     if isinstance(satisfies, str):
         satisfies = (satisfies,)
     ids = []
@@ -74,7 +74,7 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
             raise ValueError(f"HardConstrained: satisfies entry {s!r}: the term {term!r} has pieces 0..{n - 1}; "
                              f"write 'term' or 'term:index'")
         ids.append(f"{term}:{int(idx)}")
-    return tuple(dict.fromkeys(ids))
+    return tuple(sorted(set(ids)))
 
 
 def _faces_of(problem: Problem, ids: tuple[str, ...]) -> tuple[tuple[Face, ...], ...]:
@@ -169,6 +169,9 @@ class HardConstrained(Problem):
         if not isinstance(fwd, Problem):
             raise TypeError(f"HardConstrained: forward must be a Problem instance (e.g. cj.get_problem('heat')), got "
                             f"{type(fwd).__name__}")
+        if type(fwd).sample is not Problem.sample:
+            raise ValueError(f"HardConstrained: {type(fwd).__name__} builds its own training batch (sample), as an "
+                             f"inverse problem does; a hard constraint wraps a forward problem only")
         validate_problem(fwd)
         object.__setattr__(self, "satisfies", _piece_ids(fwd, self.satisfies))
         if (self.g is None) != (self.d is None):
