@@ -89,10 +89,11 @@ def test_the_retired_commit_holds_every_retired_script():
 
 
 def test_benchmarks_stay_small():
-    """benchmarks/ at most 5 200 lines of Python (4 500 before the PINNacle side-by-side and the long-runs study,
-    5 000 before the docs' figures script), no module over 400."""
+    """benchmarks/ at most 5 400 lines of Python (4 500 before the PINNacle side-by-side and the long-runs study,
+    5 000 before the docs' figures script, 5 200 before the networks' floor cells and their cost study), no module
+    over 400."""
     sizes = {p.name: len(p.read_text().splitlines()) for p in BENCH.glob("*.py")}
-    assert sum(sizes.values()) <= 5200, sizes
+    assert sum(sizes.values()) <= 5400, sizes
     assert not {n: v for n, v in sizes.items() if v > 400}
 
 
