@@ -372,7 +372,9 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
 
     Returns:
         The network (an equinox module) mapping one point ``(d,)`` to a scalar, or to an
-        ``(F,)`` vector for a system of ``F`` fields.
+        ``(F,)`` vector for a system of ``F`` fields; for a
+        [`HardConstrained`][cgmpinn_jax.problems.HardConstrained] problem, inside its
+        [`ConstrainedNetwork`][cgmpinn_jax.problems.ConstrainedNetwork] transform.
 
     Raises:
         ValueError: a network for a method with a network of its own (LNN-PINN, STAR-PINN), an
