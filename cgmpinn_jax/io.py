@@ -154,7 +154,7 @@ def _hard_record(problem) -> dict | None:
 
 
 def _rebuild_hard(rec: dict, folder: Path) -> Problem:
-    from .methods import network_factory
+    from ._importable import import_path
     from .problems.hard import HardConstrained
 
     forward = _rebuild_problem(rec["forward"], None, folder)
@@ -164,7 +164,7 @@ def _rebuild_hard(rec: dict, folder: Path) -> Problem:
             raise ValueError(f"load_model: the model in {folder} was trained under a hard constraint whose {k} is not "
                              f"an importable module-level function; pass the problem again: "
                              f"load_model({str(folder)!r}, problem=HardConstrained(...))")
-        fns[k] = None if rec.get(k) is None else network_factory(rec[k])  # imports 'module:function'
+        fns[k] = None if rec.get(k) is None else import_path(rec[k], f"load_model: the hard constraint's {k}")
     return HardConstrained(forward, tuple(rec["satisfies"]), fns["g"], fns["d"])
 
 

@@ -426,9 +426,8 @@ def network_factory(name: str) -> Callable:
         ValueError: an unknown built-in name, a module that does not import, or a missing or
             non-callable attribute (the message says which).
     """
-    import importlib
-
     from . import nn
+    from ._importable import import_path
 
     zoo = getattr(nn, "NETWORKS", {})
     if ":" not in name:
@@ -436,16 +435,7 @@ def network_factory(name: str) -> Callable:
             return zoo[name]
         raise ValueError(f"unknown network {name!r}: a built-in choice ({', '.join(zoo) or 'none'}) or "
                          f"'package.module:factory'")
-    mod, _, attr = name.partition(":")
-    try:
-        obj = importlib.import_module(mod)
-    except ImportError as e:
-        raise ValueError(f"network {name!r}: its module {mod!r} does not import ({e}); is it on the path?") from e
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-    if not callable(obj):
-        raise ValueError(f"network {name!r}: {mod!r} has no callable {attr!r} (changed or removed?)")
-    return obj
+    return import_path(name, "network")
 
 
 def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the network") -> None:

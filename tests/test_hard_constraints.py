@@ -155,6 +155,11 @@ def test_a_given_g_and_d(tmp_path, monkeypatch):
     folder = cj.save_result(res, tmp_path / "given")
     model, _ = cj.load_model(folder)
     assert model.problem.g is my_lift_mod.lift and model.problem.satisfied == ("bc:0", "ic:0")
+    # the lift vanishes from its module: loading names the hard constraint's g, not a network
+    (tmp_path / "my_lift_mod.py").write_text(USER_LIFT.replace("def lift(", "def renamed_lift("))
+    monkeypatch.delitem(sys.modules, "my_lift_mod")
+    with pytest.raises(ValueError, match=r"hard constraint's g 'my_lift_mod:lift': 'my_lift_mod' has no callable"):
+        cj.load_model(folder)
 
 
 def test_checkpoint_and_resume(tmp_path):

@@ -231,3 +231,20 @@ def test_observation_weight_belongs_to_the_problem_in_infer(capsys):
         cj.infer(prob, "pinn", obs_weight=0.5)
     assert cli.main(["infer", "heat", "--obs-weight", "0", "--quiet"]) == 2
     assert "obs_weight must be a finite number > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("obs_weight", [1.0, 0.5])
+def test_a_forward_problem_with_a_reference_only(obs_weight):
+    """A forward problem stated by reference data (no exact solution): the inverse problem says
+    so, trains, measures its error against the reference, and its observation targets are the
+    observed values."""
+    prob = cj.get_problem("burgers1d_c", n_pde=200, n_ic=50, n_bc=50)
+    ref = prob.reference_data()
+    obs = Observations(ref.points[:40], ref.values[:40, 0])
+    inv = InverseProblem(prob, obs, (Unknown("nu", 0.5 * prob.nu),), obs_weight=obs_weight)
+    assert not inv.has_exact and inv.reference_data() is ref and inv.fields == prob.fields
+    batch = inv.sample(jax.random.key(0))
+    np.testing.assert_array_equal(np.asarray(batch["obs"][0][1]), np.asarray(ref.values[:40, 0], np.float32))
+    res = cj.train(inv, "pinn", cj.TrainConfig(adam={"steps": 3}, second={"steps": 0}, width=8, depth=1),
+                   key=0, quiet=True)
+    assert np.isfinite(res.metrics.rel_e2) and res.unknowns.names == ("nu",)

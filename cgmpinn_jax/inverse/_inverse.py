@@ -14,7 +14,7 @@ import numpy as np
 
 from ._observations import Observations, synthetic_observations
 from ..problems import Dirichlet, Problem, get_problem, validate_problem
-from ..problems.base import TestGrid
+from ..problems.base import ForwardWrapper
 from ..problems.unknowns import TRANSFORMS, Unknown
 
 __all__ = [
@@ -144,7 +144,7 @@ def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class InverseProblem(Problem):
+class InverseProblem(ForwardWrapper):
     """A forward problem whose coefficients ``unknowns`` are identified from ``observations``: a
     [`Problem`][cgmpinn_jax.Problem] that [`train`][cgmpinn_jax.train] trains like any other.
 
@@ -215,39 +215,12 @@ class InverseProblem(Problem):
                             f"got {type(self.observations).__name__}")
         self.observations.check(fwd)
 
-    # ---- the forward problem's declarations ------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.forward.name
-
-    @property
-    def coords(self):
-        return self.forward.coords
-
-    @property
-    def lower(self):
-        return self.forward.lower
-
-    @property
-    def upper(self):
-        return self.forward.upper
-
+    # ---- what differs from the forward problem (the rest: ForwardWrapper) -----------
     @property
     def terms(self):
         return tuple(self.forward.terms) + (OBS_TERM,)
 
-    @property
-    def homogeneous(self):
-        return self.forward.homogeneous
-
-    @property
-    def defaults(self):
-        return self.forward.defaults
-
     # ---- the Problem interface -------------------------------------------------------
-    def exact(self, z):
-        return self.forward.exact(z)
-
     def operator(self, u, z):
         """The forward problem's operator ``N[u](z)`` with the bound (trainable) coefficients,
         or with the true ones when unbound.
@@ -273,7 +246,10 @@ class InverseProblem(Problem):
         return self.forward.source(z)
 
     def pieces(self):
-        obs = Dirichlet() if self.obs_weight == 1.0 else WeightedObservation(self.obs_weight)
+        # the observed values are the targets (``sample``); a forward problem without an exact
+        # solution gets a placeholder target so that nothing asks it for one
+        g = {} if self.forward.has_exact else {"g": 0.0}
+        obs = Dirichlet(**g) if self.obs_weight == 1.0 else WeightedObservation(weight=self.obs_weight, **g)
         return {**self.forward.pieces(), OBS_TERM: (obs,)}
 
     def sample_points(self, key):
@@ -293,9 +269,6 @@ class InverseProblem(Problem):
         pts = batch[OBS_TERM][0][0]
         batch[OBS_TERM] = ((pts, jnp.asarray(self.observations.values, pts.dtype)),)
         return batch
-
-    def test_grid(self) -> TestGrid:
-        return self.forward.test_grid()
 
     # ---- the unknowns ----------------------------------------------------------------
     @property

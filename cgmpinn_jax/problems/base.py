@@ -488,3 +488,69 @@ class Problem(abc.ABC):
             ``(M,)`` array, or ``(M, F)`` on a system.
         """
         return jax.vmap(self.exact)(check_points(points, self.dim))
+
+
+class ForwardWrapper(Problem):
+    """A problem built around another one, ``self.forward`` (a dataclass field of the subclass):
+    everything the forward problem states (name, coordinates, box, geometry, fields, equations,
+    defaults, exact solution, source, reference, test grid) is the forward problem's, so errors
+    are measured as for it. A subclass states its own ``terms``, ``pieces`` and
+    ``sample_points`` (a hard constraint drops pieces, an inverse problem adds observations).
+    """
+
+    forward: Problem
+
+    @property
+    def name(self) -> str:
+        return self.forward.name
+
+    @property
+    def coords(self):
+        return self.forward.coords
+
+    @property
+    def lower(self):
+        return self.forward.lower
+
+    @property
+    def upper(self):
+        return self.forward.upper
+
+    @property
+    def homogeneous(self):
+        return self.forward.homogeneous
+
+    @property
+    def defaults(self):
+        return self.forward.defaults
+
+    @property
+    def fields(self):
+        return self.forward.fields
+
+    @property
+    def equations(self):
+        return self.forward.equations
+
+    @property
+    def geometry(self):
+        return self.forward.geometry
+
+    @property
+    def has_exact(self) -> bool:
+        return self.forward.has_exact
+
+    def exact(self, z):
+        return self.forward.exact(z)
+
+    def source(self, z):
+        return self.forward.source(z)
+
+    def test_grid(self) -> TestGrid:
+        return self.forward.test_grid()
+
+    def reference(self):
+        return self.forward.reference()
+
+    def reference_data(self):
+        return self.forward.reference_data()

@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._pieces import Dirichlet, TestGrid
-from .base import Problem
+from ._pieces import Dirichlet
+from .base import ForwardWrapper, Problem
 
 __all__ = ["HardConstrained", "ConstrainedNetwork"]
 
@@ -77,9 +77,9 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
     return tuple(sorted(set(ids)))
 
 
-def _faces_of(problem: Problem, ids: tuple[str, ...]) -> tuple[tuple[Face, ...], ...]:
-    """Per field, the box faces the Dirichlet pieces ``ids`` lie on (found from a draw of their
-    points: a face counts when some point lies on it and on no other face)."""
+def _faces_of(problem: Problem, ids: tuple[str, ...], pts: dict) -> tuple[tuple[Face, ...], ...]:
+    """Per field, the box faces the Dirichlet pieces ``ids`` lie on (found from a draw ``pts`` of
+    their points: a face counts when some point lies on it and on no other face)."""
     from .geometry import Box
 
     if problem.geometry is not None and not isinstance(problem.geometry, Box):
@@ -87,8 +87,7 @@ def _faces_of(problem: Problem, ids: tuple[str, ...]) -> tuple[tuple[Face, ...],
                          f"box faces only; give g and d yourself")
     lo, hi = np.asarray(problem.lower, np.float64), np.asarray(problem.upper, np.float64)
     tol = 1e-6 * (hi - lo)
-    pieces, pts = problem.pieces(), problem.sample_points(jax.random.key(0))
-    fields = tuple(problem.fields)
+    pieces, fields = problem.pieces(), tuple(problem.fields)
     out: list[list[Face]] = [[] for _ in fields]
     for pid in ids:
         term, i = pid.split(":")[0], int(pid.split(":")[1])
@@ -113,7 +112,7 @@ def _faces_of(problem: Problem, ids: tuple[str, ...]) -> tuple[tuple[Face, ...],
 
 
 @dataclasses.dataclass(frozen=True)
-class HardConstrained(Problem):
+class HardConstrained(ForwardWrapper):
     r"""A problem whose network output is transformed so that chosen pieces hold exactly.
 
     The network ``N`` becomes ``u(z) = g(z) + d(z) N(z)`` (module docstring); the pieces in
@@ -180,50 +179,9 @@ class HardConstrained(Problem):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise TypeError(f"HardConstrained: {name} must be a function of one point, got "
                                 f"{type(getattr(self, name)).__name__}")
-        faces = None if self.g is not None else _faces_of(fwd, self.satisfies)
-        object.__setattr__(self, "_faces", faces)
-        self._check_meets()
-
-    # ---- the forward problem's declarations ----------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.forward.name
-
-    @property
-    def coords(self):
-        return self.forward.coords
-
-    @property
-    def lower(self):
-        return self.forward.lower
-
-    @property
-    def upper(self):
-        return self.forward.upper
-
-    @property
-    def homogeneous(self):
-        return self.forward.homogeneous
-
-    @property
-    def defaults(self):
-        return self.forward.defaults
-
-    @property
-    def fields(self):
-        return self.forward.fields
-
-    @property
-    def equations(self):
-        return self.forward.equations
-
-    @property
-    def geometry(self):
-        return self.forward.geometry
-
-    @property
-    def has_exact(self) -> bool:
-        return self.forward.has_exact
+        pts = fwd.sample_points(jax.random.key(0))  # one draw: the faces are found and checked on it
+        object.__setattr__(self, "_faces", None if self.g is not None else _faces_of(fwd, self.satisfies, pts))
+        self._check_meets(pts)
 
     @property
     def satisfied(self) -> tuple[str, ...]:
@@ -241,14 +199,8 @@ class HardConstrained(Problem):
                 for t in self.forward.terms}
 
     # ---- the Problem interface -----------------------------------------------------------
-    def exact(self, z):
-        return self.forward.exact(z)
-
     def operator(self, u, z):
         return self.forward.operator(u, z)
-
-    def source(self, z):
-        return self.forward.source(z)
 
     def pieces(self):
         pieces, kept = self.forward.pieces(), self._kept()
@@ -257,15 +209,6 @@ class HardConstrained(Problem):
     def sample_points(self, key):
         pts, kept = self.forward.sample_points(key), self._kept()
         return {"pde": pts["pde"], **{t: tuple(pts[t][i] for i in kept[t]) for t in self.terms}}
-
-    def test_grid(self) -> TestGrid:
-        return self.forward.test_grid()
-
-    def reference(self):
-        return self.forward.reference()
-
-    def reference_data(self):
-        return self.forward.reference_data()
 
     # ---- the transform -------------------------------------------------------------------
     @property
@@ -333,9 +276,9 @@ class HardConstrained(Problem):
 
         return u
 
-    def _check_meets(self) -> None:
-        """g and d meet each satisfied piece's targets at a draw of its points (a clear error otherwise)."""
-        pieces, pts = self.forward.pieces(), self.forward.sample_points(jax.random.key(0))
+    def _check_meets(self, pts: dict) -> None:
+        """g and d meet each satisfied piece's targets at a draw ``pts`` of its points (a clear error otherwise)."""
+        pieces = self.forward.pieces()
         u = self.constrain(lambda z: jnp.full((len(self.fields),) if len(self.fields) > 1 else (), 3.0, z.dtype))
         fields = self.as_fields(u)
         for pid in self.satisfied:
