@@ -232,3 +232,15 @@ def test_formulas_are_mathml_and_nothing_loads_from_a_network(site):
         text = page.read_text()
         remote = re.findall(r'<(?:script|link)[^>]*(?:src|href)="(https?://[^"]+)"', text)
         assert remote == [], f"{page.relative_to(site)} loads {remote[:3]}"
+
+
+def test_no_formula_shows_a_latex_command_as_text(site):
+    """A command latex2mathml passed through as text (a stray backslash, a line ending in ``\\``)
+    shows on the page as ``\\(`` or ``\\foo``: no text node inside a formula holds a backslash."""
+    bad = {}
+    for page in site.rglob("*.html"):
+        for formula in re.findall(r"<math.*?</math>", page.read_text(), re.S):
+            texts = [t for t in re.findall(r">([^<]*)<", formula) if "\\" in t]
+            if texts:
+                bad.setdefault(str(page.relative_to(site)), []).extend(texts)
+    assert bad == {}, bad
