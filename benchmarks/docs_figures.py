@@ -29,12 +29,16 @@ from benchmarks import runcache
 
 IMG = runcache.BENCH.parent / "docs" / "img"
 ACCURACY = runcache.BENCH / "results" / "accuracy.json"
-# name: (problem factory path, problem parameters, Adam steps, Gauss-Newton iterations)
+# name: (problem factory path, problem parameters, Adam steps, second-stage iterations, method, preset)
 FIELDS = {
-    "burgers_from_data": ("cgmpinn_jax.problems:BurgersFromData", {}, 2000, 100),
-    "lid_driven_cavity": ("cgmpinn_jax.problems:LidDrivenCavity", {}, 2000, 30),
-    "square_with_holes": ("cgmpinn_jax.problems:SquareWithHoles", {}, 2000, 50),
-    "own_pde_viscous_burgers": ("cgmpinn_jax.examples:ViscousBurgers", {}, 2000, 100),
+    "burgers_from_data": ("cgmpinn_jax.problems:BurgersFromData", {}, 2000, 100, "pinn", "accurate"),
+    "lid_driven_cavity": ("cgmpinn_jax.problems:LidDrivenCavity", {}, 2000, 30, "pinn", "accurate"),
+    "square_with_holes": ("cgmpinn_jax.problems:SquareWithHoles", {}, 2000, 50, "pinn", "accurate"),
+    "own_pde_viscous_burgers": ("cgmpinn_jax.examples:ViscousBurgers", {}, 2000, 100, "pinn", "accurate"),
+    # the inverse page's example as it is written there (the default settings, L-BFGS): also unknowns.png
+    "inverse_fisher_kpp": ("cgmpinn_jax.inverse:inverse_problem", {"problem": "fisher_kpp", "n_obs": 200,
+                                                                   "noise": 0.01, "key": 0}, 3000, 3000, "cgmpinn",
+                           "faithful"),
 }
 
 
@@ -53,21 +57,22 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
 
     facts = {}
     for name in names:
-        path, params, adam, second = FIELDS[name]
+        path, params, adam, second, method, preset = FIELDS[name]
         prob = _problem(path, params)
-        cfg = cj.TrainConfig.preset("accurate", adam={"steps": adam}, second={"steps": second})
+        cfg = cj.TrainConfig.preset(preset, adam={"steps": adam}, second={"steps": second})
         t0 = time.perf_counter()
-        res = cj.train(prob, "pinn", cfg, key=0, quiet=True)
+        res = cj.train(prob, method, cfg, key=0, quiet=True)
         wall = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
             for png in plot_result(res, tmp):
-                if png.stem in ("solution", "error"):
+                if png.stem in ("solution", "error", "unknowns"):
                     shutil.copy(png, out / f"{name}_{png.stem}.png")
         m = res.metrics.as_dict()
-        facts[name] = {"problem": type(prob).__name__, "method": "pinn", "preset": "accurate", "seed": 0,
+        facts[name] = {"problem": type(prob).__name__, "method": method, "preset": preset, "seed": 0,
                        "adam_steps": adam, "second_steps": second, "rel_e2": m["rel_e2"],
                        "against": m.get("against", "exact"), "wall_seconds": round(wall, 1),
-                       "commit": runcache.code_commit()}
+                       "commit": runcache.code_commit(),
+                       **({"unknowns": res.unknowns.as_dict()} if res.unknowns is not None else {})}
         print(f"{name}: relative e2 {m['rel_e2']:.2e} ({wall:.0f} s)", flush=True)
         record = out / "fields.json"  # after each example: a stopped run keeps what it drew
         old = json.loads(record.read_text()) if record.exists() else {}
