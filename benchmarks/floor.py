@@ -145,7 +145,20 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
             "metrics": res.metrics.as_dict(), "final_loss": float(h.loss[-1]),
             "second_iterations": int((h.k > res.adam_steps).sum()), "stages": res.stage_lines(), "reach": reach,
             "wall_seconds": time.perf_counter() - t0,
+            "residual_rms": {"collocation": _residual_rms(res.problem, res.model, res.batch["pde"][0]),
+                             "test_grid": _residual_rms(res.problem, res.model, res.problem.test_grid().points)},
             "error_trace": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
+
+
+def _residual_rms(problem, model, points) -> float:
+    """The root mean square of the PDE residual ``N[u] - f`` of ``model`` at ``points``, in float64:
+    at the collocation points (what the loss saw) and on the test grid (between them)."""
+    import jax
+    import jax.numpy as jnp
+
+    with jax.enable_x64(True):
+        r = problem.pde_residuals(model, jnp.asarray(points, jnp.float64))
+        return float(jnp.sqrt(jnp.mean(jnp.square(r))))
 
 
 def render(runs: dict) -> str:
@@ -191,8 +204,9 @@ def render_arch(arch: list) -> list:
            "from the loss; on advection-diffusion, whose boundary is periodic, the periodic embedding in x under the "
            "hard constraint of the initial condition). A `_gn300` cell stops Gauss-Newton at 300 iterations (scaled for the CPU). Relative e2 on "
            "the problem's test grid.", "",
-           "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | final loss (median) | wall s "
-           "(median) | stops | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | final loss (median) | "
+           "PDE residual RMS, collocation / test grid (median) | wall s (median) | stops | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict = {}
     for r in arch:
         groups.setdefault(r["cell"], []).append(r)
@@ -203,10 +217,20 @@ def render_arch(arch: list) -> list:
         stops = ", ".join(sorted({r["stages"][-1].rsplit("(", 1)[-1].rstrip(")") for r in rs}))
         out.append(f"| {rs[0]['problem']} | {rs[0]['method']} | {rs[0]['arch'].removesuffix('_gn300')} | {its} | "
                    f"{','.join(str(r['seed']) for r in rs)} | {statistics.median(e):.2e} [{min(e):.1e} - {max(e):.1e}] | "
-                   f"{statistics.median(r['final_loss'] for r in rs):.2e} | "
+                   f"{statistics.median(r['final_loss'] for r in rs):.2e} | {_rms(rs)} | "
                    f"{statistics.median(r['wall_seconds'] for r in rs):.0f} | {stops} | "
                    f"{', '.join(sorted({r.get('commit', '?') for r in rs}))} |")
     return out
+
+
+def _rms(rs: list) -> str:
+    with_rms = [r["residual_rms"] for r in rs if "residual_rms" in r]
+    if not with_rms:
+        return "-"
+    import statistics
+
+    col, grid = (statistics.median(m[k] for m in with_rms) for k in ("collocation", "test_grid"))
+    return f"{col:.1e} / {grid:.1e}" + (f" (n={len(with_rms)})" if len(with_rms) < len(rs) else "")
 
 
 def main(argv=None) -> None:
