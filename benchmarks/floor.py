@@ -52,7 +52,8 @@ ARCH_CELLS.update({name: ("advection_diffusion", m, PERIODIC_X, ("ic",), over)
                    for name, (p, m, _, hard, over) in ARCH_CELLS.items() if p == "advection_diffusion" and hard})
 # DSGNAR's Burgers (nu = 0.01, u0 = -sin(pi x)) at the side-by-side study's points (2048 + 512, 100 per edge), the
 # accurate preset, PINN: the periodic embedding in x (period 2) beside the tanh MLP (the side-by-side run, 2.01e-5)
-BURGERS_CELLS = {"burgers_pinn_periodic": {"name": "periodic", "options": {"periods": ((0, 2.0),), "harmonics": 1}}}
+# name: (network, point multiplier); `_points2` doubles every point count (is the floor the collocation's resolution?)
+BURGERS_CELLS = {"burgers_pinn_periodic": (PERIODIC_X, 1), "burgers_pinn_periodic_points2": (PERIODIC_X, 2)}
 PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}  # name: (problem, kernel iterations before the probe)
 BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
 
@@ -124,8 +125,9 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
     if name in BURGERS_CELLS:
         from cgmpinn_jax.problems.worked import BurgersFromData
 
-        problem_name, method, net, hard, over = "burgers_data", "pinn", BURGERS_CELLS[name], None, {"time_limit": 3300.0}
-        prob = BurgersFromData(nu=0.01, n_pde=2048, n_ic=512, n_bc=100)
+        (net, k), hard, over = BURGERS_CELLS[name], None, {"time_limit": 3300.0}
+        problem_name, method = "burgers_data", "pinn"
+        prob = BurgersFromData(nu=0.01, n_pde=2048 * k, n_ic=512 * k, n_bc=100 * k)
     else:
         problem_name, method, net, hard, over = ARCH_CELLS[name]
         prob = cj.get_problem(problem_name)
@@ -141,7 +143,7 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
         it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
         reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
     return {"cell": name, "problem": problem_name, "method": method, "seed": seed, "points": 1,
-            "arch": name.rsplit("_", 1)[-1] if name in BURGERS_CELLS else name.removeprefix(f"{problem_name}_{method}_"), "config": res.config.to_dict(),
+            "arch": name.removeprefix("burgers_pinn_") if name in BURGERS_CELLS else name.removeprefix(f"{problem_name}_{method}_"), "config": res.config.to_dict(),
             "metrics": res.metrics.as_dict(), "final_loss": float(h.loss[-1]),
             "second_iterations": int((h.k > res.adam_steps).sum()), "stages": res.stage_lines(), "reach": reach,
             "wall_seconds": time.perf_counter() - t0,
