@@ -248,3 +248,4 @@ def test_a_forward_problem_with_a_reference_only(obs_weight):
     res = cj.train(inv, "pinn", cj.TrainConfig(adam={"steps": 3}, second={"steps": 0}, width=8, depth=1),
                    key=0, quiet=True)
     assert np.isfinite(res.metrics.rel_e2) and res.unknowns.names == ("nu",)
+    assert str(res.metrics.as_dict()["against"]).startswith("reference")
