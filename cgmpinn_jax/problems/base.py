@@ -490,6 +490,11 @@ class Problem(abc.ABC):
         return jax.vmap(self.exact)(check_points(points, self.dim))
 
 
+def _forwarded(attr: str) -> property:
+    """A read-only property that reads ``attr`` of the wrapped problem, ``self.forward``."""
+    return property(lambda self: getattr(self.forward, attr), doc=f"The forward problem's ``{attr}``.")
+
+
 class ForwardWrapper(Problem):
     """A problem built around another one, ``self.forward`` (a dataclass field of the subclass):
     everything the forward problem states (name, coordinates, box, geometry, fields, equations,
@@ -500,45 +505,16 @@ class ForwardWrapper(Problem):
 
     forward: Problem
 
-    @property
-    def name(self) -> str:
-        return self.forward.name
-
-    @property
-    def coords(self):
-        return self.forward.coords
-
-    @property
-    def lower(self):
-        return self.forward.lower
-
-    @property
-    def upper(self):
-        return self.forward.upper
-
-    @property
-    def homogeneous(self):
-        return self.forward.homogeneous
-
-    @property
-    def defaults(self):
-        return self.forward.defaults
-
-    @property
-    def fields(self):
-        return self.forward.fields
-
-    @property
-    def equations(self):
-        return self.forward.equations
-
-    @property
-    def geometry(self):
-        return self.forward.geometry
-
-    @property
-    def has_exact(self) -> bool:
-        return self.forward.has_exact
+    name = _forwarded("name")
+    coords = _forwarded("coords")
+    lower = _forwarded("lower")
+    upper = _forwarded("upper")
+    homogeneous = _forwarded("homogeneous")
+    defaults = _forwarded("defaults")
+    fields = _forwarded("fields")
+    equations = _forwarded("equations")
+    geometry = _forwarded("geometry")
+    has_exact = _forwarded("has_exact")
 
     def exact(self, z):
         return self.forward.exact(z)
