@@ -130,7 +130,7 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
         prob = BurgersFromData(nu=0.01, n_pde=2048 * k, n_ic=512 * k, n_bc=100 * k)
     else:
         problem_name, method, net, hard, over = ARCH_CELLS[name]
-        prob = cj.get_problem(problem_name)
+        prob, k = cj.get_problem(problem_name), 1
     if hard:
         prob = cj.problems.HardConstrained(prob, satisfies=tuple(prob.terms) if hard == "all" else hard)
     cfg = cj.TrainConfig.preset("accurate", **over)
@@ -142,7 +142,7 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
     for thr in THRESHOLDS:
         it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
         reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
-    return {"cell": name, "problem": problem_name, "method": method, "seed": seed, "points": 1,
+    return {"cell": name, "problem": problem_name, "method": method, "seed": seed, "points": k,
             "arch": name.removeprefix("burgers_pinn_") if name in BURGERS_CELLS else name.removeprefix(f"{problem_name}_{method}_"), "config": res.config.to_dict(),
             "metrics": res.metrics.as_dict(), "final_loss": float(h.loss[-1]),
             "second_iterations": int((h.k > res.adam_steps).sum()), "stages": res.stage_lines(), "reach": reach,
