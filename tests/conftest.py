@@ -34,6 +34,28 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+_SLOW_TIER = Path(__file__).with_name("slow_tier.txt")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in ``tests/slow_tier.txt`` as ``slow`` (before ``-m`` selects).
+    When a listed test's file was collected whole and the test is not in it (renamed or
+    removed), the run stops with the stale id instead of quietly bringing it back."""
+    listed = {line.strip() for line in _SLOW_TIER.read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    found = set()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)
+            found.add(item.nodeid)
+    given = [Path(a).resolve() for a in config.args if "::" not in str(a)]  # whole files and folders
+    stale = sorted(i for i in listed - found
+                   if any(g == (f := (config.rootpath / i.split("::")[0]).resolve()) or g in f.parents for g in given))
+    if stale:
+        raise pytest.UsageError("tests/slow_tier.txt lists tests that do not exist: " + ", ".join(stale))
+
+
 @pytest.fixture
 def x64():
     """Run a test in float64 and restore the previous setting afterwards."""

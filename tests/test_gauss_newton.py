@@ -43,8 +43,8 @@ def test_squared_norm_is_the_objective(problem, method):
         setup, static, eng, state, batch = _setup(problem, method, width=12, depth=2, **GN)
         w, lam = _random_w_lam(batch["pde"][0].shape[0], setup.n_terms)
         lsq = LeastSquares(setup.problem, setup.method, static)
-        r = lsq.residuals(state.params, batch, w, lam)
-        value, _ = eng.objective(state.params, w, lam, batch)
+        r = jax.jit(lsq.residuals)(state.params, batch, w, lam)  # jitted: one compile, not one per operation
+        value, _ = jax.jit(eng.objective)(state.params, w, lam, batch)
         assert r.shape == (lsq.n_rows(batch),)
         assert float(jnp.sum(r**2)) == pytest.approx(float(value), rel=1e-12)
 
@@ -55,13 +55,13 @@ def test_squared_norm_inverse_problem_with_obs_weight():
         setup, static, eng, state, batch = _setup(prob, "cgmpinn", width=12, depth=2, **GN)
         w, lam = _random_w_lam(batch["pde"][0].shape[0], setup.n_terms)
         lsq = LeastSquares(setup.problem, setup.method, static)
-        r, J = lsq.jacobian(state.params, batch, w, lam)
-        value, _ = eng.objective(state.params, w, lam, batch)
+        r, J = jax.jit(lsq.jacobian)(state.params, batch, w, lam)
+        value, _ = jax.jit(eng.objective)(state.params, w, lam, batch)
         assert float(jnp.sum(r**2)) == pytest.approx(float(value), rel=1e-12)
         # the unknown coefficient is a parameter: its column of J is not zero
         x, _ = jax.flatten_util.ravel_pytree(state.params)
         assert J.shape == (r.shape[0], x.shape[0])
-        g = jax.grad(lambda p: eng.objective(p, w, lam, batch)[0])(state.params)
+        g = jax.jit(jax.grad(lambda p: eng.objective(p, w, lam, batch)[0]))(state.params)
         assert abs(float(g.coeffs["kappa"])) > 0
         np.testing.assert_allclose(np.asarray(2 * r @ J), np.asarray(jax.flatten_util.ravel_pytree(g)[0]),
                                    rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(2 * r @ J))))
@@ -76,10 +76,10 @@ def test_jacobian_matches_jacrev(method):
         w, lam = _random_w_lam(batch["pde"][0].shape[0], setup.n_terms)
         lsq = LeastSquares(setup.problem, setup.method, static)
         x, unravel = jax.flatten_util.ravel_pytree(state.params)
-        r, J = lsq.jacobian(state.params, batch, w, lam)
-        J_ref = jax.jacrev(lambda x: lsq.residuals(unravel(x), batch, w, lam))(x)
+        r, J = jax.jit(lsq.jacobian)(state.params, batch, w, lam)  # jitted: one compile, not one per operation
+        J_ref = jax.jit(jax.jacrev(lambda x: lsq.residuals(unravel(x), batch, w, lam)))(x)
         np.testing.assert_allclose(np.asarray(J), np.asarray(J_ref), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(r), np.asarray(lsq.residuals(state.params, batch, w, lam)), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(r), np.asarray(jax.jit(lsq.residuals)(state.params, batch, w, lam)), rtol=1e-12)
 
 
 def test_lbpinn_is_refused_by_name():

@@ -71,10 +71,10 @@ def test_matfree_step_is_the_kernel_step_at_the_same_damping():
     ``-J^T (J J^T + mu I)^{-1} r`` (numpy, from the member's own Jacobian)."""
     with jax.enable_x64(True):
         eng, params, batch, w, lam = _small_pinn()
-        r, J = (np.asarray(a) for a in eng.lsq.jacobian(params, batch, w, lam))
+        r, J = (np.asarray(a) for a in jax.jit(eng.lsq.jacobian)(params, batch, w, lam))
         mu = 10.0 * float(np.sum(J * J) / J.shape[1])  # damped enough that the first trial is taken
         gn = GaussNewton(eng.objective, eng.lsq, form="matfree", cg_tol=1e-12, matfree_max=2000, **KW)
-        s = gn.init(params, w, lam, batch)._replace(mu=jnp.asarray(mu))
+        s = jax.jit(gn.init)(params, w, lam, batch)._replace(mu=jnp.asarray(mu))
         out = jax.jit(gn.step)(params, s, w, lam, batch, s.value, s.grad)
         assert int(out.evals) == 1  # the first trial was taken
         x0 = np.asarray(jax.flatten_util.ravel_pytree(params)[0], np.float64)
@@ -88,10 +88,10 @@ def test_matfree_step_is_the_kernel_step_at_the_same_damping():
 def test_matfree_scale_estimate_is_near_the_exact_one():
     with jax.enable_x64(True):
         eng, params, batch, w, lam = _small_pinn()
-        _, J = eng.lsq.jacobian(params, batch, w, lam)
+        _, J = jax.jit(eng.lsq.jacobian)(params, batch, w, lam)
         gn = GaussNewton(eng.objective, eng.lsq, form="matfree", **KW)
         x, unravel = jax.flatten_util.ravel_pytree(params)
-        r, _, g, scale = gn._products(x, unravel, batch, w, lam)
+        r, g, scale = jax.jit(lambda x: (lambda o: (o[0], o[2], o[3]))(gn._products(x, unravel, batch, w, lam)))(x)
         exact = float(jnp.sum(J * J) / J.shape[1])
         assert exact / 2 < float(scale) < 2 * exact
         np.testing.assert_allclose(np.asarray(g), np.asarray(r @ J), rtol=1e-9, atol=1e-12)
