@@ -83,7 +83,9 @@ def test_three_stages_resume_bit_for_bit_from_every_boundary(tmp_path, monkeypat
     assert {("adam", True), ("lbfgs", False), ("lbfgs", True), ("ssbfgs", False), ("ssbfgs", True)} <= seen, where
     # kill points: both hand-offs and the third stage's last refresh (Adam's and the second
     # stage's own are tested in test_checkpoint)
-    picks = [where.index({"stage": s, "chunk": 0, "handed": False, "done": 0}) for s in ("lbfgs", "ssbfgs")]
+    at = ("stage", "chunk", "handed", "done")  # a position also records where inside a chunk it stands
+    picks = [[{k: p[k] for k in at} for p in where].index({"stage": s, "chunk": 0, "handed": False, "done": 0})
+             for s in ("lbfgs", "ssbfgs")]
     for i in picks + [len(where) - 1]:
         assert_same_run(plain, cj.resume(only(folder, ckpts[i]), quiet=True))
 

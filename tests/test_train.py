@@ -179,7 +179,7 @@ def test_tiny_run_cuts_error(name):
 def test_relobralo_lbfgs_apply(apply):
     """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
     iterations and move between chunks; 'iteration': they move within a chunk."""
-    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 30}, cgm={"k_upd": 10},
+    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 30, "gtol": 0.0}, cgm={"k_upd": 10},  # every chunk runs
                       balancing={"stages": "both", "second_stage_apply": apply})
     res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
     k = np.asarray(res.history.k)
