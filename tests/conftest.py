@@ -44,14 +44,16 @@ def pytest_collection_modifyitems(config, items):
     removed), the run stops with the stale id instead of quietly bringing it back."""
     listed = {line.strip() for line in _SLOW_TIER.read_text().splitlines()
               if line.strip() and not line.startswith("#")}
-    found = set()
     for item in items:
         if item.nodeid in listed:
             item.add_marker(pytest.mark.slow)
-            found.add(item.nodeid)
     given = [Path(a).resolve() for a in config.args if "::" not in str(a)]  # whole files and folders
-    stale = sorted(i for i in listed - found
-                   if any(g == (f := (config.rootpath / i.split("::")[0]).resolve()) or g in f.parents for g in given))
+
+    def collected_whole(nodeid: str) -> bool:
+        file = (config.rootpath / nodeid.split("::")[0]).resolve()
+        return any(g == file or g in file.parents for g in given)
+
+    stale = sorted(i for i in listed - {item.nodeid for item in items} if collected_whole(i))
     if stale:
         raise pytest.UsageError("tests/slow_tier.txt lists tests that do not exist: " + ", ".join(stale))
 
