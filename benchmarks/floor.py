@@ -246,7 +246,7 @@ def render(runs: dict) -> str:
                          f"{kk['err_max']:.3g} | {kk['rms_collocation']:.3g} / {kk['rms_fine']:.3g} | "
                          f"{kk['max_collocation']:.3g} / {kk['max_fine']:.3g} | {kk['x0']:.4f} ({kk['between'][0]:.4f}, "
                          f"{kk['between'][1]:.4f}) | {sl} | {kk['integral']:.1f} | {r.get('commit', '?')} |")
-        lines.append(f"(The largest gap between neighbouring collocation points: {kinks[0]['kink']['max_gap']:.4f}.)")
+        lines += ["", f"(The largest gap between neighbouring collocation points: {kinks[0]['kink']['max_gap']:.4f}.)"]
     for r in (r for r in runs.values() if "probe" in r):
         pr, best = r["probe"], lambda j: min(float(v[j]) for v in r["probe"]["after_one_step"].values() if v[j] != "nan")
         lines += ["", f"**{r['cell']}** (seed {r['seed']}, {pr['rows_x_params'][0]} x {pr['rows_x_params'][1]} J, "
