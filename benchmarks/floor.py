@@ -275,7 +275,7 @@ def render_arch(arch: list) -> list:
            "from the loss; on advection-diffusion, whose boundary is periodic, the periodic embedding in x under the "
            "hard constraint of the initial condition). A `_gn300` cell stops Gauss-Newton at 300 iterations (scaled for the CPU). Relative e2 on "
            "the problem's test grid.", "",
-           "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | at the end of Adam (median) | "
+           "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | at the end of Adam | "
            "final loss (median) | PDE residual RMS, collocation / test grid (median) | wall s (median) | stops | commit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict = {}
@@ -295,7 +295,7 @@ def render_arch(arch: list) -> list:
 
 
 def _end_of_adam(rs: list) -> str:
-    """The median over ``rs`` of the tracked error at the last point of the trace within the Adam stage (the trace
+    """The median [min - max] over ``rs`` of the tracked error at the last point of the trace within the Adam stage (the trace
     ends at Adam's steps plus the second stage's iterations)."""
     import statistics
 
@@ -306,7 +306,9 @@ def _end_of_adam(rs: list) -> str:
             adam = t["k"][-1] - r["second_iterations"]
             inside = [e for k, e in zip(t["k"], t["rel_e2"]) if k <= adam]
             vals += [float(inside[-1])] if inside else []
-    return f"{statistics.median(vals):.2e}" if vals else "-"
+    if not vals:
+        return "-"
+    return f"{statistics.median(vals):.2e}" + (f" [{min(vals):.1e} - {max(vals):.1e}]" if len(vals) > 1 else "")
 
 
 def _rms(rs: list) -> str:
