@@ -56,12 +56,12 @@ ARCH_CELLS.update({name: ("advection_diffusion", m, PERIODIC_X, ("ic",), over)
 # accurate preset, PINN: the periodic embedding in x (period 2) beside the tanh MLP (the side-by-side run, 2.01e-5)
 # name: (network, point multiplier); `_points2` doubles every point count (is the floor the collocation's resolution?)
 BURGERS_CELLS = {"burgers_pinn_periodic": (PERIODIC_X, 1), "burgers_pinn_periodic_points2": (PERIODIC_X, 2)}
-PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}
+PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}  # name: (problem, kernel iterations before the probe)
 # where the hard constraint's error on 1D Poisson comes from: name -> (hard constraint?, Adam steps, Gauss-Newton
 # iterations) on the accurate preset, PINN; the record holds the PDE residual at the collocation points and on a
 # grid of 100 001 points, the error's slopes either side of the residual's peak, and the residual's integral there
 KINKS = {"poisson1d_kink_soft_adam": (False, 5000, 0), "poisson1d_kink_hard_adam": (True, 5000, 0),
-         "poisson1d_kink_hard_gn300": (True, 5000, 300)}  # name: (problem, kernel iterations before the probe)
+         "poisson1d_kink_hard_gn300": (True, 5000, 300)}
 BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
 
 
@@ -295,8 +295,8 @@ def render_arch(arch: list) -> list:
 
 
 def _end_of_adam(rs: list) -> str:
-    """The median [min - max] over ``rs`` of the tracked error at the last point of the trace within the Adam stage (the trace
-    ends at Adam's steps plus the second stage's iterations)."""
+    """The median [min - max] over ``rs`` of the tracked error at the trace's last point within the Adam stage
+    (the trace ends at Adam's steps plus the second stage's iterations)."""
     import statistics
 
     vals = []
@@ -321,6 +321,16 @@ def _rms(rs: list) -> str:
     return f"{col:.1e} / {grid:.1e}" + (f" (n={len(with_rms)})" if len(with_rms) < len(rs) else "")
 
 
+def _run_cell(name: str, seed: int, track_every: int) -> dict:
+    if name in PROBES:
+        return probe_cell(name, seed)
+    if name in KINKS:
+        return kink_cell(name, seed)
+    if name in {**ARCH_CELLS, **BURGERS_CELLS}:
+        return arch_cell(name, seed, track_every)
+    return train_cell(name, seed, track_every)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", nargs="+", choices=sorted({**CELLS, **PROBES, **KINKS, **ARCH_CELLS, **BURGERS_CELLS}), default=[])
@@ -335,8 +345,7 @@ def main(argv=None) -> None:
             if args.list:
                 print(f"{key}: {'done' if study.is_done(key) else 'missing'}")
             else:
-                r = study.run(key, lambda: probe_cell(name, seed) if name in PROBES else kink_cell(name, seed) if name in KINKS else (
-                    arch_cell(name, seed, args.track_every) if name in {**ARCH_CELLS, **BURGERS_CELLS} else train_cell(name, seed, args.track_every)))
+                r = study.run(key, lambda: _run_cell(name, seed, args.track_every))
                 print(f"{key}: rel e2 {float(r['metrics']['rel_e2']):.3e}", flush=True)
     study.write_report(render, echo=not args.list)
 
