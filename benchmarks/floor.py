@@ -57,9 +57,8 @@ ARCH_CELLS.update({name: ("advection_diffusion", m, PERIODIC_X, ("ic",), over)
 # name: (network, point multiplier); `_points2` doubles every point count (is the floor the collocation's resolution?)
 BURGERS_CELLS = {"burgers_pinn_periodic": (PERIODIC_X, 1), "burgers_pinn_periodic_points2": (PERIODIC_X, 2)}
 PROBES = {"poisson1d_probe_gn600": ("poisson1d", 600)}  # name: (problem, kernel iterations before the probe)
-# where the hard constraint's error on 1D Poisson comes from: name -> (hard constraint?, Adam steps, Gauss-Newton
-# iterations) on the accurate preset, PINN; the record holds the PDE residual at the collocation points and on a
-# grid of 100 001 points, the error's slopes either side of the residual's peak, and the residual's integral there
+# where the hard constraint's error on 1D Poisson comes from (`kink_cell`), the accurate preset, PINN:
+# name -> (hard constraint?, Adam steps, Gauss-Newton iterations)
 KINKS = {"poisson1d_kink_soft_adam": (False, 5000, 0), "poisson1d_kink_hard_adam": (True, 5000, 0),
          "poisson1d_kink_hard_gn300": (True, 5000, 300)}
 BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
@@ -104,46 +103,35 @@ def probe_cell(name: str, seed: int) -> dict:
 
 
 def kink_cell(name: str, seed: int) -> dict:
-    """A narrow feature between two collocation points: after training, the PDE residual on a fine grid (100 001
-    points) beside its value at the collocation points, the residual's peak and the two collocation points around
-    it, the error's slope on [x0 - 0.05, x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and the residual's integral over
-    |x - x0| < 0.003. Where u'' = f + r, that integral is the jump of the error's slope across x0: a spike of r
-    between two points bends the error there while the loss, which sees r only at the points, stays small."""
+    """A narrow feature between two collocation points: after training, the PDE residual r on a grid of 100 001 points
+    beside r at the collocation points, r's peak x0 and the two points around it, the error's slope on [x0 - 0.05,
+    x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and r's integral over |x - x0| < 0.003. Where u'' = f + r, that integral is
+    the jump of the error's slope at x0: a spike of r between two points bends the error while the loss stays small."""
     import jax
     import jax.numpy as jnp
     import numpy as np
     import cgmpinn_jax as cj
 
-    hard, adam, gn = KINKS[name]
-    t0 = time.perf_counter()
+    (hard, adam, gn), t0, h = KINKS[name], time.perf_counter(), 1e-5
     with jax.enable_x64(True):
         base = cj.get_problem("poisson1d")
         prob = cj.problems.HardConstrained(base, satisfies=tuple(base.terms)) if hard else base
         cfg = cj.TrainConfig.preset("accurate", adam={"steps": adam}, second={"steps": gn})
         res = cj.train(prob, "pinn", cfg, key=seed, quiet=True)
-        xs = np.sort(np.asarray(res.batch["pde"][0])[:, 0])
-        h = 1e-5
-        g = jnp.linspace(0.0, 1.0, 100_001)[:, None]
+        xs, g = np.sort(np.asarray(res.batch["pde"][0])[:, 0]), jnp.linspace(0.0, 1.0, 100_001)[:, None]
         err = np.asarray(jax.vmap(res.model)(g)).ravel() - np.asarray(base.exact_on(g)).ravel()
-        r_col = np.asarray(prob.pde_residuals(res.model, jnp.asarray(xs[:, None])))
-        r_fine = np.asarray(prob.pde_residuals(res.model, g))
-    i = int(np.abs(r_fine).argmax())
-    x0, j = i * h, int(np.searchsorted(xs, i * h))
-
-    def slope(a: float, b: float):
-        ia, ib = int(round(a / h)), int(round(b / h))
-        return float((err[ib] - err[ia]) / (b - a)) if 0 <= ia < ib < len(err) else None
-
+        r_col, r = (np.asarray(prob.pde_residuals(res.model, z)) for z in (jnp.asarray(xs[:, None]), g))
+    x0 = (i := int(np.abs(r).argmax())) * h
+    j = int(np.searchsorted(xs, x0))
+    slopes = [float((err[round(b / h)] - err[round(a / h)]) / (b - a)) if 0 <= a and b <= 1 else None
+              for a, b in ((x0 - 0.05, x0 - 0.01), (x0 + 0.01, x0 + 0.05))]
     return {"cell": name, "problem": "poisson1d", "method": "pinn", "seed": seed, "points": 1, "config": cfg.to_dict(),
             "metrics": res.metrics.as_dict(), "final_loss": float(res.history.loss[-1]), "stages": res.stage_lines(),
             "kink": {"hard": hard, "adam": adam, "gn": gn, "rms_collocation": float(np.sqrt(np.mean(r_col ** 2))),
-                     "rms_fine": float(np.sqrt(np.mean(r_fine ** 2))), "max_collocation": float(np.abs(r_col).max()),
-                     "max_fine": float(np.abs(r_fine[i])), "x0": x0,
-                     "between": [float(xs[max(j - 1, 0)]), float(xs[min(j, len(xs) - 1)])],
-                     "max_gap": float(np.diff(xs).max()),
-                     "slopes": [slope(x0 - 0.05, x0 - 0.01), slope(x0 + 0.01, x0 + 0.05)],
-                     "integral": float(r_fine[np.abs(np.arange(len(r_fine)) * h - x0) < 0.003].sum() * h),
-                     "err_max": float(np.abs(err).max())},
+                     "rms_fine": float(np.sqrt(np.mean(r ** 2))), "max_collocation": float(np.abs(r_col).max()),
+                     "max_fine": float(np.abs(r[i])), "x0": x0, "between": [float(xs[max(j - 1, 0)]), float(xs[min(j, len(xs) - 1)])],
+                     "max_gap": float(np.diff(xs).max()), "slopes": slopes, "err_max": float(np.abs(err).max()),
+                     "integral": float(r[np.abs(np.arange(len(r)) * h - x0) < 0.003].sum() * h)},
             "wall_seconds": time.perf_counter() - t0}
 
 
@@ -231,16 +219,14 @@ def render(runs: dict) -> str:
                      f"{r.get('commit', '?')} | {r.get('threads', '?')} |")
     kinks = sorted((r for r in runs.values() if "kink" in r), key=lambda r: (r["kink"]["hard"], r["kink"]["gn"]))
     if kinks:
-        lines += ["", "**Where the hard constraint's error hides (1D Poisson, PINN, float64).** `poisson1d_kink_*`: "
-                  "the accurate preset cut to the stages named, then the PDE residual r at the 1500 collocation points "
-                  "and on a grid of 100 001 points, its peak x0 and the collocation points either side, the error's "
-                  "slope on [x0 - 0.05, x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and the integral of r over "
-                  "|x - x0| < 0.003 (the jump of the error's slope that r causes there).", "",
-                  "| cell | seed | Adam / GN | rel. e2 | max abs error | r RMS, collocation / grid | max abs r, "
-                  "collocation / grid | x0 (between) | error slope left / right | integral of r | commit |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in kinks:
-            kk = r["kink"]
+        lines += ["", "**Where the hard constraint's error hides (1D Poisson, PINN, float64).** `poisson1d_kink_*`: the "
+                  "accurate preset cut to the stages named, then the PDE residual r at the 1500 collocation points and "
+                  "on a grid of 100 001 points, its peak x0 and the collocation points either side, the error's slope on "
+                  "[x0 - 0.05, x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and the integral of r over |x - x0| < 0.003 (the "
+                  "jump of the error's slope that r causes there).", "",
+                  "| cell | seed | Adam / GN | rel. e2 | max abs error | r RMS, collocation / grid | max abs r, collocation / "
+                  "grid | x0 (between) | error slope left / right | integral of r | commit |", "|---" * 11 + "|"]
+        for r, kk in ((r, r["kink"]) for r in kinks):
             sl = " / ".join("-" if v is None else f"{v:.1f}" for v in kk["slopes"])
             lines.append(f"| {r['cell']} | {r['seed']} | {kk['adam']} / {kk['gn']} | {float(r['metrics']['rel_e2']):.3g} | "
                          f"{kk['err_max']:.3g} | {kk['rms_collocation']:.3g} / {kk['rms_fine']:.3g} | "
@@ -299,16 +285,11 @@ def _end_of_adam(rs: list) -> str:
     (the trace ends at Adam's steps plus the second stage's iterations)."""
     import statistics
 
-    vals = []
-    for r in rs:
-        t = r.get("error_trace")
-        if t and t["k"]:
-            adam = t["k"][-1] - r["second_iterations"]
-            inside = [e for k, e in zip(t["k"], t["rel_e2"]) if k <= adam]
-            vals += [float(inside[-1])] if inside else []
-    if not vals:
-        return "-"
-    return f"{statistics.median(vals):.2e}" + (f" [{min(vals):.1e} - {max(vals):.1e}]" if len(vals) > 1 else "")
+    vals = [[e for k, e in zip(t["k"], t["rel_e2"]) if k <= t["k"][-1] - r["second_iterations"]][-1:]
+            for r in rs if (t := r.get("error_trace")) and t["k"]]
+    vals = [float(v[0]) for v in vals if v]
+    return "-" if not vals else f"{statistics.median(vals):.2e}" + (
+        f" [{min(vals):.1e} - {max(vals):.1e}]" if len(vals) > 1 else "")
 
 
 def _rms(rs: list) -> str:
@@ -322,13 +303,9 @@ def _rms(rs: list) -> str:
 
 
 def _run_cell(name: str, seed: int, track_every: int) -> dict:
-    if name in PROBES:
-        return probe_cell(name, seed)
-    if name in KINKS:
-        return kink_cell(name, seed)
-    if name in {**ARCH_CELLS, **BURGERS_CELLS}:
-        return arch_cell(name, seed, track_every)
-    return train_cell(name, seed, track_every)
+    if name in PROBES or name in KINKS:
+        return (probe_cell if name in PROBES else kink_cell)(name, seed)
+    return (arch_cell if name in {**ARCH_CELLS, **BURGERS_CELLS} else train_cell)(name, seed, track_every)
 
 
 def main(argv=None) -> None:
