@@ -267,7 +267,7 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
                        kv[0][3], kv[0][2])
     for (p, s, m, v), runs in sorted(by.items(), key=rank):
         r0, net = runs[0], runs[0]["network"]
-        pts = ", ".join(f"{k}={x}" for k, x in r0["params"].items() if k.startswith("n_"))
+        pts = ", ".join(f"{k}={x}" for k, x in r0["params"].items() if k.startswith("n_")) or "problem's default"
         lines.append(f"| {p} | {s}{f' ({v})' if v else ''} | {m} | {','.join(str(r['seed']) for r in runs)} | "
                      f"{_cell([r['l2re'] for r in runs])} | {_cell([r.get('l2re_spectral') for r in runs])} | {pts} | "
                      f"{net['depth']} x {net['width']} ({net['parameters']:,}) | {_stages_text(runs)} | "
