@@ -28,25 +28,31 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 
 import numpy as np  # noqa: E402
 
-TINY = dict(adam={"steps": 200}, second={"steps": 40}, cgm={"k_upd": 50})
-# (name, problem, method, config overrides[, preset]); the second stage's member and precision
-# vary; the last run is the accurate preset as the accuracy study trains it (float64
+TINY = dict(cgm={"k_upd": 50})
+# (name, problem, method, stages, config overrides[, preset]); the stage after Adam and the
+# precision vary; the last runs are the accurate preset as the accuracy study trains it (float64
 # Gauss-Newton, ReLoBRaLo's lambdas per refresh), the first the faithful headline's setting
-RUNS = (
-    ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second_stage="optax")),
-    ("f32-jaxopt-pinn-heat", "heat", "pinn", dict(second_stage="jaxopt")),
-    ("f64-bfgs-cgmpinn-heat", "heat", "cgmpinn", dict(precision="float64", second_stage="bfgs")),
-    ("mixed-ssbroyden-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(precision="mixed", second_stage="ssbroyden")),
-    ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn",
-     dict(precision="float64", second_stage="gauss_newton", second={"steps": 10})),
-    ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn",
-     dict(second_stage="optax", adam={"steps": 60}, second={"steps": 10}, cgm={"k_upd": 20})),
-    ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", dict(second_stage="ssbfgs")),
-    ("accurate-cgmpinn-poisson1d", "poisson1d", "cgmpinn", dict(second={"steps": 10}), "accurate"),
-) + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
-    (f"accurate-pinn-poisson1d-{form}", "poisson1d", "pinn",
-     dict(second={"steps": 10}, gauss_newton={"form": form}, width=16, depth=2), "accurate")
-    for form in ("kernel", "gramian", "pcg", "matfree", "svd"))
+
+
+def _runs():
+    from cgmpinn_jax.stages import BFGS, LBFGS, SSBFGS, Adam, GaussNewton, SSBroyden
+
+    a = Adam(steps=200)
+    return (
+        ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, LBFGS(steps=40)), {}),
+        ("f32-jaxopt-pinn-heat", "heat", "pinn", (a, LBFGS(steps=40, backend="jaxopt")), {}),
+        ("f64-bfgs-cgmpinn-heat", "heat", "cgmpinn", (a, BFGS(steps=40)), dict(precision="float64")),
+        ("mixed-ssbroyden-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, SSBroyden(steps=40)),
+         dict(precision="mixed")),
+        ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn", (a, GaussNewton(steps=10)), dict(precision="float64")),
+        ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn", (Adam(steps=60), LBFGS(steps=10)),
+         dict(cgm={"k_upd": 20})),
+        ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", (a, SSBFGS(steps=40)), {}),
+        ("accurate-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, GaussNewton(steps=10)), {}, "accurate"),
+    ) + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
+        (f"accurate-pinn-poisson1d-{form}", "poisson1d", "pinn", (a, GaussNewton(steps=10, form=form)),
+         dict(width=16, depth=2), "accurate")
+        for form in ("kernel", "gramian", "pcg", "matfree", "svd"))
 
 
 def _hex(a) -> list:
@@ -60,7 +66,7 @@ def fingerprint(result) -> dict:
            if name not in ("snapshots", "error_seconds") and getattr(h, name) is not None}
     out["snapshots"] = {str(k): _hex(v) for k, v in sorted(h.snapshots.items())}
     out["metrics"] = {k: float(v).hex() for k, v in result.metrics.as_dict().items()}
-    out["statuses"] = [result.statuses["adam"].name, result.statuses["lbfgs"].name]
+    out["statuses"] = [status.name for status in result.statuses.values()]
     return out
 
 
@@ -69,15 +75,16 @@ def run_all(names=None) -> dict:
     from cgmpinn_jax import inverse
 
     out = {"package": os.path.dirname(cj.__file__), "runs": {}}
-    for name, problem, method, over, *preset in RUNS:
+    for name, problem, method, stages, over, *preset in _runs():
         if names and name not in names:
             continue
-        cfg = cj.TrainConfig.preset(preset[0] if preset else "faithful", **{**TINY, **over})
+        cfg = cj.TrainConfig.preset(preset[0] if preset else "faithful", stages=stages, **{**TINY, **over})
         if problem == "inverse-heat":
             problem = inverse.inverse_problem("heat", n_obs=100, noise=0.01, key=0)
         res = cj.train(problem, method, cfg, key=0, quiet=True)
         out["runs"][name] = fingerprint(res)
-        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({res.statuses['adam'].name}, {res.statuses['lbfgs'].name})", flush=True)
+        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({', '.join(s.name for s in res.statuses.values())})",
+              flush=True)
     return out
 
 
@@ -98,7 +105,7 @@ def compare(a: dict, b: dict) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the fingerprints of the runs to this JSON file")
-    ap.add_argument("--only", nargs="+", help="run only these (names as in RUNS)")
+    ap.add_argument("--only", nargs="+", help="run only these (names as in _runs())")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two fingerprint files")
     args = ap.parse_args(argv)
     if args.compare:

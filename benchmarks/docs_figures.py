@@ -59,7 +59,7 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
     for name in names:
         path, params, adam, second, method, preset = FIELDS[name]
         prob = _problem(path, params)
-        cfg = cj.TrainConfig.preset(preset, adam={"steps": adam}, second={"steps": second})
+        cfg = cj.TrainConfig.preset(preset).with_steps(adam, second)
         t0 = time.perf_counter()
         res = cj.train(prob, method, cfg, key=0, quiet=True)
         wall = time.perf_counter() - t0

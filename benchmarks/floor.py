@@ -80,7 +80,7 @@ def probe_cell(name: str, seed: int) -> dict:
 
     (problem_name, its), t0 = PROBES[name], time.perf_counter()
     with jax.enable_x64(True):
-        prob, cfg = cj.get_problem(problem_name), cj.TrainConfig.preset("accurate", second={"steps": its})
+        prob, cfg = cj.get_problem(problem_name), cj.TrainConfig.preset("accurate").with_steps(None, its)
         res = cj.train(prob, "pinn", cfg, key=seed, quiet=True)
         lsq = LeastSquares(prob, res.method, CompileCache().engine(resolve(prob, res.method, cfg))[0])
         params = eqx.partition(Trainable(res.model, None, None), eqx.is_array)[0]
@@ -116,7 +116,7 @@ def kink_cell(name: str, seed: int) -> dict:
     with jax.enable_x64(True):
         base = cj.get_problem("poisson1d")
         prob = cj.problems.HardConstrained(base, satisfies=tuple(base.terms)) if hard else base
-        cfg = cj.TrainConfig.preset("accurate", adam={"steps": adam}, second={"steps": gn})
+        cfg = cj.TrainConfig.preset("accurate").with_steps(adam, gn)
         res = cj.train(prob, "pinn", cfg, key=seed, quiet=True)
         xs, g = np.sort(np.asarray(res.batch["pde"][0])[:, 0]), jnp.linspace(0.0, 1.0, 100_001)[:, None]
         err = np.asarray(jax.vmap(res.model)(g)).ravel() - np.asarray(base.exact_on(g)).ravel()

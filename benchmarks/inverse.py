@@ -82,7 +82,7 @@ def _budget_label(adam: int, lbfgs: int, preset: str, obs_weight: float = 1.0) -
 
 def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
            preset: str = "faithful", obs_weight: float = 1.0) -> dict:
-    cfg = cj.TrainConfig.preset(preset, adam={"steps": adam}, second={"steps": lbfgs})
+    cfg = cj.TrainConfig.preset(preset).with_steps(adam, lbfgs)
     t0 = time.perf_counter()
     if noise is None:
         res = cj.train(problem, method, cfg, key=seed, quiet=True)

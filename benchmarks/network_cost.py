@@ -32,7 +32,7 @@ def _cell(problem_name: str) -> dict:
     from cgmpinn_jax.problems import HardConstrained
 
     base = cj.get_problem(problem_name)
-    cfg = cj.TrainConfig.preset("accurate", adam={"steps": ADAM}, second={"steps": GN})
+    cfg = cj.TrainConfig.preset("accurate").with_steps(ADAM, GN)
     rows = {}
     for variant in VARIANTS:
         prob = HardConstrained(base) if variant.startswith("hard") else base

@@ -70,15 +70,14 @@ def variant_config(problem, variant: str, scale: float = 1.0):
     adam, lbfgs = scaled(d.adam_steps, scale), scaled(d.lbfgs_steps, scale)
     total = scaled(d.adam_steps + d.lbfgs_steps, scale)
     if variant == "cgmpinn_adam":
-        return cj.TrainConfig(adam={"steps": total}, second={"steps": 0})
+        return cj.TrainConfig(stages=(cj.stages.Adam(steps=total), cj.stages.LBFGS(steps=0)))
     if variant == "cgmpinn_lbfgs":
-        return cj.TrainConfig(adam={"steps": 0}, second={"steps": total}, balancing={"stages": "none"},
-                              lbfgs={"lr": d.lbfgs_only_lr})
+        return cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.LBFGS(steps=total, lr=d.lbfgs_only_lr)), balancing={"stages": "none"})
     if variant == "cgmpinn_relobralo_off":
-        return cj.TrainConfig(adam={"steps": adam}, second={"steps": lbfgs}, balancing={"stages": "none"})
+        return cj.TrainConfig(stages=(cj.stages.Adam(steps=adam), cj.stages.LBFGS(steps=lbfgs)), balancing={"stages": "none"})
     if variant not in tl.VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
-    return cj.TrainConfig(adam={"steps": adam}, second={"steps": lbfgs})
+    return cj.TrainConfig(stages=(cj.stages.Adam(steps=adam), cj.stages.LBFGS(steps=lbfgs)))
 
 
 # TrainConfig fields added after runs of this version were cached, with the default that

@@ -127,9 +127,9 @@ def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_ste
                   if f.name.startswith("n_")}
         cfg = cfg.replace(**SMOKE)  # only the options SMOKE names change (Adam's lr stays)
     if adam_steps is not None:
-        cfg = cfg.replace(adam={"steps": adam_steps})
+        cfg = cfg.replace().with_steps(adam_steps, None)
     if second_steps is not None:
-        cfg = cfg.replace(second={"steps": second_steps})
+        cfg = cfg.replace().with_steps(None, second_steps)
     if time_limit is not None:
         cfg = cfg.replace(time_limit=time_limit)
     if problem == "burgers1d_c":

@@ -12,18 +12,17 @@ imports a layer above its own; ``import-linter`` checks it):
 * ``problems`` (the six benchmarks, the ``Problem`` base, point helpers), ``nn`` (networks,
   Taylor-mode fast path), ``derivatives``;
 * ``gmm`` (jitted 1-D EM), then ``weighting`` (tau, CGM / GMMPINN / CLPINN weights,
-  ReLoBRaLo), ``solvers`` (the stage protocol: Adam, L-BFGS, dense quasi-Newton,
-  Gauss-Newton, each with its stop rule; ``StageStatus``) and
+  ReLoBRaLo), ``stages`` (a run's stages as objects: Adam, L-BFGS, dense quasi-Newton,
+  Gauss-Newton, each with its options, budget and stop rule, and the solvers they build;
+  ``StageStatus``) and
   ``inverse`` (unknown coefficients, observations);
 * ``training`` (schedule, objective, engine, driver, records, sweep, checkpoints);
 * ``cli`` (the ``cgmpinn-jax`` command), imported by nothing.
 
 ``config`` (``TrainConfig`` and its option groups), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
-their own. The flat layout's old module paths (``cgmpinn_jax.driver``, ``cgmpinn_jax.nets``,
-...) still work, with a ``DeprecationWarning`` (`cgmpinn_jax._deprecated`).
+their own.
 """
 
-from . import _deprecated
 from ._version import __version__ as __version__
 from . import config as config
 from . import derivatives as derivatives
@@ -33,18 +32,13 @@ from . import methods as methods
 from . import metrics as metrics
 from . import nn as nn
 from . import problems as problems
-from . import solvers as solvers
+from . import stages as stages
 from . import training as training
 from . import weighting as weighting
 from .config import PRESETS as PRESETS
-from .config import AdamOptions as AdamOptions
 from .config import CGMOptions as CGMOptions
-from .config import DenseOptions as DenseOptions
-from .config import GaussNewtonOptions as GaussNewtonOptions
-from .config import LBFGSOptions as LBFGSOptions
 from .config import NetworkOptions as NetworkOptions
 from .config import ReLoBRaLoOptions as ReLoBRaLoOptions
-from .config import SecondStageOptions as SecondStageOptions
 from .config import TrainConfig as TrainConfig
 from .io import LoadedModel as LoadedModel
 from .io import load_model as load_model
@@ -72,21 +66,12 @@ from .training import resume as resume
 from .training import sweep as sweep
 from .training import train as train
 
-_deprecated.install()
-
 __all__ = [
-    "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "solvers", "training",
+    "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "stages", "training",
     "weighting",
-    "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "AdamOptions", "SecondStageOptions", "LBFGSOptions",
-    "DenseOptions", "GaussNewtonOptions", "CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "TrainResult", "StageRecord", "History", "StageStatus",
+    "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "TrainResult", "StageRecord", "History", "StageStatus",
     "SweepResult", "CompileCache", "CheckpointError", "TrainingInterrupted", "refresh_schedule",
     "Problem", "PROBLEMS", "get_problem", "Method", "METHODS", "get_method",
     "Metrics", "error_metrics", "evaluate", "save_result", "load_model", "LoadedModel",
 ]
 
-
-def __getattr__(name: str):
-    """Old module attributes of the flat layout (``cj.driver``, ``cj.nets``, ...): deprecated."""
-    if name in _deprecated.MOVED:
-        return _deprecated.moved_module(name)
-    raise AttributeError(f"module 'cgmpinn_jax' has no attribute {name!r}")

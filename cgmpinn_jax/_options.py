@@ -1,9 +1,10 @@
-"""The options of each part of a run, one frozen dataclass per part, composed by
+"""The options of the parts of a run other than its stages (the per-point weights, the loss
+balancing, the network), one frozen dataclass per part, composed by
 [`TrainConfig`][cgmpinn_jax.TrainConfig]; each is importable from ``cgmpinn_jax`` and
-``cgmpinn_jax.config``.
+``cgmpinn_jax.config``. The stages' options live in the stage objects (`cgmpinn_jax.stages`).
 
 Each class holds only the options its part reads and checks them on construction; an error
-names the class and the option (``GaussNewtonOptions.mu_init must be > 0, got -1.0``). Every
+names the class and the option (``CGMOptions.beta must be >= 0, got -1.0``). Every
 default is the reference code's (docs/reference-code.md §2, §4-§7, §8.7); ``None`` means "the
 problem's or the method's own default".
 """
@@ -16,11 +17,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "CGMOptions",
-           "ReLoBRaLoOptions", "NetworkOptions", "GN_FORMS", "GROUPS"]
+__all__ = ["CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "GN_FORMS", "GROUPS"]
 
 GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree", "svd")
-"""The Gauss-Newton member's linear-system forms, the values of ``GaussNewtonOptions.form``."""
+"""The Gauss-Newton member's linear-system forms, the values of ``GaussNewton.form`` (`cgmpinn_jax.stages`)."""
 
 
 def _is_int(v) -> bool:
@@ -73,214 +73,6 @@ class _Checks:
 
 
 @dataclasses.dataclass(frozen=True)
-class AdamOptions(_Checks):
-    """The Adam stage: optax Adam with the reference's torch defaults (betas 0.9, 0.999,
-    epsilon 1e-8, no weight decay, a constant learning rate), one step per outer step, and a
-    refresh of the per-point weights every ``cgm.k_upd`` steps.
-
-    Args:
-        steps: the stage's budget, in Adam steps (paper: 5000; Fisher-KPP 8000); ``0`` skips
-            the stage. ``None``: the problem's default.
-        lr: the learning rate, the size of every Adam step (1e-3). Swept inside one compiled
-            call by [`sweep`][cgmpinn_jax.sweep] as ``adam_lr``.
-        time_limit: wall-clock seconds for the stage (``None``: no limit). A stage that
-            reaches it stops at the next call boundary with status ``TIME_LIMIT``, keeps its
-            best point, and the run goes on with the next stage. It changes no step: a run
-            that does not reach it is the same run.
-
-    Examples:
-        >>> AdamOptions(steps=2000).lr
-        0.001
-    """
-
-    steps: Optional[int] = None
-    lr: float = 1e-3
-    time_limit: Optional[float] = None
-
-    def __post_init__(self):
-        self._int("steps", 0, none=True)
-        self._real("lr", positive=True)
-        self._real("time_limit", positive=True, none=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class SecondStageOptions(_Checks):
-    """Every stage after Adam, whichever member runs it (L-BFGS, dense quasi-Newton or
-    Gauss-Newton): its budget and its stop rule's tolerances (one iteration per outer step).
-
-    The tolerances left at ``None`` take the member's defaults for the stage's precision
-    ([`stop_rule`][cgmpinn_jax.config.stop_rule] lists them: for L-BFGS in float32
-    ``gtol=1e-7, ftol=1e-3, patience=1000``).
-
-    Args:
-        steps: the budget of each stage after Adam, in iterations (paper: 10000 L-BFGS;
-            Fisher-KPP 12000; the accurate preset 1500 Gauss-Newton); ``0`` skips the stage.
-            ``None``: the problem's default.
-        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
-            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
-            turns the test off. ``None``: the member's default.
-        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
-            as progress and resets the stall count (``None``: the member's default).
-        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
-            such an improvement (``None``: the member's default).
-        time_limit: wall-clock seconds for each stage after Adam (``None``: no limit), as
-            ``AdamOptions.time_limit``: the stage stops with ``TIME_LIMIT`` and keeps its best
-            point.
-
-    Examples:
-        >>> SecondStageOptions(steps=1500).patience is None
-        True
-    """
-
-    steps: Optional[int] = None
-    gtol: Optional[float] = None
-    ftol: Optional[float] = None
-    patience: Optional[int] = None
-    time_limit: Optional[float] = None
-
-    def __post_init__(self):
-        self._int("steps", 0, none=True)
-        self._real("gtol", at_least=0.0, none=True)
-        self._real("ftol", at_least=0.0, none=True)
-        self._int("patience", 1, none=True)
-        self._real("time_limit", positive=True, none=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class LBFGSOptions(_Checks):
-    """The L-BFGS members, ``second_stage="optax"`` (optax L-BFGS with its zoom line search)
-    and ``"jaxopt"`` (jaxopt.LBFGS). Their budget and tolerances are the second stage's
-    ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
-
-    Args:
-        lr: the line search's first trial step, as a multiple of the L-BFGS direction (1.0;
-            jaxopt also caps every step at it). The reference's torch L-BFGS used 0.8, which
-            made jaxopt's line search fail far more often.
-        history: the curvature memory: how many of the latest ``(s, y)`` pairs (parameter and
-            gradient changes) build the inverse-Hessian approximation (100, as the reference).
-        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
-            search (10; torch allows 25, which in a float32 plateau are wasted).
-        linesearch: jaxopt only: the line-search algorithm, ``"zoom"`` (strong Wolfe, the
-            default), ``"hager-zhang"`` or ``"backtracking"`` (Armijo).
-        linesearch_init: jaxopt only: the first trial step of each line search:
-            ``"increase"`` (the previous accepted step, increased, capped at ``lr``; the
-            default), ``"max"`` (``lr`` every time) or ``"current"`` (the previous accepted
-            step).
-        reset_on_failure: jaxopt only: empty the curvature memory after a line search that
-            found no acceptable step (False).
-
-    A jaxopt-only option set while no stage runs jaxopt is an error (it would have no effect).
-
-    Examples:
-        >>> LBFGSOptions(linesearch="backtracking").history
-        100
-    """
-
-    lr: float = 1.0
-    history: int = 100
-    max_linesearch: int = 10
-    linesearch: str = "zoom"
-    linesearch_init: str = "increase"
-    reset_on_failure: bool = False
-
-    #: the options only jaxopt reads
-    JAXOPT_ONLY = ("linesearch", "linesearch_init", "reset_on_failure")
-
-    def __post_init__(self):
-        self._real("lr", positive=True)
-        self._int("history", 1)
-        self._int("max_linesearch", 1)
-        self._choice("linesearch", ("zoom", "hager-zhang", "backtracking"))
-        self._choice("linesearch_init", ("increase", "max", "current"))
-        self._bool("reset_on_failure")
-
-
-@dataclasses.dataclass(frozen=True)
-class DenseOptions(_Checks):
-    """The dense quasi-Newton members, ``second_stage="bfgs"``, ``"ssbfgs"`` (self-scaled
-    BFGS) and ``"ssbroyden"`` (self-scaled Broyden): a full n x n inverse-Hessian
-    approximation over the raveled parameters, for small networks. Their budget and
-    tolerances are the second stage's ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
-
-    Args:
-        max_params: the largest network, in parameters, the members accept (20000: an
-            n x n matrix of 4e8 entries); a larger one is refused before anything is compiled.
-        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
-            search (10).
-
-    Examples:
-        >>> DenseOptions().max_params
-        20000
-    """
-
-    max_params: int = 20_000
-    max_linesearch: int = 10
-
-    def __post_init__(self):
-        self._int("max_params", 1)
-        self._int("max_linesearch", 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class GaussNewtonOptions(_Checks):
-    """The Gauss-Newton (Levenberg-Marquardt) member, ``second_stage="gauss_newton"``
-    ([`GaussNewton`][cgmpinn_jax.solvers.GaussNewton]). Its budget and tolerances are the
-    second stage's ([`SecondStageOptions`][cgmpinn_jax.SecondStageOptions]).
-
-    An iteration forms the residuals ``r`` (M rows) and their Jacobian ``J`` (M x P), solves
-    the damped system ``(J^T J + mu I) d = -J^T r`` for the step ``d``, and accepts ``x + d``
-    when the objective falls. The damping ``mu`` interpolates between a Gauss-Newton step
-    (small ``mu``) and a short gradient step (large ``mu``); it shrinks after an accepted trial
-    and grows after a rejected one (Nielsen's rule), and carries over to the next iteration.
-    Every ``mu`` is relative to the Jacobian's scale, the mean diagonal of ``J^T J``.
-
-    Args:
-        form: how the damped system is solved: ``"auto"`` (in float32 ``"svd"`` up to 4096
-            rows or parameters; else the Gramian ``J^T J`` when rows exceed parameters,
-            ``"pcg"`` from 2048 rows on, the exact kernel ``J J^T`` below; ``"matfree"``
-            where that form would need more than ``memory_limit_gb``), ``"kernel"`` (the
-            M x M system ``J J^T + mu I`` by Cholesky), ``"gramian"`` (the P x P system
-            ``J^T J + mu I`` by Cholesky), ``"pcg"`` (the kernel system by conjugate
-            gradients preconditioned with an earlier iteration's Cholesky factor),
-            ``"matfree"`` (conjugate gradients on products with ``J`` and ``J^T`` from
-            automatic differentiation: no Jacobian and no matrix is stored), or ``"svd"``
-            (every trial's step from one thin SVD of ``J``: no squared condition number,
-            several times the kernel step's cost).
-        mu_init: the damping of the stage's first trial (1e-3).
-        mu_min: the smallest damping (1e-15).
-        mu_max: the largest damping (1e8); a trial rejected at it stops the stage with
-            ``NO_DECREASE`` (no decrease even along a short gradient step).
-        max_trials: at most this many trial steps (values of ``mu``) per iteration, each one
-            forward pass of the objective (12); an iteration whose trials all fail leaves the
-            parameters as they are.
-        memory_limit_gb: the memory an iteration may hold, GiB (16); a larger system is
-            refused before anything is compiled (``form="auto"`` takes ``"matfree"`` instead).
-
-    Options set while no stage runs Gauss-Newton are an error (they would have no effect).
-
-    Examples:
-        >>> GaussNewtonOptions(mu_init=1e-2).form
-        'auto'
-    """
-
-    form: str = "auto"
-    mu_init: float = 1e-3
-    mu_min: float = 1e-15
-    mu_max: float = 1e8
-    max_trials: int = 12
-    memory_limit_gb: float = 16.0
-
-    def __post_init__(self):
-        self._choice("form", GN_FORMS)
-        for name in ("mu_init", "mu_min", "mu_max", "memory_limit_gb"):
-            self._real(name, positive=True)
-        self._int("max_trials", 1)
-        if not self.mu_min <= self.mu_init <= self.mu_max:
-            raise ValueError(f"GaussNewtonOptions: need mu_min <= mu_init <= mu_max, got {self.mu_min}, "
-                             f"{self.mu_init}, {self.mu_max}")
-
-
-@dataclasses.dataclass(frozen=True)
 class CGMOptions(_Checks):
     """The per-point weights of the PDE residuals (paper §2.2-2.4): the refresh period every
     method's chunks use, and the CGM mixture (GMMPINN and CLPINN read ``n_components``,
@@ -313,9 +105,7 @@ class CGMOptions(_Checks):
             ``tau`` grows (True), so tightly clustered residuals count more early on.
         system_weighting: on a system (several PDE equations), ``"per_equation"`` (one
             mixture and one weight per point and equation; the default) or ``"norm"`` (one
-            mixture on the norm of each point's residual vector, one weight per point; the
-            default until [`CONFIG_DEFAULTS`][cgmpinn_jax.config.CONFIG_DEFAULTS] 2, and what
-            a config stored before it meant by leaving the option out);
+            mixture on the norm of each point's residual vector, one weight per point);
             docs/problems-from-data.md has the measurement behind the default. No effect on a
             problem with one equation.
 
@@ -470,6 +260,4 @@ class NetworkOptions(_Checks):
 
 
 #: TrainConfig's option groups: field name -> class
-GROUPS = {"adam": AdamOptions, "second": SecondStageOptions, "lbfgs": LBFGSOptions, "dense": DenseOptions,
-          "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions,
-          "network": NetworkOptions}
+GROUPS = {"cgm": CGMOptions, "balancing": ReLoBRaLoOptions, "network": NetworkOptions}

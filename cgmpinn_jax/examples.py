@@ -31,7 +31,7 @@ Examples:
     >>> problem = ViscousBurgers(n_pde=500)
     >>> problem.loss_terms
     ('pde', 'ic', 'bc')
-    >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0))
+    >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0)))
     >>> res = cj.train(problem, "cgmpinn", cfg, quiet=True)  # doctest: +SKIP
 """
 
@@ -166,8 +166,7 @@ __all__ = ["ViscousBurgers", "Helmholtz2D", "example_source", "readme_block"]
 # What the README runs after the class (tests/test_examples.py runs it at a tiny budget).
 README_USAGE = '''
 problem = ViscousBurgers(n_pde=500)
-config = cj.TrainConfig(adam=cj.AdamOptions(steps=300),
-                        second=cj.SecondStageOptions(steps=200),
+config = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=200)),
                         cgm=cj.CGMOptions(k_upd=100))
 result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 print(result.metrics)

@@ -20,7 +20,7 @@ and leave jax's configuration as they found it.
 
 Examples:
     ```python
-    cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=10), second=cj.SecondStageOptions(steps=0))
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)))
     res = cj.train("poisson1d", "pinn", cfg, quiet=True)
     save_result(res, "runs/demo")
     loaded = load_model("runs/demo")
@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import CONFIG_DEFAULTS, TrainConfig, record_config
+from .config import TrainConfig
 from .methods import get_method
 from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
 
@@ -244,7 +244,7 @@ def save_result(result, folder: str | Path) -> Path:
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=10), second=cj.SecondStageOptions(steps=0))
+        >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)))
         >>> res = cj.train("poisson1d", "pinn", cfg, quiet=True)  # doctest: +SKIP
         >>> folder = save_result(res, "runs/demo")  # doctest: +SKIP
         >>> sorted(f.name for f in folder.iterdir())  # doctest: +SKIP
@@ -261,7 +261,6 @@ def save_result(result, folder: str | Path) -> Path:
         "depth": _depth(result.model) or _run_size(result, "depth"),
         "dtype": str(leaves[0].dtype),
         "config": result.config.to_dict(),
-        "config_defaults": CONFIG_DEFAULTS,
         **_network_record(result),
         "summary": result.summary(),
         "log_vars": result.log_vars,
@@ -341,10 +340,7 @@ def _saved_network(info: dict, network: Any, folder: Path) -> Any:
 def _read_info(folder: Path) -> dict:
     if not (folder / "model.json").exists() or not (folder / "model.eqx").exists():
         raise FileNotFoundError(f"{folder} has no model.json / model.eqx (not a saved run)")
-    info = json.loads((folder / "model.json").read_text())
-    if "config" in info:  # in today's terms, whatever defaults it was saved under
-        info["config"], info["config_defaults"] = record_config(info), CONFIG_DEFAULTS
-    return info
+    return json.loads((folder / "model.json").read_text())
 
 
 def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
@@ -445,9 +441,7 @@ class LoadedModel:
     Attributes:
         model: the network (an equinox Module mapping one point ``(d,)`` to a scalar, or to
             ``(F,)`` for a system of ``F`` fields), its parameters in the saved dtype.
-        info: model.json's dict (config, metrics, summary, problem record); a config saved
-            under older defaults is written out in today's terms (``config_defaults``,
-            ``cgmpinn_jax.config.legacy_config``).
+        info: model.json's dict (config, metrics, summary, problem record).
         problem: the rebuilt [`Problem`][cgmpinn_jax.Problem].
         dtype: the parameters' dtype name, ``"float32"`` or ``"float64"``.
 

@@ -79,7 +79,7 @@ class MethodSettings:
         input_map: a fixed (not trained) affine map ``z -> scale * z + shift`` of the network's
             input, given as ``(scale, shift)``, two tuples of one float per coordinate; ``None``
             feeds the raw coordinates.
-        refit_before_lbfgs_step: in the second stage, refresh the weights before each step
+        refit_before_second_step: in the second stage, refresh the weights before each step
             rather than after it (the reference's Fisher-KPP scripts).
 
     Examples:
@@ -91,7 +91,7 @@ class MethodSettings:
     k_upd: Optional[int] = None
     init: str = "torch"
     input_map: InputMap = None
-    refit_before_lbfgs_step: bool = False
+    refit_before_second_step: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +218,7 @@ def cl_weights(cfg, hyper):
 #: The reference's Fisher-KPP CGMPINN script normalises its inputs to (x/5, t-1), uses
 #: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step
 #: (docs/reference-code.md §2, §6).
-_CGM_FISHER_KPP = dict(input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_lbfgs_step=True)
+_CGM_FISHER_KPP = dict(input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_second_step=True)
 #: ReLoBRaLo in the reference's ablation script (docs/reference-code.md §11.3): elsewhere both
 #: stages.
 _ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}

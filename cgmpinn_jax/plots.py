@@ -161,8 +161,20 @@ def _plot_error(plt, result, grid, pts, err, path):
     return _save(fig, path, plt)
 
 
+def _stage_boundaries(result) -> list[tuple[float, str]]:
+    """``(x, "Adam -> L-BFGS")`` at each boundary between two stages that ran steps."""
+    out, base, prev = [], 0, None
+    for name, budget in result.plan:
+        if budget and prev is not None:
+            out.append((base + 0.5, f"{result.stage_label(prev)} -> {result.stage_label(name)}"))
+        if budget:
+            prev = name
+        base += budget
+    return out
+
+
 def _plot_loss(plt, result, path):
-    """``loss.png``: objective and unweighted loss per step, the Adam / L-BFGS boundary marked."""
+    """``loss.png``: objective and unweighted loss per step, the boundaries between stages marked."""
     h = result.history
     fig, ax = plt.subplots(figsize=(7, 4))
     if h.k.size:
@@ -170,8 +182,8 @@ def _plot_loss(plt, result, path):
         terms = "+".join(t.upper() for t in result.problem.loss_terms)  # the problem's own terms
         ax.semilogy(h.k, np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan), lw=0.8, alpha=0.7,
                     label=f"unweighted {terms}")
-    if result.adam_steps and result.lbfgs_steps:
-        ax.axvline(result.adam_steps + 0.5, color="k", ls="--", lw=1, label=f"Adam -> {result.second_stage_name}")
+    for x, label in _stage_boundaries(result):
+        ax.axvline(x, color="k", ls="--", lw=1, label=label)
     ax.set_xlabel("step k")
     ax.set_ylabel("loss")
     if ax.get_legend_handles_labels()[0]:  # nothing to label in a run with no recorded steps
@@ -231,8 +243,8 @@ def plot_unknowns(result, folder: str | Path) -> Path:
         if h.coeffs is not None:
             ax.plot(h.coeff_k, h.coeffs[:, j], "o-", ms=2.5, lw=1, label="estimate")
         ax.axhline(unk.true[j], color="k", ls="--", lw=1, label=f"true {unk.true[j]:.4g}")
-        if result.adam_steps and result.lbfgs_steps:
-            ax.axvline(result.adam_steps + 0.5, color="grey", ls=":", lw=1, label=f"Adam -> {result.second_stage_name}")
+        for x, label in _stage_boundaries(result):
+            ax.axvline(x, color="grey", ls=":", lw=1, label=label)
         ax.set_xlabel("step k")
         ax.set_ylabel(name)
         ax.set_title(f"{name}: {unk.estimate[j]:.4g} (rel. error {unk.rel_error[j]:.1e})")

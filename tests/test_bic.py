@@ -165,7 +165,7 @@ def test_bad_arguments(factory, name):
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_train_with_bic():
-    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 5}, cgm={"k_upd": 10, "n_components": "bic"})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=5)), cgm={"k_upd": 10, "n_components": "bic"})
     res = cj.train("poisson1d", "cgmpinn", cfg, quiet=True)
     assert np.isfinite(res.metrics.rel_e2)
     assert np.all(np.asarray(res.history.refresh_status) <= GMMStatus.MAX_ITER)

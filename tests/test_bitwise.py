@@ -7,7 +7,7 @@ from benchmarks import bitwise
 
 
 def test_fingerprint_is_exact_and_compare_finds_any_difference():
-    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", cj.TrainConfig(adam={"steps": 10}, second={"steps": 0},
+    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)), 
                    cgm={"k_upd": 5}, width=4, depth=1), key=0, quiet=True)
     fp = bitwise.fingerprint(res)
     assert float.fromhex(fp["loss"][0]) == float(res.history.loss[0])  # exact, not rounded

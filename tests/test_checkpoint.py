@@ -94,7 +94,7 @@ def test_resume_is_bit_identical_from_adam_the_hand_off_and_the_second_stage(cas
 @pytest.mark.slow  # CI time (about 54 s on one core); run with -m slow
 def test_inverse_run_resumes_with_its_observations(tmp_path):
     problem = cj.inverse.inverse_problem("heat", n_obs=40, noise=0.01, key=1)
-    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 20}, cgm={"k_upd": 20}, **SMALL)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
     plain = cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, track_error_every=10)
     folder = tmp_path / "inv"
     cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0, track_error_every=10)
@@ -195,7 +195,7 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
 def two_checkpoints(tmp_path_factory):
     """A finished tiny run's folder with its last two checkpoints, and the run."""
     folder = tmp_path_factory.mktemp("ck") / "run"
-    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
     res = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
     return folder, cfg, res
 
@@ -240,7 +240,7 @@ def test_a_checkpoint_of_0_2_with_a_flat_config_resumes(two_checkpoints, tmp_pat
 
 def test_a_checkpoint_of_another_run_is_refused_naming_the_fields(two_checkpoints, tmp_path):
     src, cfg, _ = two_checkpoints
-    other = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, precision="float64")
+    other = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, precision="float64")
     with pytest.raises(cj.CheckpointError, match=r"config\.precision: saved 'float32', now 'float64'"):
         cj.train("poisson1d", "pinn", other, key=1, quiet=True, resume=src)
     with pytest.raises(cj.CheckpointError, match=r"method: saved 'pinn', now 'cgmpinn'"):
@@ -267,12 +267,12 @@ def test_missing_or_empty_folders_and_bad_options(tmp_path):
     with pytest.raises(cj.CheckpointError, match="holds no checkpoint"):
         cj.resume(tmp_path / "empty")
     with pytest.raises(ValueError, match="checkpoint_every"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 20}, second={"steps": 0}), quiet=True,
+        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0))), quiet=True,
                  checkpoint_dir=tmp_path / "x", checkpoint_every=-1)
 
 
 def test_checkpoint_interval_limits_the_writes(tmp_path):
-    cfg = cj.TrainConfig(adam={"steps": 100}, second={"steps": 0}, cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=100), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path, checkpoint_every=1e9)
     assert res.checkpoint_seconds == 0.0 and ck.latest(tmp_path) is None  # the interval never came
     cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path / "b", checkpoint_every=0)
@@ -311,7 +311,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     assert 0 < done_at < 4000
     assert cli.main(["run", "--resume", str(out), "--adam-steps", "10"]) == 2  # settings come from the checkpoint
     assert cli.main(["run", "--resume", str(out), "--quiet", "--no-plots", "--compile-cache", "off"]) == 0
-    cfg = cj.TrainConfig(adam={"steps": 4000}, second={"steps": 0}, cgm={"k_upd": 200}, **SMALL)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=4000), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 200}, **SMALL)
     plain = cj.train("poisson1d", "cgmpinn", cfg, key=3, quiet=True)
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["rel_e2"] == plain.metrics.rel_e2
@@ -322,7 +322,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
 @pytest.mark.slow  # CI time (about 35 s on one core); run with -m slow
 def test_sweep_resumes_its_vmapped_state_bit_identical(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 20}, cgm={"k_upd": 20}, **SMALL)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
     kw = dict(seeds=[0], grid={"beta": [0.5, 2.0]}, quiet=True, keep_histories=True)
     plain = cj.sweep("poisson1d", "cgmpinn", cfg, **kw)
     folder = tmp_path / "sweep"

@@ -93,10 +93,10 @@ def test_train_config_composes_one_group_per_part():
     (lambda: TrainConfig(width=0), r"TrainConfig\.width"),
     (lambda: TrainConfig(divergence_ratio=float("nan")), r"TrainConfig\.divergence_ratio"),
     (lambda: TrainConfig(cgm={"beta": -1.0}), r"CGMOptions\.beta"),
-    (lambda: TrainConfig(adam={"step": 3}), r"TrainConfig\.adam: AdamOptions has no option 'step'; its options: steps, lr"),
-    (lambda: TrainConfig(gauss_newton=GaussNewtonOptions(max_trials=3)),
+    (lambda: TrainConfig(stages=(cj.stages.Adam(step=3), cj.stages.LBFGS())), r"TrainConfig\.adam: AdamOptions has no option 'step'; its options: steps, lr"),
+    (lambda: TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS())),
      r"TrainConfig\.gauss_newton sets max_trials: Gauss-Newton options.*second_stage='optax'"),
-    (lambda: TrainConfig(lbfgs=LBFGSOptions(linesearch="backtracking")), r"TrainConfig\.lbfgs\.linesearch is a jaxopt"),
+    (lambda: TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(linesearch="backtracking"))), r"TrainConfig\.lbfgs\.linesearch is a jaxopt"),
 ])
 def test_each_option_is_checked_by_name(make, message):
     with pytest.raises(ValueError, match=message):
@@ -113,9 +113,9 @@ def test_wrong_types_and_names_are_type_errors():
 
 
 def test_groups_as_objects_or_dicts_and_the_round_trips():
-    a = TrainConfig(second_stage="gauss_newton", adam=AdamOptions(steps=10), second=SecondStageOptions(steps=5),
-                    gauss_newton=GaussNewtonOptions(mu_init=1e-2), cgm=CGMOptions(system_weighting="norm"))
-    b = TrainConfig(second_stage="gauss_newton", adam={"steps": 10}, second={"steps": 5}, gauss_newton={"mu_init": 1e-2},
+    a = TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=5, mu_init=1e-2)), 
+                    cgm=CGMOptions(system_weighting="norm"))
+    b = TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=5, mu_init=1e-2)), 
                     cgm={"system_weighting": "norm"})
     assert a == b and hash(a) == hash(b)
     d = json.loads(json.dumps(a.to_dict()))
@@ -125,7 +125,7 @@ def test_groups_as_objects_or_dicts_and_the_round_trips():
     assert "system_weighting" not in TrainConfig().to_dict()["cgm"]  # at its default: the dict (and hash) of 0.2
     assert "stages" not in TrainConfig().to_dict()
     # replace and preset change only the options they name
-    acc = TrainConfig.preset("accurate", second={"steps": 3}, cgm={"k_upd": 4})
+    acc = TrainConfig.preset("accurate", cgm={"k_upd": 4}).with_steps(None, 3)
     assert (acc.second.steps, acc.balancing.second_stage_apply, acc.cgm.k_upd) == (3, "refresh", 4)
     assert acc.replace(balancing={"alpha": 0.5}).balancing == ReLoBRaLoOptions(alpha=0.5, second_stage_apply="refresh")
     assert acc.replace(balancing=ReLoBRaLoOptions()).balancing == ReLoBRaLoOptions()  # an object replaces the group
@@ -149,9 +149,9 @@ def test_an_old_flat_name_warns_naming_the_new_spelling_and_works(old):
 def test_old_spellings_mix_with_groups_and_presets():
     with pytest.warns(DeprecationWarning, match="lbfgs_steps"):
         acc = TrainConfig.preset("accurate", lbfgs_steps=20)
-    assert acc == TrainConfig.preset("accurate", second={"steps": 20})
+    assert acc == TrainConfig.preset("accurate").with_steps(None, 20)
     with pytest.warns(DeprecationWarning) as rec:
-        cfg = TrainConfig(second=SecondStageOptions(steps=3, ftol=0.5), lbfgs_steps=4, lbfgs_max_linesearch=6)
+        cfg = TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=3, ftol=0.5)), lbfgs_steps=4, lbfgs_max_linesearch=6)
     assert "lbfgs.max_linesearch and dense.max_linesearch" in str(rec[1].message) and len(rec) == 2
     assert cfg.second == SecondStageOptions(steps=4, ftol=0.5)  # the old name goes on top of the group given
     assert cfg.lbfgs.max_linesearch == cfg.dense.max_linesearch == 6  # the dense members read it too in 0.2
@@ -160,7 +160,7 @@ def test_old_spellings_mix_with_groups_and_presets():
 def test_the_library_uses_no_old_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        cfg = TrainConfig.preset("accurate", adam={"steps": 5})
+        cfg = TrainConfig.preset("accurate").with_steps(5, None)
         TrainConfig.from_dict(cfg.to_dict())
         TrainConfig.from_dict(flat_dict(cfg))  # a stored flat config: data, read without a warning
         cj.config.Hyper.from_config(cfg)
@@ -173,9 +173,9 @@ def test_flat_dict_is_the_to_dict_of_0_2():
     assert flat_dict(TrainConfig()) == FLAT_DEFAULTS
     for name, over in FLAT_PRESETS.items():
         assert flat_dict(TrainConfig.preset(name)) == {**FLAT_DEFAULTS, **over}
-    cfg = TrainConfig(stages=("adam", "gauss_newton"), cgm={"system_weighting": "norm"})
+    cfg = TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton()), cgm={"system_weighting": "norm"})
     assert flat_dict(cfg) == {**FLAT_DEFAULTS, "stages": ("adam", "gauss_newton"), "system_weighting": "norm"}
-    assert flat_dict(TrainConfig(dense={"max_linesearch": 3}))["dense_max_linesearch"] == 3  # not a 0.2 setting
+    assert flat_dict(TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS())))["dense_max_linesearch"] == 3  # not a 0.2 setting
 
 
 def test_stored_flat_configs_of_0_2_load():
@@ -186,8 +186,7 @@ def test_stored_flat_configs_of_0_2_load():
         assert TrainConfig.from_dict(old) == TrainConfig.preset(name)
         assert stored_config(old) == json.loads(json.dumps(TrainConfig.preset(name).to_dict()))
     partial = {"lbfgs_steps": 10, "gn_mu_init": 1e-2, "second_stage": "gauss_newton", "stages": ["adam", "lbfgs"]}
-    assert TrainConfig.from_dict(partial) == TrainConfig(second_stage="gauss_newton", stages=("adam", "lbfgs"),
-                                                         second={"steps": 10}, gauss_newton={"mu_init": 1e-2})
+    assert TrainConfig.from_dict(partial) == TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton(steps=10, mu_init=1e-2)))
     assert stored_config({"not": "a config"}) == {"not": "a config"}
 
 
@@ -198,7 +197,7 @@ def test_configs_stored_under_the_old_default_weighting_name_it():
     from cgmpinn_jax.config import CONFIG_DEFAULTS, legacy_config
 
     assert CONFIG_DEFAULTS == 2
-    old_grouped, old_flat = TrainConfig(adam={"steps": 7}).to_dict(), {**FLAT_DEFAULTS}
+    old_grouped, old_flat = TrainConfig(stages=(cj.stages.Adam(steps=7), cj.stages.LBFGS())).to_dict(), {**FLAT_DEFAULTS}
     assert "system_weighting" not in old_grouped["cgm"] and "system_weighting" not in old_flat
     for d in (old_grouped, old_flat):
         assert TrainConfig.from_dict(d).cgm.system_weighting == "per_equation"  # read as today's
@@ -210,7 +209,7 @@ def test_configs_stored_under_the_old_default_weighting_name_it():
 
 
 def test_a_saved_model_of_0_2_loads(tmp_path):
-    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", TrainConfig(adam={"steps": 3}, second={"steps": 0},
+    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", TrainConfig(stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), 
                    width=4, depth=1), key=0, quiet=True)
     cj.save_result(res, tmp_path)
     info = json.loads((tmp_path / "model.json").read_text())
@@ -226,7 +225,7 @@ def test_old_and_new_spellings_train_bit_identically():
     """The accurate preset (float64 Gauss-Newton, ReLoBRaLo's lambdas per refresh) spelt both
     ways is one config: the same compiled programs and the same numbers, bit for bit."""
     problem = cj.get_problem("poisson1d", n_pde=48)
-    new = TrainConfig.preset("accurate", adam={"steps": 20}, second={"steps": 4}, cgm={"k_upd": 10}, width=6, depth=1)
+    new = TrainConfig.preset("accurate", cgm={"k_upd": 10}, width=6, depth=1).with_steps(20, 4)
     with pytest.warns(DeprecationWarning):
         old = TrainConfig.preset("accurate", adam_steps=20, lbfgs_steps=4, k_upd=10, width=6, depth=1)
     assert old == new

@@ -74,7 +74,7 @@ def test_compile_cache_records_lowering_and_xla_seconds_once_per_program():
     import cgmpinn_jax as cj
 
     cache = cj.CompileCache()
-    cfg = cj.TrainConfig(adam={"steps": 5}, second={"steps": 3})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=3)))
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, cache=cache)
     names = [t[0] for t in cache.timings]
     # a chunk's programs: the weight refresh (compiled once for both stages), PINN's

@@ -75,7 +75,7 @@ def test_cgmpinn_cuts_the_error():
         cj.error_metrics(np.asarray(jax.vmap(cj.nn.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))), exact).rel_e2
         for s in range(3)
     )
-    cfg = cj.TrainConfig(adam={"steps": 300}, second={"steps": 200}, cgm={"k_upd": 100})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=200)), cgm={"k_upd": 100})
     res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert np.isfinite(res.metrics.rel_e2)
     assert res.metrics.rel_e2 * 3.0 <= init, (res.metrics, init)

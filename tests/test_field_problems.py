@@ -17,8 +17,8 @@ from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import (Box, Condition, Dirichlet, Disk, Neumann, Problem, Reference, Robin, grid, uniform,
                                   validate_problem)
 
-TINY = cj.TrainConfig(adam={"steps": 300}, second={"steps": 60}, width=20, depth=2)
-GN = cj.TrainConfig(adam={"steps": 300}, second={"steps": 40}, width=20, depth=2, second_stage="gauss_newton",
+TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=60)), width=20, depth=2)
+GN = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.GaussNewton(steps=40)), width=20, depth=2, 
                     precision="float64")
 
 
@@ -144,7 +144,7 @@ def test_source_and_targets_given_train_against_the_reference():
 
 
 def test_no_exact_and_no_reference_reports_no_metrics():
-    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 0}, width=8, depth=1)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0)), width=8, depth=1)
     r = cj.train(NoTruth(), "pinn", cfg, key=0, quiet=True)
     assert r.metrics.against == "none" and np.isnan(r.metrics.rel_e2)
     assert r.summary()["rel_e2"] is None and "no error metrics" in r.metrics.describe()
@@ -169,7 +169,7 @@ def test_system_residuals_shapes_and_exactness():
 @pytest.mark.parametrize("method,config", [pytest.param("pinn", TINY, marks=pytest.mark.slow), ("cgmpinn", TINY), ("pinn", GN)],
                          ids=["pinn", "cgmpinn", "pinn-gauss-newton"])
 def test_system_trains_every_method_family(method, config):
-    untrained = cj.train(FirstOrder(), method, config.replace(adam={"steps": 0}, second={"steps": 0}), key=0, quiet=True)
+    untrained = cj.train(FirstOrder(), method, config.replace().with_steps(0, 0), key=0, quiet=True)
     r = cj.train(FirstOrder(), method, config, key=0, quiet=True)
     names = [n for n, _ in r.metrics.per_field]
     assert names == ["u", "q"] and r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
@@ -185,7 +185,7 @@ def test_system_weighting_per_equation_by_default_and_nothing_without_point_weig
     """CGMPINN on a system: one weight per point and equation by default ("per_equation", mean 1
     in each equation's column), one per point with "norm"; PINN's uniform weights make the
     option a no-op, bit for bit."""
-    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, width=8, depth=1)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, width=8, depth=1)
     norm = cfg.replace(cgm={"system_weighting": "norm"})
     per = cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True).history.snapshots
     one = cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True).history.snapshots
@@ -229,7 +229,7 @@ def test_neumann_and_robin_pieces_vanish_on_the_exact_solution(robin):
 
 
 def test_annulus_trains_from_a_geometry():
-    untrained = cj.train(Annulus(), "pinn", TINY.replace(adam={"steps": 0}, second={"steps": 0}), key=0, quiet=True)
+    untrained = cj.train(Annulus(), "pinn", TINY.replace().with_steps(0, 0), key=0, quiet=True)
     r = cj.train(Annulus(), "pinn", TINY, key=0, quiet=True)
     assert r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
     assert Annulus().lower == (-1.0, -1.0) and Annulus().upper == (1.0, 1.0)  # the geometry's bounding box
@@ -247,7 +247,7 @@ def test_condition_piece_pins_a_combination():
 
 def test_data_problem_saves_and_reloads_and_a_changed_reference_is_refused(tmp_path):
     r = cj.train(cj.get_problem("holes", n_pde=200, n_outer=80, n_holes=80), "pinn",
-                 cj.TrainConfig(adam={"steps": 30}, second={"steps": 0}, width=8, depth=1), key=0, quiet=True)
+                 cj.TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=0)), width=8, depth=1), key=0, quiet=True)
     cj.save_result(r, tmp_path)
     info = json.loads((tmp_path / "model.json").read_text())
     assert info["reference"]["source"] == "pinnacle/poisson1_cg_data.dat.gz" and len(info["reference"]["sha256"]) == 64
@@ -266,7 +266,7 @@ def test_a_system_saved_under_the_old_default_weighting_keeps_it(tmp_path):
     ``config_defaults`` reads as "norm"; resuming it with today's default is refused, naming the option."""
     from cgmpinn_jax.training._resuming import recorded_run
 
-    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, cgm={"k_upd": 10}, width=8, depth=1)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 10}, width=8, depth=1)
     norm = cfg.replace(cgm={"system_weighting": "norm"})
     r = cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True)
     cj.save_result(r, tmp_path / "model")
@@ -360,13 +360,13 @@ def test_worked_examples_stay_short():
 @pytest.mark.parametrize("method", ["lbpinn"] + [pytest.param(m, marks=pytest.mark.slow)
                                                for m in ("gpinn", "lnn_pinn", "star_pinn", "gmmpinn", "clpinn")])
 def test_every_method_runs_on_a_system(method):
-    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 5}, width=8, depth=2, cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=5)), width=8, depth=2, cgm={"k_upd": 20})
     r = cj.train(FirstOrder(), method, cfg, key=0, quiet=True)
     assert [n for n, _ in r.metrics.per_field] == ["u", "q"] and np.isfinite(r.metrics.rel_e2)
 
 
 def test_a_sweep_over_a_system_and_a_geometry_stays_vmapped():
-    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, width=8, depth=1, cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), width=8, depth=1, cgm={"k_upd": 20})
     for problem in (FirstOrder(), Annulus()):
         res = cj.sweep(problem, "cgmpinn", cfg, seeds=[0, 1], quiet=True)
         rel = np.asarray(res.metrics["rel_e2"])

@@ -84,13 +84,13 @@ def test_jacobian_matches_jacrev(method):
 
 def test_lbpinn_is_refused_by_name():
     with pytest.raises(ValueError, match=r"lbpinn.*not a sum of squares.*optax"):
-        cj.train("poisson1d", "lbpinn", cj.TrainConfig(adam={"steps": 2}, second={"steps": 2}, **GN), quiet=True)
+        cj.train("poisson1d", "lbpinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=2)), **GN), quiet=True)
 
 
 def test_memory_limit_gives_sizes_before_compiling():
     with pytest.raises(ValueError, match=r"1502 residual rows x 7801 parameters.*gauss_newton\.memory_limit_gb"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 2}, second={"steps": 2},
-                                                     gauss_newton={"memory_limit_gb": 0.01, "form": "kernel"}, **GN),
+        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=2)), 
+                                                     **GN),
                  quiet=True)
     assert memory_bytes(1502, 7801) == 8 * (2 * 1502 * 7801 + 3 * 1502**2)
     assert lm_solve_form(100, 50) == "gramian" and lm_solve_form(50, 100) == "kernel"
@@ -98,11 +98,11 @@ def test_memory_limit_gives_sizes_before_compiling():
 
 def test_config_checks_gn_options():
     with pytest.raises(ValueError, match="gauss_newton sets max_trials: Gauss-Newton options"):
-        cj.TrainConfig(gauss_newton={"max_trials": 3})
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS()))
     with pytest.raises(ValueError, match=r"GaussNewtonOptions\.form"):
-        cj.TrainConfig(second_stage="gauss_newton", gauss_newton={"form": "qr"})
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton(form="qr")))
     with pytest.raises(ValueError, match="mu_min <= mu_init"):
-        cj.TrainConfig(second_stage="gauss_newton", gauss_newton={"mu_init": 1e9})
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton(mu_init=1e9)))
     acc = cj.TrainConfig.preset("accurate")
     assert acc.second_stage == "gauss_newton" and acc.precision == "float64"
     assert cj.TrainConfig.preset("accurate_lbfgs").second_stage == "optax"
@@ -188,8 +188,8 @@ def test_gauss_newton_stage_beats_adam_alone():
     prob = cj.get_problem("poisson1d", n_pde=200)
     base = dict(adam={"steps": 300}, width=16, depth=2, cgm={"k_upd": 20}, balancing={"second_stage_apply": "refresh"},
                 **GN)
-    adam = cj.train(prob, "cgmpinn", cj.TrainConfig(second={"steps": 0}, **base), key=0, quiet=True)
-    res = cj.train(prob, "cgmpinn", cj.TrainConfig(second={"steps": 150}, **base), key=0, quiet=True)
+    adam = cj.train(prob, "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=0)), **base), key=0, quiet=True)
+    res = cj.train(prob, "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=150)), **base), key=0, quiet=True)
     assert res.statuses["lbfgs"] in (StageStatus.COMPLETED, StageStatus.LOSS_TOL, StageStatus.NO_DECREASE)
     assert res.metrics.rel_e2 < adam.metrics.rel_e2 / 100
     second = res.history.k > 300
@@ -202,7 +202,7 @@ def test_gauss_newton_stage_beats_adam_alone():
 def test_sweep_members_each_with_their_own_damping():
     """A vmapped Gauss-Newton sweep: each member equals its own train() run."""
     prob = cj.get_problem("poisson1d", n_pde=60)
-    cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 6}, cgm={"k_upd": 10}, width=8, depth=2, **GN)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=6)), cgm={"k_upd": 10}, width=8, depth=2, **GN)
     res = cj.sweep(prob, "cgmpinn", cfg, seeds=[0, 1], quiet=True, shard=False)
     for seed in (0, 1):
         one = cj.train(prob, "cgmpinn", cfg, key=seed, quiet=True)
@@ -215,7 +215,7 @@ def test_error_tracking_in_pieces_changes_nothing():
     final error are the same bit for bit, and the tracked error ends at the final one."""
     prob = cj.get_problem("poisson1d", n_pde=80)
     # ReLoBRaLo's lambdas per refresh: a later piece must keep the chunk's lambdas
-    cfg = cj.TrainConfig(adam={"steps": 30}, second={"steps": 20}, cgm={"k_upd": 10}, width=8, depth=2,
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 10}, width=8, depth=2,
                          balancing={"second_stage_apply": "refresh"}, **GN)
     a = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True)
     b = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True, track_error_every=7)
@@ -227,7 +227,7 @@ def test_error_tracking_in_pieces_changes_nothing():
 
 
 def test_sweep_memory_check_counts_members():
-    cfg = cj.TrainConfig(adam={"steps": 2}, second={"steps": 2}, gauss_newton={"memory_limit_gb": 0.25}, **GN)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=2)), **GN)
     with jax.enable_x64(True):  # one member fits in 0.25 GiB (0.23 GiB) ...
         CompileCache().engine(resolve(cj.get_problem("poisson1d"), cj.get_method("pinn"), cfg))
     with pytest.raises(ValueError, match="2 members"):  # ... two do not

@@ -58,7 +58,7 @@ def test_matfree_form_solves_rosenbrock():
 @functools.lru_cache(maxsize=1)
 def _small_pinn():
     prob = cj.get_problem("heat", n_pde=100, n_ic=30, n_bc=30)
-    cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=10, depth=2)
+    cfg = cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(), cj.stages.GaussNewton()), width=10, depth=2)
     setup = resolve(prob, cj.get_method("pinn"), cfg)
     static, eng = CompileCache().engine(setup)
     state, batch = init_state(setup, eng, jax.random.key(2))
@@ -106,8 +106,8 @@ def test_matfree_scale_estimate_is_near_the_exact_one():
 def test_matfree_train_end_to_end_reduces_the_error():
     prob = cj.get_problem("heat", n_pde=200, n_ic=50, n_bc=50)
     base = dict(precision="float64", second_stage="gauss_newton", adam={"steps": 200}, width=10, depth=2)
-    adam = cj.train(prob, "pinn", cj.TrainConfig(second={"steps": 0}, **base), key=0, quiet=True)
-    res = cj.train(prob, "pinn", cj.TrainConfig(second={"steps": 30}, gauss_newton={"form": "matfree"}, **base),
+    adam = cj.train(prob, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=0)), **base), key=0, quiet=True)
+    res = cj.train(prob, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=30)), **base),
                    key=0, quiet=True)
     assert res.metrics.rel_e2 < adam.metrics.rel_e2 / 5
 
@@ -126,9 +126,9 @@ def test_auto_trains_above_the_limit_and_a_set_form_is_refused():
 
     base = dict(precision="float64", second_stage="gauss_newton", adam={"steps": 2}, second={"steps": 2})
     with pytest.raises(ValueError, match=r"1502 residual rows x 7801 parameters \(kernel form.*memory_limit_gb"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(gauss_newton={"memory_limit_gb": 0.01, "form": "kernel"}, **base),
+        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS()), **base),
                  quiet=True)
-    cfg = cj.TrainConfig(gauss_newton={"memory_limit_gb": 0.01}, **base)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS()), **base)
     setup = resolve(cj.get_problem("poisson1d"), cj.get_method("pinn"), cfg)
     static, eng = CompileCache().engine(setup)  # the memory check passes: auto resolves to matfree
     state, batch = init_state(setup, eng, jax.random.key(0))

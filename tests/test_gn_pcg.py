@@ -57,7 +57,7 @@ def test_pcg_form_solves_rosenbrock():
 
 
 def _pinn_start(problem="heat", width=10, **points):
-    cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=width, depth=2)
+    cfg = cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(), cj.stages.GaussNewton()), width=width, depth=2)
     setup = resolve(cj.get_problem(problem, **points), cj.get_method("pinn"), cfg)
     static, eng = CompileCache().engine(setup)
     state, batch = init_state(setup, eng, jax.random.key(2))
@@ -142,8 +142,8 @@ def test_pcg_train_end_to_end_reduces_the_error():
     within a factor 10 of the exact kernel step's error after the same iterations."""
     prob = cj.get_problem("heat", n_pde=400, n_ic=100, n_bc=100)
     base = dict(precision="float64", second_stage="gauss_newton", adam={"steps": 300}, width=12, depth=2)
-    adam = cj.train(prob, "pinn", cj.TrainConfig(second={"steps": 0}, **base), key=0, quiet=True)
-    err = {form: cj.train(prob, "pinn", cj.TrainConfig(second={"steps": 40}, gauss_newton={"form": form}, **base),
+    adam = cj.train(prob, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=0)), **base), key=0, quiet=True)
+    err = {form: cj.train(prob, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=40)), **base),
                           key=0, quiet=True).metrics.rel_e2 for form in ("kernel", "pcg")}
     assert err["pcg"] < adam.metrics.rel_e2 / 20
     assert err["pcg"] < 10 * err["kernel"]
@@ -157,8 +157,7 @@ def test_the_form_is_printed():
     from cgmpinn_jax.training._engine import gn_form_note
 
     for form, expect in (("auto", "form (chosen)"), ("pcg", "pcg form (set)")):
-        cfg = cj.TrainConfig(precision="float64", second_stage="gauss_newton", width=10, depth=2,
-                             gauss_newton={"form": form})
+        cfg = cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(), cj.stages.GaussNewton(form=form)), width=10, depth=2)
         setup = resolve(cj.get_problem("heat"), cj.get_method("pinn"), cfg)
         static, eng = CompileCache().engine(setup)
         state, batch = init_state(setup, eng, jax.random.key(0))

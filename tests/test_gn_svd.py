@@ -84,7 +84,7 @@ def test_auto_takes_the_svd_form_in_float32_and_it_trains():
     assert lm_solve_form(SVD_AUTO_MAX + 1, 20000, itemsize=4) == "pcg" and lm_solve_form(9000, 500, itemsize=4) == "svd"
     assert memory_bytes(1502, 7801, 4) == memory_bytes(1502, 7801, 4, "svd")
     prob = cj.get_problem("poisson1d", n_pde=200)
-    cfg = cj.TrainConfig(second_stage="gauss_newton", adam={"steps": 300}, second={"steps": 0}, width=16, depth=2)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.GaussNewton(steps=0)), width=16, depth=2)
     adam = cj.train(prob, "pinn", cfg, key=0, quiet=True)
-    gn = cj.train(prob, "pinn", cfg.replace(second={"steps": 30}), key=0, quiet=True)
+    gn = cj.train(prob, "pinn", cfg.replace().with_steps(None, 30), key=0, quiet=True)
     assert gn.metrics.rel_e2 < 0.5 * adam.metrics.rel_e2

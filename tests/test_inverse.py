@@ -26,7 +26,7 @@ from cgmpinn_jax.problems import Heat
 def heat_run():
     """kappa (true 1, guess 0.5) of a smoother heat solution (s = 2) at a tiny budget."""
     prob = inverse.inverse_problem("heat", n_obs=200, noise=0.01, key=0, s=2.0, n_pde=500)
-    cfg = cj.TrainConfig(adam={"steps": 400, "lr": 5e-3}, second={"steps": 150}, cgm={"k_upd": 50}, width=20, depth=3)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=400, lr=5e-3), cj.stages.LBFGS(steps=150)), cgm={"k_upd": 50}, width=20, depth=3)
     return cj.train(prob, "pinn", cfg, key=0, quiet=True)
 
 
@@ -156,7 +156,7 @@ def test_forward_problems_unchanged():
     a = jax.tree_util.tree_leaves(Trainable(net, None))
     b = jax.tree_util.tree_leaves(Trainable(net, None, init_coeffs(heat)))
     assert len(a) == len(b) and all(x is y for x, y in zip(a, b))
-    res = cj.train(heat, "pinn", cj.TrainConfig(adam={"steps": 0}, second={"steps": 0}, width=8, depth=1), key=0, quiet=True)
+    res = cj.train(heat, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.LBFGS(steps=0)), width=8, depth=1), key=0, quiet=True)
     assert res.unknowns is None and res.history.coeffs is None
     assert "unknowns" not in res.summary() and "coeffs" not in res.history.to_dict()
 
@@ -185,7 +185,7 @@ def test_infer_is_only_at_the_top_level():
     from cgmpinn_jax.training import infer
 
     assert cj.infer is infer
-    res = cj.infer("heat", "pinn", cj.TrainConfig(adam={"steps": 0}, second={"steps": 0}, width=8, depth=1), n_obs=10,
+    res = cj.infer("heat", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.LBFGS(steps=0)), width=8, depth=1), n_obs=10,
                    quiet=True)
     assert res.unknowns.as_dict()["kappa"]["estimate"] == pytest.approx(0.5, rel=1e-6)
 
@@ -245,7 +245,7 @@ def test_a_forward_problem_with_a_reference_only(obs_weight):
     assert not inv.has_exact and inv.reference_data() is ref and inv.fields == prob.fields
     batch = inv.sample(jax.random.key(0))
     np.testing.assert_array_equal(np.asarray(batch["obs"][0][1]), np.asarray(ref.values[:40, 0], np.float32))
-    res = cj.train(inv, "pinn", cj.TrainConfig(adam={"steps": 3}, second={"steps": 0}, width=8, depth=1),
+    res = cj.train(inv, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), width=8, depth=1),
                    key=0, quiet=True)
     assert np.isfinite(res.metrics.rel_e2) and res.unknowns.names == ("nu",)
     assert str(res.metrics.as_dict()["against"]).startswith("reference")

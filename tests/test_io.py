@@ -15,7 +15,7 @@ from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.io import load_problem
 from cgmpinn_jax.problems import Dirichlet, box_edges, grid, uniform
 
-TINY = cj.TrainConfig(adam={"steps": 3}, second={"steps": 0}, cgm={"k_upd": 1}, width=6, depth=2)
+TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 1}, width=6, depth=2)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -124,7 +124,7 @@ def test_a_stage_time_limit_ends_that_stage_and_the_run_goes_on():
 
 
 def test_time_limits_are_options_left_out_of_the_run_identity_and_of_to_dict():
-    cfg = cj.TrainConfig(time_limit=60, second={"time_limit": 30})
+    cfg = cj.TrainConfig(time_limit=60, stages=(cj.stages.Adam(), cj.stages.LBFGS(time_limit=30)))
     d = cfg.to_dict()
     assert d["time_limit"] == 60 and d["second"]["time_limit"] == 30
     assert "time_limit" not in cj.TrainConfig().to_dict()

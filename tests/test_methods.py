@@ -58,7 +58,7 @@ def test_pinn_bc_is_sum_of_piece_mses():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_lbpinn_log_vars_move():
-    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(adam={"steps": 100}, second={"steps": 20}), key=0, quiet=True)
+    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(stages=(cj.stages.Adam(steps=100), cj.stages.LBFGS(steps=20))), key=0, quiet=True)
     assert res.log_vars is not None and res.log_vars.shape == (3,)
     assert np.all(np.abs(res.log_vars) > 1e-3)
 
@@ -102,9 +102,9 @@ def test_fisher_settings_only_for_cgmpinn_and_ablation():
         assert s.input_map is None and s.init == "torch" and k_upd(name, p) == 200 and s.relobralo == "none"
     cg = cj.get_method("cgmpinn").settings(p)
     assert cg.input_map == ((0.2, 1.0), (0.0, -1.0)) and cg.init == "xavier" and k_upd("cgmpinn", p) == 100
-    assert cg.refit_before_lbfgs_step and cg.relobralo == "both"
+    assert cg.refit_before_second_step and cg.relobralo == "both"
     assert k_upd("gmmpinn", p) == 200 and k_upd("cgmpinn", cj.get_problem("heat")) == 200  # the ablation: 200 everywhere
-    assert cj.get_method("gmmpinn").settings(p).refit_before_lbfgs_step  # the ablation refits before the step too
+    assert cj.get_method("gmmpinn").settings(p).refit_before_second_step  # the ablation refits before the step too
     # ReLoBRaLo in the ablation (§11.3)
     assert cj.get_method("clpinn").settings(cj.get_problem("poisson1d")).relobralo == "none"
     assert cj.get_method("clpinn").settings(p).relobralo == "adam"

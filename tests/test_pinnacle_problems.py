@@ -211,7 +211,7 @@ def test_listed_by_cli(capsys):
         assert p.has_exact or "against reference pinnacle/" in line or "pseudo-spectral" in line
 
 
-TINY = cj.TrainConfig(adam={"steps": 20}, second={"steps": 0}, width=8, depth=1)
+TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0)), width=8, depth=1)
 
 
 @pytest.mark.parametrize("name", list(PINNACLE))

@@ -75,7 +75,7 @@ def test_second_stage_members_cut_the_loss(member):
 
 
 def test_dense_member_refuses_large_networks_before_compiling():
-    cfg = cj.TrainConfig(second_stage="ssbfgs", width=50, depth=4, dense={"max_params": 1000}, **TINY)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.SSBFGS(max_params=1000)), width=50, depth=4, **TINY)
     with pytest.raises(ValueError, match=r"dense\.max_params"):
         cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
 
@@ -85,7 +85,7 @@ def test_presets_and_stop_rules():
     assert acc.precision == "float64" and acc.second_stage == cj.PRESETS["accurate"]["second_stage"]
     assert acc.balancing.second_stage_apply == "refresh"  # the measured choice (precision.md, 5 seeds)
     assert cj.TrainConfig.preset("faithful") == cj.TrainConfig()
-    assert cj.TrainConfig.preset("accurate", adam={"steps": 10}).adam.steps == 10
+    assert cj.TrainConfig.preset("accurate").with_steps(10, None).adam.steps == 10
     with pytest.raises(ValueError, match="preset"):
         cj.TrainConfig.preset("fastest")
     # float32 keeps the tolerances every table run used; float64 stops only on a true stall
@@ -93,14 +93,14 @@ def test_presets_and_stop_rules():
     f64 = stop_rule(cj.TrainConfig(precision="float64"))
     assert f64.ftol < 1e-6 and f64.gtol < 1e-7
     assert stop_rule(cj.TrainConfig(precision="mixed")) == f64
-    assert stop_rule(cj.TrainConfig(precision="float64", second={"ftol": 0.1})).ftol == 0.1
+    assert stop_rule(cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(), cj.stages.LBFGS(ftol=0.1)))).ftol == 0.1
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_loss_tol_fires_where_the_rule_says():
     """With a huge ftol almost every iteration is a stall; the stage stops (LOSS_TOL) at the
     iteration a replay of the rule on the recorded unweighted losses gives."""
-    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 60, "ftol": 0.9, "patience": 7}, cgm={"k_upd": 10})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=60, ftol=0.9, patience=7)), cgm={"k_upd": 10})
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
     assert res.statuses["lbfgs"] == cj.StageStatus.LOSS_TOL
     raw = res.history.raw[res.history.k > 20].sum(1)

@@ -125,7 +125,7 @@ def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path,
     from test_checkpoint import assert_same_run
 
     monkeypatch.setattr(rc, "CACHE", tmp_path / "cache")
-    cfg = cj.TrainConfig(adam={"steps": 60}, second={"steps": 0}, cgm={"k_upd": 20}, width=8, depth=2)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, width=8, depth=2)
     plain, resumed = rc.train_resumable("st", "r0", "poisson1d", "pinn", cfg, key=0, quiet=True)
     assert resumed is False and not (tmp_path / "cache" / "st_checkpoints" / "r0").exists()
 
@@ -134,7 +134,7 @@ def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path,
     cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
     for c in sorted((folder / ck.SUBDIR).iterdir())[1:]:
         shutil.rmtree(c)
-    other = cj.train("poisson1d", "pinn", cfg.replace(adam={"steps": 20}), key=5, quiet=True).model
+    other = cj.train("poisson1d", "pinn", cfg.replace().with_steps(20, None), key=5, quiet=True).model
     res, resumed = rc.train_resumable("st", "r1", "poisson1d", "pinn", cfg, key=0, quiet=True, init=other)
     assert resumed is True and not folder.exists()
     assert_same_run(plain, res)

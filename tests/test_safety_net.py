@@ -273,8 +273,8 @@ def guarded_run():
     """PINN, 60 Adam steps at lr 0.05 with divergence_ratio 1.5 (Adam overshoots: measured
     DIVERGED at step 44), then dense BFGS with lbfgs_gtol 1.0 (measured: GRAD_TOL at its 4th
     iteration)."""
-    cfg = TrainConfig(adam={"steps": 60, "lr": 0.05}, second={"steps": 30, "gtol": GTOL}, cgm={"k_upd": 20},
-                      divergence_ratio=RATIO, second_stage="bfgs", **NET)
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=60, lr=0.05), cj.stages.BFGS(steps=30, gtol=GTOL)), cgm={"k_upd": 20},
+                      divergence_ratio=RATIO, **NET)
     return cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
 
 
@@ -324,8 +324,8 @@ def test_loss_tol_takes_its_last_step():
     patience 3: the stall rule replayed on the recorded unweighted losses fires at the last
     iteration, and that iteration's step is kept: the model returned is below every recorded
     loss (neither the start point, as for GRAD_TOL, nor a restored best)."""
-    cfg = TrainConfig(adam={"steps": 0}, second={"steps": 30, "ftol": 0.9, "patience": 3}, cgm={"k_upd": 20},
-                      second_stage="bfgs", **NET)
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.BFGS(steps=30, ftol=0.9, patience=3)), cgm={"k_upd": 20},
+                      **NET)
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
     assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     raw = res.history.raw.sum(1)

@@ -28,7 +28,7 @@ def _history_equal(a, b, rows=None):
 def three():
     """Adam, L-BFGS, then Gauss-Newton, by configuration only (PINN: no curriculum, so the
     first two stages do not depend on the third's budget)."""
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(30, 10, 8), **F64)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=10), cj.stages.GaussNewton(steps=8)), **F64)
     return cj.train("poisson1d", "pinn", cfg, key=0, quiet=True)
 
 
@@ -50,16 +50,16 @@ def test_a_third_stage_is_configuration(three):
 
 
 def test_the_first_two_stages_are_the_two_stage_run(three):
-    two = cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 30}, second={"steps": 10}, **F64), key=0, quiet=True)
+    two = cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=10)), **F64), key=0, quiet=True)
     _history_equal(three, two, rows=40)
 
 
 def test_stages_spell_the_second_stage_bit_for_bit():
     """``stages=("adam", "gauss_newton")`` is ``second_stage="gauss_newton"`` under another
     stage name: every history entry and the metrics equal."""
-    a = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(adam={"steps": 20}, second={"steps": 6}, second_stage="gauss_newton",
+    a = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.GaussNewton(steps=6)), 
                                                         **F64), key=1, quiet=True)
-    b = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=("adam", "gauss_newton"), stage_steps=(20, 6), **F64),
+    b = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.GaussNewton(steps=6)), **F64),
                  key=1, quiet=True)
     _history_equal(a, b)
     assert a.metrics == b.metrics and a.e_loss == b.e_loss
@@ -71,7 +71,7 @@ def test_three_stages_resume_bit_for_bit_from_every_boundary(tmp_path, monkeypat
     """A mixed-precision run of three stages, checkpointed at every chunk boundary and
     resumed at both hand-offs and inside the third stage."""
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "ssbfgs"), stage_steps=(20, 11, 11), precision="mixed", cgm={"k_upd": 10},
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=11), cj.stages.SSBFGS(steps=11)), precision="mixed", cgm={"k_upd": 10},
                          width=16, depth=2)
     plain = cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True)
     folder = tmp_path / "run"
@@ -101,25 +101,25 @@ def test_stages_are_checked():
     with pytest.raises(ValueError, match=r"stages\[1\] must be one of"):
         cj.TrainConfig(stages=("adam", "newton"))
     with pytest.raises(ValueError, match="'adam' can only be the first stage"):
-        cj.TrainConfig(stages=("lbfgs", "adam"))
+        cj.TrainConfig(stages=(cj.stages.LBFGS(), cj.stages.Adam()))
     with pytest.raises(ValueError, match="twice"):
-        cj.TrainConfig(stages=("adam", "lbfgs", "lbfgs"))
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.LBFGS()))
     with pytest.raises(ValueError, match="non-empty tuple"):
         cj.TrainConfig(stages=())
     with pytest.raises(ValueError, match="3 budgets"):
-        cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(1, 2))
+        cj.TrainConfig(stages=(cj.stages.Adam(steps=1), cj.stages.LBFGS(steps=2)))
     with pytest.raises(ValueError, match=r"stage_steps\[0\]"):
         cj.TrainConfig(stage_steps=(-1, 2))
     # a member's own options are accepted when some stage runs that member
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), gauss_newton={"max_trials": 5})
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.GaussNewton(max_trials=5)))
     assert cfg.members == ("optax", "gauss_newton")
     with pytest.raises(ValueError, match="Gauss-Newton option"):
-        cj.TrainConfig(stages=("adam", "lbfgs"), gauss_newton={"max_trials": 5})
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS()))
 
 
 def test_stages_round_trip_and_leave_old_records_alone():
     assert "stages" not in cj.TrainConfig().to_dict() and "stage_steps" not in cj.TrainConfig().to_dict()
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(10, None, 5))
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(), cj.stages.GaussNewton(steps=5)))
     back = cj.TrainConfig(**json.loads(json.dumps(cfg.to_dict())))
     assert back == cfg and isinstance(back.stages, tuple) and hash(back) == hash(cfg)
 
@@ -127,7 +127,7 @@ def test_stages_round_trip_and_leave_old_records_alone():
 def test_stop_rules_follow_each_stage_member():
     from cgmpinn_jax.config import stop_rule
 
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), precision="float64")
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.GaussNewton()), precision="float64")
     assert stop_rule(cfg, "gauss_newton").patience != stop_rule(cfg, "optax").patience
     assert stop_rule(cfg) == stop_rule(cfg, "optax")
     with warnings.catch_warnings():
@@ -144,7 +144,7 @@ def test_a_sweep_runs_the_same_stages():
     """``cj.sweep`` over seeds with three stages: each member has every stage's status and
     follows ``cj.train`` (vmapped float64 programs round differently in the last digits, and
     the Gauss-Newton solves amplify that: 1e-6)."""
-    cfg = cj.TrainConfig(stages=("adam", "lbfgs", "gauss_newton"), stage_steps=(20, 6, 5), precision="float64",
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=6), cj.stages.GaussNewton(steps=5)), precision="float64",
                          cgm={"k_upd": 5}, width=8, depth=1)
     sw = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], quiet=True, keep_histories=True)
     one = cj.train("poisson1d", "cgmpinn", cfg, key=1, quiet=True)

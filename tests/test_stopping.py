@@ -78,7 +78,7 @@ def test_adam_stage_is_optax_adam_and_has_no_tolerances():
         np.testing.assert_array_equal(x, y)
     assert int(step.evals) == 0 and solver.fresh
     # the learning rate of a sweep's hyperparameters wins
-    hyper = cj.config.Hyper.from_config(cj.TrainConfig(adam={"lr": 0.5}))
+    hyper = cj.config.Hyper.from_config(cj.TrainConfig(stages=(cj.stages.Adam(lr=0.5), cj.stages.LBFGS())))
     fast = solver.step(params, state, None, None, None, jnp.asarray(1.0), grad, hyper)
     assert not np.allclose(fast.params["b"], step.params["b"])
     # a tiny gradient and no progress never stop Adam: only the guards do

@@ -13,7 +13,7 @@ P = cj.get_problem("poisson1d", n_pde=64)
 
 def test_stage_lines_say_what_ran_and_why_it_stopped():
     # a stall rule that fires at once: LOSS_TOL after 3 of 2000 iterations
-    cfg = cj.TrainConfig(adam={"steps": 20}, second={"steps": 2000, "ftol": 0.99, "patience": 3}, cgm={"k_upd": 10},
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=2000, ftol=0.99, patience=3)), cgm={"k_upd": 10},
                          width=8, depth=2)
     res = cj.train(P, "pinn", cfg, key=0, quiet=True)
     assert res.statuses["lbfgs"] == StageStatus.LOSS_TOL
@@ -43,7 +43,7 @@ def test_every_status_has_words():
 
 
 def test_progress_shows_tau_only_for_weighting_methods(tmp_path):
-    cfg = cj.TrainConfig(adam={"steps": 10}, second={"steps": 0}, cgm={"k_upd": 5}, width=8, depth=2)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 5}, width=8, depth=2)
     lines = {}
     for m in ("pinn", "cgmpinn"):
         out = []
@@ -58,7 +58,7 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     from cgmpinn_jax.plots import plot_result
 
     res = cj.train(cj.get_problem("heat", n_pde=64, n_ic=16, n_bc=16), "pinn",
-                   cj.TrainConfig(adam={"steps": 10}, second={"steps": 2}, cgm={"k_upd": 5}, width=8, depth=2), key=0,
+                   cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=2)), cgm={"k_upd": 5}, width=8, depth=2), key=0,
                    quiet=True)
     names = sorted(p.name for p in plot_result(res, tmp_path))
     assert names == ["error.png", "loss.png", "solution.png"]
@@ -77,7 +77,7 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     finally:
         plt.Axes.legend = orig
     assert "unweighted PDE+IC+BC" in seen and "Adam -> L-BFGS" in seen
-    res1d = cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 5}, second={"steps": 0}, width=8, depth=2), key=0, quiet=True)
+    res1d = cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2), key=0, quiet=True)
     seen.clear()
     plt.Axes.legend = spy
     try:
@@ -89,7 +89,7 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
 
 def test_progress_lines_have_totals_and_time_left():
     out = []
-    cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 20}, second={"steps": 4}, cgm={"k_upd": 10}, width=8, depth=2),
+    cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 10}, width=8, depth=2),
              key=0, print_fn=out.append)
     steps = [s for s in out if " k=" in s]
     assert "[adam 10/20, " in steps[0] and steps[0].endswith(" left]")
@@ -99,8 +99,7 @@ def test_progress_lines_have_totals_and_time_left():
 def test_progress_lines_name_the_second_stage_by_its_solver():
     """The second stage's key is "lbfgs" whichever member runs it; its lines say which ran."""
     out = []
-    cj.train(P, "pinn", cj.TrainConfig(adam={"steps": 10}, second={"steps": 3}, cgm={"k_upd": 10}, width=8, depth=2,
-                                       second_stage="gauss_newton"), key=0, print_fn=out.append)
+    cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=3)), cgm={"k_upd": 10}, width=8, depth=2), key=0, print_fn=out.append)
     steps = [s for s in out if " k=" in s]
     assert any(" gauss_newton k=" in s and "[gauss_newton 3/3, " in s for s in steps), steps
     assert not any("lbfgs" in s for s in out), out

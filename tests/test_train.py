@@ -29,7 +29,7 @@ def _initial_rel_e2(problem, method, key):
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
-    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 21}, cgm={"k_upd": 10})
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=21)), cgm={"k_upd": 10})
     res = cj.train("heat", "cgmpinn", cfg, key=0, quiet=True)
     assert res.statuses["adam"] == StageStatus.COMPLETED and res.statuses["lbfgs"] == StageStatus.COMPLETED
     h = res.history
@@ -48,7 +48,7 @@ def test_recorded_refreshes_follow_schedule():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_determinism():
-    cfg = TrainConfig(adam={"steps": 30}, second={"steps": 10}, cgm={"k_upd": 10})
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=10)), cgm={"k_upd": 10})
     a = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     b = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
@@ -69,7 +69,7 @@ class _NaNPoisson(Poisson1D):
 def test_nonfinite_residual_stops_with_best_params():
     p = _NaNPoisson(n_pde=200)
     # the exact solution reaches |u| ~ 2, so training must cross |u| = 0.6
-    cfg = TrainConfig(adam={"steps": 600}, second={"steps": 50}, cgm={"k_upd": 50})
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=600), cj.stages.LBFGS(steps=50)), cgm={"k_upd": 50})
     res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert StageStatus.NONFINITE in (res.statuses["adam"], res.statuses["lbfgs"])
     leaves = jax.tree_util.tree_leaves(res.model)
@@ -81,7 +81,7 @@ def test_nonfinite_residual_stops_with_best_params():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_save_load_round_trip(tmp_path):
-    res = cj.train("damped_wave", "pinn", TrainConfig(adam={"steps": 10}, second={"steps": 3}), key=1, quiet=True)
+    res = cj.train("damped_wave", "pinn", TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=3))), key=1, quiet=True)
     cj.save_result(res, tmp_path / "run")
     model, info = cj.load_model(tmp_path / "run")
     pts = res.problem.test_grid().points
@@ -118,14 +118,14 @@ def test_cli_list_and_bad_names(capsys):
 
 def test_config_validation():
     with pytest.raises(ValueError, match=r"AdamOptions\.steps"):
-        TrainConfig(adam={"steps": -1})
+        TrainConfig(stages=(cj.stages.Adam(steps=-1), cj.stages.LBFGS()))
     with pytest.raises(ValueError, match=r"CGMOptions\.c_sat"):
         TrainConfig(cgm={"c_sat": 0.0})
     with pytest.raises(ValueError, match="second_stage"):
         TrainConfig(second_stage="scipy")
     with pytest.raises(ValueError, match=r"lbfgs\.linesearch.*jaxopt"):  # a jaxopt option with the optax member
-        TrainConfig(lbfgs={"linesearch": "backtracking"})
-    TrainConfig(second_stage="jaxopt", lbfgs={"linesearch": "backtracking"})  # fine there
+        TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(linesearch="backtracking")))
+    TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(backend='jaxopt', linesearch="backtracking")))  # fine there
     for group, name, where in (("cgm", "beta", "CGMOptions.beta"), ("cgm", "eps", "CGMOptions.eps"),
                                ("adam", "lr", "AdamOptions.lr"), ("cgm", "c_sat", "CGMOptions.c_sat"),
                                ("lbfgs", "lr", "LBFGSOptions.lr"), (None, "divergence_ratio", "TrainConfig.divergence_ratio"),
@@ -179,7 +179,7 @@ def test_tiny_run_cuts_error(name):
 def test_relobralo_lbfgs_apply(apply):
     """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
     iterations and move between chunks; 'iteration': they move within a chunk."""
-    cfg = TrainConfig(adam={"steps": 20}, second={"steps": 30, "gtol": 0.0}, cgm={"k_upd": 10},  # every chunk runs
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=30, gtol=0.0)), cgm={"k_upd": 10},  # every chunk runs
                       balancing={"stages": "both", "second_stage_apply": apply})
     res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
     k = np.asarray(res.history.k)
@@ -203,7 +203,7 @@ def test_relobralo_lbfgs_apply_validated():
 
 
 def _prefetch_pair(method, precision):
-    cfg = TrainConfig(adam={"steps": 30}, second={"steps": 20}, cgm={"k_upd": 10}, precision=precision)
+    cfg = TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 10}, precision=precision)
     lines = []
     a = cj.train("poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False)
     b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache(), prefetch_compile=True)

@@ -42,7 +42,7 @@ USER_NETS = textwrap.dedent('''
     def float32_net(key, in_dim, out_dim):
         return eqx.nn.MLP(in_dim, "scalar", 8, 1, key=key, dtype=jnp.float32)
 ''')
-TINY = cj.TrainConfig(adam={"steps": 300, "lr": 1e-2}, second={"steps": 0}, cgm={"k_upd": 50})
+TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=300, lr=1e-2), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 50})
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def user_nets(tmp_path, monkeypatch):
 
 
 def _before_training(problem, method, network, config=TINY):
-    return cj.train(problem, method, config.replace(adam={"steps": 0}), network=network, key=0, quiet=True)
+    return cj.train(problem, method, config.replace().with_steps(0, None), network=network, key=0, quiet=True)
 
 
 def test_a_users_factory_trains_and_is_saved_by_name(user_nets, tmp_path):
@@ -80,7 +80,7 @@ def test_a_users_factory_trains_and_is_saved_by_name(user_nets, tmp_path):
 
 
 def test_options_of_a_factory_and_a_changed_factory(user_nets, tmp_path):
-    cfg = TINY.replace(network={"name": "my_nets_mod:sine_net", "options": {"width": 7}}, adam={"steps": 5})
+    cfg = TINY.replace(network={"name": "my_nets_mod:sine_net", "options": {"width": 7}}).with_steps(5, None)
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True)
     assert res.model.inner.weight.shape == (7, 1)
     folder = cj.save_result(res, tmp_path / "run")
@@ -97,7 +97,7 @@ def test_options_of_a_factory_and_a_changed_factory(user_nets, tmp_path):
 
 def test_a_module_object_runs_and_reloads_only_when_given_again(user_nets, tmp_path):
     net = user_nets.sine_net(jax.random.key(3), 1, 1)
-    res = cj.train("poisson1d", "pinn", TINY.replace(adam={"steps": 5}), network=net, key=0, quiet=True)
+    res = cj.train("poisson1d", "pinn", TINY.replace().with_steps(5, None), network=net, key=0, quiet=True)
     assert res.config.network.name is None  # a module cannot be saved by name
     folder = cj.save_result(res, tmp_path / "run")
     with pytest.raises(ValueError, match="pass it again"):
@@ -107,9 +107,9 @@ def test_a_module_object_runs_and_reloads_only_when_given_again(user_nets, tmp_p
     np.testing.assert_allclose(loaded.predict(pts), np.asarray(res.predict(pts)), rtol=1e-6, atol=1e-7)
 
 
-METHOD_CASES = [("pinn", TINY.replace(adam={"steps": 3}, second={"steps": 2})),
-                ("cgmpinn", cj.TrainConfig.preset("accurate", adam={"steps": 3}, second={"steps": 2}, cgm={"k_upd": 2})),
-                pytest.param("gpinn", TINY.replace(adam={"steps": 3}, second={"steps": 2}), marks=pytest.mark.slow)]
+METHOD_CASES = [("pinn", TINY.replace().with_steps(3, 2)),
+                ("cgmpinn", cj.TrainConfig.preset("accurate", cgm={"k_upd": 2}).with_steps(3, 2)),
+                pytest.param("gpinn", TINY.replace().with_steps(3, 2), marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("method, cfg", METHOD_CASES, ids=["pinn-lbfgs", "cgmpinn-gauss_newton", "gpinn-lbfgs"])
@@ -122,17 +122,17 @@ def test_every_method_with_an_mlp_and_both_second_stage_families(user_nets, meth
 
 
 def test_a_system_gets_one_output_per_field(user_nets):
-    res = cj.train("cavity", "pinn", TINY.replace(adam={"steps": 2}), network=user_nets.sine_net, key=0, quiet=True)
+    res = cj.train("cavity", "pinn", TINY.replace().with_steps(2, None), network=user_nets.sine_net, key=0, quiet=True)
     assert res.model.outer.weight.shape[0] == 3  # u, v, p
 
 
 def test_a_vmapped_sweep_over_seeds(user_nets):
-    cfg = TINY.replace(network={"name": "my_nets_mod:sine_net"}, adam={"steps": 5})
+    cfg = TINY.replace(network={"name": "my_nets_mod:sine_net"}).with_steps(5, None)
     res = cj.sweep("poisson1d", "pinn", cfg, seeds=[0, 1], quiet=True)
     assert res.metrics["rel_e2"].shape == (2,)
     assert res.metrics["rel_e2"][0] != res.metrics["rel_e2"][1]  # each seed its own network
     # the same through sweep's own network argument
-    by_arg = cj.sweep("poisson1d", "pinn", TINY.replace(adam={"steps": 5}), seeds=[0, 1], quiet=True,
+    by_arg = cj.sweep("poisson1d", "pinn", TINY.replace().with_steps(5, None), seeds=[0, 1], quiet=True,
                       network=user_nets.sine_net)
     np.testing.assert_allclose(by_arg.metrics["rel_e2"], res.metrics["rel_e2"], rtol=1e-5)
 
@@ -140,7 +140,7 @@ def test_a_vmapped_sweep_over_seeds(user_nets):
 def test_checkpoint_and_resume(user_nets, tmp_path):
     from test_checkpoint import assert_same_run
 
-    cfg = TINY.replace(adam={"steps": 20}, second={"steps": 0}, cgm={"k_upd": 5})
+    cfg = TINY.replace(cgm={"k_upd": 5}).with_steps(20, 0)
     plain = cj.train("poisson1d", "cgmpinn", cfg, network=user_nets.sine_net, key=0, quiet=True)
     folder = tmp_path / "ckpt"
     cj.train("poisson1d", "cgmpinn", cfg, network=user_nets.sine_net, key=0, quiet=True, checkpoint_dir=folder,
@@ -173,7 +173,7 @@ def test_bad_networks_are_refused_before_compiling(network, match):
 
 
 def test_a_network_of_the_wrong_dtype_is_refused(user_nets):
-    cfg = cj.TrainConfig(precision="float64", adam={"steps": 2}, second={"steps": 0})
+    cfg = cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=0)))
     with pytest.raises(ValueError, match="has float32 parameters; the run is in float64"):
         cj.train("poisson1d", "pinn", cfg, network=user_nets.float32_net, key=0, quiet=True)
 
@@ -198,7 +198,7 @@ SLOW = pytest.mark.slow  # the same path as the others; their properties are tes
                                            pytest.param("laaf", {}, marks=SLOW), pytest.param("gaaf", {}, marks=SLOW),
                                            pytest.param("mlp_activation", {"activation": "sin"}, marks=SLOW)])
 def test_built_in_choices_train_save_and_reload(name, options, tmp_path):
-    cfg = TINY.replace(adam={"steps": 3}, width=8, depth=2, network={"name": name, "options": options})
+    cfg = TINY.replace(width=8, depth=2, network={"name": name, "options": options}).with_steps(3, None)
     res = cj.train("advection_diffusion", "pinn", cfg, key=0, quiet=True)
     assert type(res.model) is type(cj.nn.NETWORKS[name](jax.random.key(0), 2, 1, width=8, depth=2, **options))
     loaded = cj.load_model(cj.save_result(res, tmp_path / name))

@@ -9,7 +9,7 @@ SMALL = dict(width=10, depth=2)
 
 
 def _cfg(adam, second=0, **kw):
-    return cj.TrainConfig(adam={"steps": adam}, second={"steps": second}, **SMALL, **kw)
+    return cj.TrainConfig(stages=(cj.stages.Adam(steps=adam), cj.stages.LBFGS(steps=second)), **SMALL, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +30,9 @@ def test_second_stage_alone_from_an_adam_run_lowers_the_error():
     points: the error falls far below the Adam run's."""
     cfg = dict(precision="float64", width=12, depth=2)
     adam = cj.train(cj.get_problem("heat", n_pde=400, n_ic=100, n_bc=100), "pinn",
-                    cj.TrainConfig(adam={"steps": 300}, second={"steps": 0}, **cfg), key=0, quiet=True)
+                    cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=0)), **cfg), key=0, quiet=True)
     gn = cj.train(cj.get_problem("heat", n_pde=800, n_ic=100, n_bc=100), "pinn",
-                  cj.TrainConfig(adam={"steps": 0}, second={"steps": 30}, second_stage="gauss_newton", **cfg),
+                  cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.GaussNewton(steps=30)), **cfg),
                   key=0, quiet=True, init=adam)
     assert gn.adam_steps == 0 and gn.lbfgs_steps == 30
     assert gn.metrics.rel_e2 < adam.metrics.rel_e2 / 10
@@ -40,7 +40,7 @@ def test_second_stage_alone_from_an_adam_run_lowers_the_error():
 
 def test_bad_init_is_a_clear_error(adam_run, tmp_path):
     with pytest.raises(ValueError, match=r"init's network is not this run's.*\(12, 1\)"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(adam={"steps": 0}, second={"steps": 0}, width=12, depth=2),
+        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.LBFGS(steps=0)), width=12, depth=2),
                  key=0, quiet=True, init=adam_run)
     with pytest.raises(TypeError, match="init must be a TrainResult or its model"):
         cj.train("poisson1d", "pinn", _cfg(0), key=0, quiet=True, init={"w": 1})

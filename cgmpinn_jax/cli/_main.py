@@ -3,8 +3,8 @@
     cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--second-steps N]
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
                     [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed] [--x64]
-                    [--second-stage optax|jaxopt|bfgs|ssbfgs|ssbroyden|gauss_newton] [--relobralo on|off|adam]
-                    [--relobralo-second iteration|refresh] [--stages NAMES] [--stage-steps N,N,...]
+                    [--second lbfgs|gauss-newton|bfgs|ssbfgs|ssbroyden] [--lbfgs-backend optax|jaxopt]
+                    [--relobralo on|off|adam] [--relobralo-second iteration|refresh] [--stages NAMES]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
                     [--background-compile on|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
@@ -49,7 +49,7 @@ from pathlib import Path
 
 
 from . import _parser
-from ._parser import EXIT_INTERRUPTED, RELOBRALO_MODES, config_kwargs
+from ._parser import EXIT_INTERRUPTED, RELOBRALO_MODES, build_config
 from ._progress import _Bars
 
 PAPER_METHOD_NAMES = {
@@ -69,17 +69,19 @@ def paper_tables() -> dict:
     return json.loads(resources.files("cgmpinn_jax").joinpath("data/paper_tables.json").read_text())
 
 
-def paper_row(problem: str, method: str, adam_steps: int, lbfgs_steps: int) -> dict | None:
-    """The paper's numbers for this run, if it reports them (method, optimizer or ablation tables)."""
+def paper_row(problem: str, method: str, adam_steps: int, second_steps: int, second: str = "lbfgs") -> dict | None:
+    """The paper's numbers for a run of Adam then ``second`` (the paper's Adam + L-BFGS, or its
+    optimizer study's Adam only or L-BFGS only), if it reports them (method, optimizer or
+    ablation tables)."""
     tables = paper_tables()
     label = PAPER_METHOD_NAMES.get(method, method)
-    if adam_steps and lbfgs_steps:
+    if adam_steps and second_steps:
         row = tables.get("methods", {}).get(problem, {}).get(label)
         if row is None:
             row = tables.get("ablation", {}).get(problem, {}).get(label)
         return row
-    if method == "cgmpinn":
-        opt = "Adam" if lbfgs_steps == 0 else "L-BFGS"
+    if method == "cgmpinn" and (second_steps == 0 or second == "lbfgs"):
+        opt = "Adam" if second_steps == 0 else "L-BFGS"
         return tables.get("optimizers", {}).get(problem, {}).get(opt)
     return None
 
@@ -144,7 +146,7 @@ def _cmd_list(_args) -> int:
     print("problems (or your own Problem subclass: cgmpinn-jax run package.module:ClassName):")
     for name, cls in PROBLEMS.items():
         d = cls.defaults
-        print(f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.lbfgs_steps}, width {d.width}")
+        print(f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.second_steps}, width {d.width}")
     print("worked examples (no closed form: errors against reference data; docs/problems-from-data.md):")
     for name, cls in WORKED.items():
         p = cls()
@@ -282,10 +284,10 @@ def _default_out(args, problem, method, tag: str = "") -> Path:
 
 
 def _stages_text(config) -> str:
-    """``"second stage optax"``, or a configured run's stages: ``"stages adam, lbfgs (optax), gauss_newton"``."""
-    if config.stages is None:
-        return f"second stage {config.second_stage}"
-    return "stages " + ", ".join(f"lbfgs ({config.second_stage})" if s == "lbfgs" else s for s in config.stages)
+    """The run's stages by name: ``"stages Adam, Gauss-Newton"`` (``"L-BFGS (jaxopt)"`` for the
+    jaxopt backend)."""
+    return "stages " + ", ".join(st.label + (" (jaxopt)" if getattr(st, "backend", "optax") == "jaxopt" else "")
+                                 for st in config.stages)
 
 
 def _finish(out: Path, result, command: str) -> int:
@@ -302,14 +304,13 @@ def _finish(out: Path, result, command: str) -> int:
 def _cmd_run(args) -> int:
     import jax
 
-    from ..config import TrainConfig
     from ..methods import get_method
     from ..problems import get_problem, validate_problem
 
     def build():
         problem = validate_problem(get_problem(args.problem))
         method = get_method(args.method)
-        return (problem, method, TrainConfig.preset(args.preset, **config_kwargs(args)), args.seed,
+        return (problem, method, build_config(args), args.seed,
                 _default_out(args, problem, method))
 
     ready = _prepared(args, "run", build)
@@ -323,8 +324,10 @@ def _cmd_run(args) -> int:
     result = _train_and_save(args, problem, method, config, out, key, "run")
     if isinstance(result, int):
         return result
-    two_stages = config.stage_names == ("adam", "lbfgs")  # the paper's numbers are for Adam + L-BFGS
-    paper = paper_row(problem.name, method.name, result.adam_steps, result.lbfgs_steps) if two_stages else None
+    names = config.stage_names  # the paper's numbers are for Adam + one later stage
+    budgets = result.budgets
+    paper = (paper_row(problem.name, method.name, budgets["adam"], budgets[names[1]], names[1])
+             if len(names) == 2 and names[0] == "adam" else None)
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
     print(_table(result, paper))
@@ -335,7 +338,6 @@ def _cmd_infer(args) -> int:
     import jax
 
     from .. import io
-    from ..config import TrainConfig
     from ..inverse._inverse import as_list, inverse_problem
     from ..methods import get_method
     from ..problems import get_problem
@@ -345,7 +347,7 @@ def _cmd_infer(args) -> int:
                                   noise=args.noise, key=args.seed if args.obs_seed is None else args.obs_seed,
                                   obs_weight=args.obs_weight)
         method = get_method(args.method)
-        return (problem, method, TrainConfig.preset(args.preset, **config_kwargs(args)), args.seed,
+        return (problem, method, build_config(args), args.seed,
                 _default_out(args, problem, method, "-infer"))
 
     ready = _prepared(args, "infer", build)

@@ -4,10 +4,9 @@ and its default (the commands themselves are in `cgmpinn_jax.cli._main`)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
-__all__ = ["build_parser", "config_kwargs", "RELOBRALO_MODES", "EXIT_INTERRUPTED", "DEPRECATED_FLAGS"]
+__all__ = ["build_parser", "build_config", "RELOBRALO_MODES", "EXIT_INTERRUPTED", "STAGE_FLAGS"]
 
 RELOBRALO_MODES = {
     "on": ("both", "ReLoBRaLo rebalances the loss terms in both stages (Adam and the second stage)"),
@@ -15,10 +14,9 @@ RELOBRALO_MODES = {
     "off": ("none", "no balancing: every loss term has weight 1"),
 }
 
-#: the old spelling of a flag -> (its dest, the new flag's dest and spelling); they work for one
-#: release with a deprecation message on stderr
-DEPRECATED_FLAGS = {"--lbfgs-steps": ("lbfgs_steps", "second_steps", "--second-steps"),
-                    "--relobralo-lbfgs": ("relobralo_lbfgs", "relobralo_second", "--relobralo-second")}
+#: a stage's name on the command line -> its name in cgmpinn_jax.stages (and in results)
+STAGE_FLAGS = {"adam": "adam", "lbfgs": "lbfgs", "gauss-newton": "gauss_newton", "bfgs": "bfgs", "ssbfgs": "ssbfgs",
+               "ssbroyden": "ssbroyden"}
 
 #: exit status after Ctrl-C with a checkpoint written (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
@@ -47,9 +45,17 @@ def _problem_defaults_text(attr: str) -> str:
 
 
 def _preset_text(settings: dict) -> str:
-    """``"precision=float64, second.steps=1500"``: a preset's settings, a group's as dotted names."""
-    return ", ".join(f"{k}.{o}={v}" if isinstance(g, dict) else f"{k}={g}"
+    """``"precision=float64, stages=adam,gauss-newton(1500)"``: a preset's settings, a group's as
+    dotted names."""
+    def stages(v):
+        return ",".join(_flag(st.name) + ("" if st.steps is None else f"({st.steps})") for st in v)
+    return ", ".join(f"{k}.{o}={v}" if isinstance(g, dict) else f"{k}={stages(g) if k == 'stages' else g}"
                      for k, g in settings.items() for o, v in (g.items() if isinstance(g, dict) else [(None, g)]))
+
+
+def _flag(name: str) -> str:
+    """A stage's name as the command line spells it (``gauss_newton`` -> ``gauss-newton``)."""
+    return name.replace("_", "-")
 
 
 def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
@@ -66,19 +72,16 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
                    help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
                         "configuration is left as it is (default: the preset's, float32)")
     r.add_argument("--x64", action="store_true", help="alias of --precision float64")
-    r.add_argument("--second-stage", choices=("optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"),
-                   default=None,
-                   help="the optimizer after Adam: L-BFGS (optax or jaxopt), dense BFGS / self-scaled BFGS / self-scaled "
-                        "Broyden for networks up to 20k parameters, or gauss_newton (Levenberg-Marquardt on the "
-                        "residuals) (default: the preset's: faithful optax, accurate gauss_newton)")
+    later = tuple(f for f in STAGE_FLAGS if f != "adam")
+    r.add_argument("--second", choices=later, default=None,
+                   help="the stage after Adam: lbfgs (L-BFGS), gauss-newton (Levenberg-Marquardt on the residuals), or "
+                        "dense BFGS / self-scaled BFGS / self-scaled Broyden for networks up to 20k parameters "
+                        "(default: the preset's: faithful lbfgs, accurate gauss-newton)")
     r.add_argument("--stages", default=None, metavar="NAMES",
-                   help="the run's stages, comma-separated, e.g. adam,lbfgs,gauss_newton (adam first if at all; a later "
-                        "stage is lbfgs = the --second-stage member, or a member's name) (default: adam,lbfgs)")
-    r.add_argument("--stage-steps", default=None, metavar="N,N,...",
-                   help="each stage's budget, comma-separated, in the order of --stages; an empty entry or - keeps "
-                        "the default (default: --adam-steps for adam, --second-steps for each later stage)")
+                   help=f"the run's stages, comma-separated, e.g. adam,lbfgs,gauss-newton (adam first if at all; each at "
+                        f"most once; names: {', '.join(STAGE_FLAGS)}) (default: adam, then --second)")
     r.add_argument("--lbfgs-backend", choices=("optax", "jaxopt"), default=None,
-                   help="older spelling of --second-stage optax|jaxopt")
+                   help="the L-BFGS stage's implementation (default: optax)")
     r.add_argument("--relobralo", choices=tuple(RELOBRALO_MODES), default=None,
                    help="loss balancing: " + "; ".join(f"{m} = {t}" for m, (_, t) in RELOBRALO_MODES.items())
                         + " (default: the method's; see `cgmpinn-jax list`)")
@@ -87,8 +90,6 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
                         "every iteration (as released) or at each weight refresh (about half the L-BFGS evaluations per "
                         "iteration; in float32 measured less accurate, benchmarks/results/headline.md; in float64 more, "
                         "benchmarks/results/precision.md) (default: the preset's: faithful iteration, accurate refresh)")
-    r.add_argument("--relobralo-lbfgs", choices=("iteration", "refresh"), default=None,
-                   help="deprecated spelling of --relobralo-second (default: none)")
 
 
 def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
@@ -118,11 +119,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     r.add_argument("--adam-steps", type=int, default=None, metavar="N",
                    help=f"Adam steps (default: the problem's: {_problem_defaults_text('adam_steps')})")
     r.add_argument("--second-steps", type=int, default=None, metavar="N",
-                   help="iterations of the stage after Adam, whichever member (L-BFGS, or Gauss-Newton with --preset "
-                        "accurate) (default: the preset's: accurate 1500; else the problem's: "
-                        f"{_problem_defaults_text('lbfgs_steps')})")
-    r.add_argument("--lbfgs-steps", type=int, default=None, metavar="N",
-                   help="deprecated spelling of --second-steps (default: none)")
+                   help="iterations of each stage after Adam (L-BFGS, or Gauss-Newton with --preset accurate) "
+                        "(default: the preset's: accurate 1500; else the problem's: "
+                        f"{_problem_defaults_text('second_steps')})")
     r.add_argument("--k-upd", type=int, default=None, metavar="N",
                    help="steps between refreshes of the per-point weights (default: the method's on this problem: "
                         f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)")
@@ -216,44 +215,52 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
     return i
 
 
-def _undeprecated(args: argparse.Namespace) -> None:
-    """Move a deprecated flag's value to its new flag (a message on stderr; both given: an error)."""
-    for old, (dest, new_dest, new) in DEPRECATED_FLAGS.items():
-        value = getattr(args, dest, None)
-        if value is None:
-            continue
-        if getattr(args, new_dest) is not None:
-            raise ValueError(f"{old} is the deprecated spelling of {new}; give only {new}")
-        print(f"cgmpinn-jax: warning: {old} is deprecated and goes in the next release; use {new}", file=sys.stderr)
-        setattr(args, new_dest, value)
-        setattr(args, dest, None)
+def build_config(args: argparse.Namespace):
+    """The [`TrainConfig`][cgmpinn_jax.TrainConfig] of the ``run`` options: the preset's, with the
+    options given on top (options left at their default keep the preset's)."""
+    from ..config import TrainConfig
+    from ..stages import STAGES, Adam
 
-
-def config_kwargs(args: argparse.Namespace) -> dict:
-    """The [`TrainConfig`][cgmpinn_jax.TrainConfig] keyword arguments the ``run`` options set,
-    a group's as a dict of the options given (options left at their default are left out, so
-    the preset's or the config's own defaults apply)."""
-    _undeprecated(args)
-    groups = {
-        "adam": {"steps": args.adam_steps},
-        "second": {"steps": args.second_steps},
-        "cgm": {"k_upd": args.k_upd},
-        "lbfgs": {"lr": args.lbfgs_lr},
-        "balancing": {"stages": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
-                      "second_stage_apply": args.relobralo_second},
-    }
+    base = TrainConfig.preset(args.preset)
+    names = None
+    if args.stages is not None:
+        names = []
+        for x in (x.strip() for x in args.stages.split(",")):
+            if x not in STAGE_FLAGS:
+                raise ValueError(f"--stages: {x!r} is not a stage; the stages: {', '.join(STAGE_FLAGS)}")
+            names.append(STAGE_FLAGS[x])
+        if args.second is not None:
+            raise ValueError("give --stages or --second, not both")
+    elif args.second is not None:
+        names = ["adam", STAGE_FLAGS[args.second]]
+    stages = list(base.stages)
+    if names is not None:
+        own = {st.name: st for st in base.stages}
+        stages = [own.get(n) or STAGES[n]() for n in names]
+    changes = {"adam": {"steps": args.adam_steps}, "later": {"steps": args.second_steps},
+               "lbfgs": {"lr": args.lbfgs_lr, "backend": args.lbfgs_backend}}
+    if any(v is not None for v in changes["lbfgs"].values()) and "lbfgs" not in [st.name for st in stages]:
+        raise ValueError("--lbfgs-lr / --lbfgs-backend set an L-BFGS stage's options, and the run has none "
+                         "(use --second lbfgs)")
+    for i, st in enumerate(stages):
+        for group in ("adam" if st.name == "adam" else "later",) + (("lbfgs",) if st.name == "lbfgs" else ()):
+            given = {k: v for k, v in changes[group].items() if v is not None}
+            if given:
+                stages[i] = st = st.replace(**given)
+    if not any(isinstance(st, Adam) for st in stages) and args.adam_steps is not None:
+        raise ValueError("--adam-steps: the run has no Adam stage")
     kw = {
+        "stages": tuple(stages),
         "width": args.width,
         "depth": args.depth,
-        "second_stage": args.second_stage or args.lbfgs_backend,
         "precision": args.precision or ("float64" if args.x64 else None),
-        "stages": _names(args.stages),
-        "stage_steps": _budgets(args.stage_steps),
         "time_limit": getattr(args, "time_limit", None),
         "network": _network(getattr(args, "network", None), getattr(args, "network_option", None)),
-        **{name: {k: v for k, v in g.items() if v is not None} or None for name, g in groups.items()},
+        "cgm": {k: v for k, v in {"k_upd": args.k_upd}.items() if v is not None} or None,
+        "balancing": {k: v for k, v in {"stages": RELOBRALO_MODES[args.relobralo][0] if args.relobralo else None,
+                                        "second_stage_apply": args.relobralo_second}.items() if v is not None} or None,
     }
-    return {k: v for k, v in kw.items() if v is not None}
+    return base.replace(**{k: v for k, v in kw.items() if v is not None})
 
 
 def _network(name, options):
@@ -274,21 +281,3 @@ def _network(name, options):
         except (ValueError, SyntaxError):
             opts[key.strip()] = value.strip()  # a plain word: a string
     return {"name": name, "options": opts}
-
-
-def _names(text):
-    return None if text is None else tuple(x.strip() for x in text.split(","))
-
-
-def _budgets(text):
-    if text is None:
-        return None
-    out = []
-    for x in (x.strip() for x in text.split(",")):
-        if x in ("", "-"):
-            out.append(None)
-        elif x.isdigit():
-            out.append(int(x))
-        else:
-            raise ValueError(f"--stage-steps: {x!r} is not a non-negative int (or empty / - for the default)")
-    return tuple(out)

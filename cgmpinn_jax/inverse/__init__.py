@@ -45,7 +45,7 @@ Examples:
     >>> prob = inverse.inverse_problem("heat", n_obs=50, noise=0.01, key=0)
     >>> prob.loss_terms, [u.name for u in prob.unknowns]
     (('pde', 'ic', 'bc', 'obs'), ['kappa'])
-    >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=10), second=cj.SecondStageOptions(steps=0))
+    >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)))
     >>> res = cj.train(prob, "pinn", cfg, quiet=True)
     >>> sorted(res.unknowns.as_dict()["kappa"])
     ['estimate', 'init', 'rel_error', 'true']

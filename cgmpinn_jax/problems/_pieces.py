@@ -434,19 +434,18 @@ class ProblemDefaults:
     Attributes:
         width: hidden width of the network (``TrainConfig.width``).
         depth: number of hidden layers (``TrainConfig.depth``).
-        adam_steps: Adam's budget, in steps (``TrainConfig.adam.steps``).
-        lbfgs_steps: the second stage's budget, in iterations (``TrainConfig.second.steps``).
+        adam_steps: the Adam stage's budget, in steps (an [`Adam`][cgmpinn_jax.stages.Adam]
+            stage's ``steps`` left at ``None``).
+        second_steps: the budget of every stage after Adam, in iterations (such a stage's
+            ``steps`` left at ``None``).
         k_upd: steps between the curriculum weights' refreshes (``TrainConfig.cgm.k_upd``), unless
             the method sets its own.
-        lbfgs_only_lr: the initial step of the L-BFGS-only variant of the paper's optimizer
-            table (read by the benchmark scripts, ``lbfgs={"lr": ...}``).
     """
 
     width: int = 50
     depth: int = 4
     adam_steps: int = 5000
-    lbfgs_steps: int = 10000
+    second_steps: int = 10000
     k_upd: int = 200
-    lbfgs_only_lr: float = 1.0  # the L-BFGS-only variant's initial step (optimizer table)
     # Method-specific settings (CGMPINN's Fisher-KPP input map, init and k_upd; the
     # ablation's ReLoBRaLo stages) belong to the method: cgmpinn_jax.methods.MethodSettings.

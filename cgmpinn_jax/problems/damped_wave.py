@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from ..derivatives import partial
-from .base import DerivativeMatch, Dirichlet, Problem, ProblemDefaults, grid, uniform
+from .base import DerivativeMatch, Dirichlet, Problem, grid, uniform
 from .heat import edge_pair, initial_line
 
 
@@ -57,7 +57,6 @@ class DampedWave(Problem):
     upper = (1.0, 1.0)
     terms = ("ic", "bc")
     homogeneous = True
-    defaults = ProblemDefaults(lbfgs_only_lr=0.1)
 
     @property
     def c2(self) -> float:

@@ -76,7 +76,7 @@ class FisherKPP(Problem):
     defaults = ProblemDefaults(
         width=80,
         adam_steps=8000,
-        lbfgs_steps=12000,
+        second_steps=12000,
     )  # CGMPINN's input map (x/5, t-1), Xavier init, k_upd 100: cgmpinn_jax.methods.cgm_settings
 
     @property

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import CONFIG_DEFAULTS, stored_config, without_time_limits
+from ..config import stored_config, without_time_limits
 from ._records import ChunkHistory
 
 __all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
@@ -97,7 +97,7 @@ def identity(problem, method, config, key: jax.Array | None, kind: str = "train"
 
     system = len(getattr(problem, "equations", ("pde",))) > 1  # else cgm.system_weighting does nothing: left out
     out = {"kind": kind, "version": __version__, "problem": _problem_record(problem), "method": method.name,
-           "config": config.to_dict(), **({"config_defaults": CONFIG_DEFAULTS} if system else {})}
+           "config": config.to_dict()}
     if not system:
         out["config"]["cgm"].pop("system_weighting", None)
     if key is not None:
@@ -309,11 +309,9 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         except CheckpointError as e:
             warnings.warn(f"skipping a bad checkpoint, using the one before it: {e}", stacklevel=3)
             continue
-        saved = meta["identity"]  # 0.2's flat config, or a system's under defaults 1: compared in today's form
-        old = "config_defaults" in ident and "config_defaults" not in saved
-        saved = {**saved, **({"config_defaults": ident["config_defaults"]} if old else {})}
+        saved = meta["identity"]
         if "config" in saved:
-            saved = {**saved, "config": without_time_limits(stored_config(saved["config"], 1 if old else CONFIG_DEFAULTS))}
+            saved = {**saved, "config": without_time_limits(stored_config(saved["config"]))}
         diff = _differences(saved, {**ident, "config": without_time_limits(ident["config"])} if "config" in ident else ident)
         if diff:
             raise CheckpointError(f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff))

@@ -162,7 +162,7 @@ def train(
             [`TrainResult`][cgmpinn_jax.TrainResult] or its
             ``model``, of the same architecture (problem, method, width, depth). Everything
             else starts afresh (Adam's moments, the weights, the balancing), with the points
-            the key draws. With ``adam={"steps": 0}`` it runs only the second stage, e.g. on
+            the key draws. With ``stages=(LBFGS(),)`` (or an Adam stage of 0 steps) it runs only L-BFGS, e.g. on
             more points than the Adam stage saw (docs/problems-from-data.md). Not with ``resume``.
         network: the network, when not the method's own (it replaces the MLP of the methods
             that have one): a built-in choice's name (a key of
@@ -194,7 +194,7 @@ def train(
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0))
+        >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0)))
         >>> res = cj.train("poisson1d", "pinn", cfg, quiet=True)
         >>> res.metrics.rel_e2 > 0
         True
@@ -334,8 +334,7 @@ def _result(problem, method, config, setup, static, eng, out: RunOutput, tracker
         log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
         history=member_history(out.history, 0, None if tracker is None else tracker.arrays()),
         statuses={name: StageStatus(int(out.statuses[name][0])) for name in setup.stage_names},
-        compile_seconds=out.compile_seconds, run_seconds=out.run_seconds, adam_steps=setup.adam_steps,
-        lbfgs_steps=setup.lbfgs_steps, k_upd=setup.k_upd, plan=setup.stages,
+        compile_seconds=out.compile_seconds, run_seconds=out.run_seconds, k_upd=setup.k_upd, plan=setup.stages,
         relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
         unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
         stage_seconds=out.stage_seconds,

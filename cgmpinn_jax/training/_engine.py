@@ -3,7 +3,7 @@
 A chunk refreshes the per-point PDE weights at tau(``tau_k``), then runs up to ``n_steps``
 steps of one stage in a ``lax.while_loop`` and returns the new state, the weights and a
 `ChunkHistory`. Every stage runs the same loop
-(`Engine.stage_steps`) over its solver ([`Stage`][cgmpinn_jax.solvers.Stage]: Adam or a
+(`Engine.stage_steps`) over its solver ([`Stage`][cgmpinn_jax.stages.Stage]: Adam or a
 second-stage member); the solver's ``terminate`` applies its stop rule and guards. The host
 loop (`cgmpinn_jax.training._loop`) runs one chunk per refresh, as separately compiled
 pieces (the refresh, a later stage's re-basing, the stage's loop) called one after the other.
@@ -26,7 +26,7 @@ Deliberate deviations from the reference, all listed in docs/reference-code.md Â
   accurate (``benchmarks/results/headline.md``). In float64 it is the better one, more
   accurate at fewer evaluations per iteration (``benchmarks/results/precision.md``), so the
   "accurate" preset uses it.
-* Guards (each stage's solver applies them, `cgmpinn_jax.solvers._stopping`): a
+* Guards (each stage's solver applies them, `cgmpinn_jax.stages._stopping`): a
   non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best unweighted
   loss seen in the stage, stops the stage and restores the best parameters of
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
@@ -47,11 +47,11 @@ import jax.numpy as jnp
 from ..weighting import _balancing as balancing_lib
 from .. import weighting as weighting_lib
 from ..config import Hyper
+from ..stages import Adam
 from ._objective import LeastSquares, Objective, make_residual_fn, make_term_fn
 from ._records import ChunkHistory, StageStatus
 from ._schedule import Setup
-from ..solvers._second_stage import make_stage
-from ..solvers._stopping import Guards, accepts
+from ..stages._stopping import Guards, accepts
 
 __all__ = ["State", "Engine", "restore_best"]
 
@@ -100,22 +100,23 @@ def restore_best(state: State) -> State:
 
 
 def _runs_gauss_newton(setup: Setup) -> bool:
-    """Whether a stage with steps is the Gauss-Newton member."""
-    return any(setup.member(name) == "gauss_newton" and n > 0 for name, n in setup.stages)
+    """Whether a stage with steps is Gauss-Newton."""
+    return any(name == "gauss_newton" and n > 0 for name, n in setup.stages)
 
 
 def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members: int = 1) -> None:
-    """Refuse a Gauss-Newton stage whose iteration would hold more than
-    ``cfg.gauss_newton.memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
-    from ..solvers._gauss_newton import lm_solve_form, memory_bytes
+    """Refuse a Gauss-Newton stage whose iteration would hold more than its
+    ``memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
+    from ..stages._gauss_newton import lm_solve_form, memory_bytes
 
     if not _runs_gauss_newton(setup):
         return
+    gn = setup.spec("gauss_newton")
     batch = jax.eval_shape(setup.problem.sample, jax.random.key(0))
     rows = lsq.n_rows(batch)
     item = 4 if cfg.precision == "float32" else 8
-    limit = cfg.gauss_newton.memory_limit_gb * 2**30
-    form = lm_solve_form(rows, n_params, cfg.gauss_newton.form, limit, item)  # as each member resolves it
+    limit = gn.memory_limit_gb * 2**30
+    form = lm_solve_form(rows, n_params, gn.form, limit, item)  # as the solver resolves it
     need = members * memory_bytes(rows, n_params, item, form)
     if need > limit:
         s = rows if form in ("kernel", "pcg") else n_params
@@ -124,20 +125,19 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
             f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
             f"({form} form: {held}"
             f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
-            f"TrainConfig.gauss_newton.memory_limit_gb={cfg.gauss_newton.memory_limit_gb}. Use fewer collocation "
-            "points or a smaller network, raise gauss_newton.memory_limit_gb if the machine has the memory, or use "
-            "second_stage='optax'")
+            f"GaussNewton(memory_limit_gb={gn.memory_limit_gb}). Use fewer collocation points or a smaller network, "
+            "raise GaussNewton(memory_limit_gb=...) if the machine has the memory, or use an LBFGS() stage")
 
 
 def gn_shape(setup: Setup, lsq: LeastSquares, batch, params, batched: bool = False) -> tuple[int, int, str]:
     """``(residual rows, parameters, form)`` of a Gauss-Newton stage on ``batch`` (``batched``:
     a sweep's, with a leading member axis)."""
-    from ..solvers._gauss_newton import lm_solve_form
+    from ..stages._gauss_newton import lm_solve_form
 
     if batched:
         batch, params = jax.tree_util.tree_map(lambda x: x[0], (batch, params))
     rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
-    gn = setup.config.gauss_newton
+    gn = setup.spec("gauss_newton")
     item = jax.tree_util.tree_leaves(params)[0].dtype.itemsize
     return rows, n_params, lm_solve_form(rows, n_params, gn.form, gn.memory_limit_gb * 2**30, item)
 
@@ -147,7 +147,7 @@ def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str |
     if lsq is None or not _runs_gauss_newton(setup):
         return None
     rows, n_params, form = gn_shape(setup, lsq, batch, params)
-    how = "chosen" if setup.config.gauss_newton.form == "auto" else "set"
+    how = "chosen" if setup.spec("gauss_newton").form == "auto" else "set"
     return (f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
             f"{form} form ({how})")
 
@@ -168,38 +168,26 @@ class Engine:
         self.weighting_init = init if not self.weight_columns else (
             lambda n: jax.vmap(lambda _: init(n))(jnp.arange(self.weight_columns)))
         self.lsq = None  # the objective's least-squares view (a Gauss-Newton stage only)
-        if "gauss_newton" in cfg.members:
+        if "gauss_newton" in setup.stage_names:
             self.lsq = LeastSquares(setup.problem, setup.method, static)
             check_gn_memory(cfg, setup, self.lsq, n_params)
-        self.solvers = {name: make_stage(name, cfg, self.objective, n_steps=n, n_params=n_params, lsq=self.lsq)
-                        for name, n in setup.stages}
+        self.solvers = {st.name: st.solver(self.objective, n_steps=n, n_params=n_params, dtype=cfg.second_stage_dtype,
+                                           divergence_ratio=cfg.divergence_ratio, lsq=self.lsq)
+                        for st, n in setup.plan}
         later = [name for name in setup.stage_names if name != "adam"]
         self.second_name = later[0] if later else None  # the first stage after Adam
-        self.adam_init = make_stage("adam", cfg, self.objective, n_steps=0, n_params=n_params).init
+        adam = setup.spec("adam") if "adam" in setup.stage_names else Adam()
+        self.adam_init = adam.solver(self.objective, n_steps=0, n_params=n_params, dtype=cfg.second_stage_dtype,
+                                     divergence_ratio=cfg.divergence_ratio).init
 
     def initial_w(self, lead: tuple, n: int, dtype) -> jax.Array:
         """Uniform PDE weights before the first refresh: ``lead + (N,)``, or ``lead + (N, E)``
         with one weight per point and equation (``system_weighting="per_equation"``)."""
         return jnp.ones(lead + (n,) + ((self.weight_columns,) if self.weight_columns else ()), dtype)
 
-    @property
-    def second(self):
-        """The first stage after Adam's solver (the second stage)."""
-        return self.solvers[self.second_name]
-
     def init_stage(self, stage: str):
         """``(params, w, lam, batch) -> optimizer state`` of ``stage``'s solver."""
         return self.solvers[stage].init
-
-    def init_second(self, params, w, lam, batch):
-        return self.second.init(params, w, lam, batch)
-
-    # --- refresh -------------------------------------------------------------------------
-    def refresh(self, state: State, batch, hyper: Hyper, tau_k):
-        """New weights at tau(tau_k): ``(state with the weighting's state, w, tau)`` (tau in
-        w's dtype); the refresh of `begin_chunk` on a whole state."""
-        state, w, h0 = self._begin(state, batch, hyper, tau_k)
-        return state, w, h0.tau
 
     def _chunk_history(self, w, tau, wstate) -> ChunkHistory:
         h = _history(self.setup.k_upd, self.setup.n_terms, w.dtype)
@@ -215,8 +203,7 @@ class Engine:
     # The host (`cgmpinn_jax.training._loop`) compiles and calls the pieces separately
     # (``begin_chunk``, ``rebase`` for a stage that stores its point, ``stage_steps``): the
     # refresh is then compiled once for every stage instead of inside each stage's program (a
-    # shorter compilation, the same results bit for bit). ``adam_chunk`` / ``second_chunk``
-    # are the same pieces composed into one program.
+    # shorter compilation, the same results bit for bit).
     def begin_chunk(self, params, wstate, batch, hyper: Hyper, tau_k):
         """The chunk's refresh: ``(weighting state, w, empty ChunkHistory)``. It takes the
         parameters and the weighting's state only, so that every stage shares one program."""
@@ -228,23 +215,6 @@ class Engine:
         w, wstate = update(r, tau, wstate)
         return wstate, w, self._chunk_history(w, tau, wstate)
 
-    def _begin(self, state: State, batch, hyper: Hyper, tau_k):
-        wstate, w, h0 = self.begin_chunk(state.params, state.wstate, batch, hyper, tau_k)
-        return eqx.tree_at(lambda s: s.wstate, state, wstate), w, h0
-
-    def adam_chunk(self, state: State, batch, hyper: Hyper, tau_k, n_steps):
-        """Refresh, then up to ``n_steps`` Adam steps: ``(state, w, ChunkHistory)``."""
-        state, w, h0 = self._begin(state, batch, hyper, tau_k)
-        return self.stage_steps("adam", state, batch, hyper, w, h0, n_steps)
-
-    def second_chunk(self, state: State, batch, hyper: Hyper, tau_k, n_steps):
-        """Refresh, then up to ``n_steps`` iterations of the second stage: ``(state, w, ChunkHistory)``."""
-        stage = self.second_name
-        state, w, h0 = self._begin(state, batch, hyper, tau_k)
-        if self.rebases_in(stage):
-            state = eqx.tree_at(lambda s: s.opt, state, self.rebase(state.params, state.opt, w, state.lambdas, batch, stage))
-        return self.stage_steps(stage, state, batch, hyper, w, h0, n_steps)
-
     # --- one loop for every stage ------------------------------------------------------------
     def rebases_in(self, stage: str) -> bool:
         """Whether a chunk of ``stage`` re-bases the solver's stored point (`rebase`):
@@ -253,12 +223,12 @@ class Engine:
             return False
         return not (self.setup.uses_relobralo(stage) and self.setup.config.balancing.second_stage_apply == "iteration")
 
-    def rebase(self, params, opt, w, lambdas, batch, stage: str | None = None):
+    def rebase(self, params, opt, w, lambdas, batch, stage: str):
         """The solver's state with its stored value and gradient recomputed under the
         chunk's refreshed weights ``w`` (once per chunk, so that no iteration pays an
-        evaluation of its own; ``stage``: None = the second stage)."""
+        evaluation of its own)."""
         (value, tv), grad = self.objective.value_and_grad(params, w, lambdas, batch)
-        return self.solvers[stage or self.second_name].set_point(opt, value, grad, tv)
+        return self.solvers[stage].set_point(opt, value, grad, tv)
 
     def _start_point(self, stage: str, c: State, w, batch, lam_chunk, i):
         """Value, gradient and terms at the iteration's start; the lambdas it uses, the next

@@ -1,7 +1,7 @@
 """The host loop over a run's stages and chunks (`run_stages`).
 
-A run is a sequence of stages (``Setup.stage_names``: by default `STAGES`, Adam then
-the second stage, whichever member; ``TrainConfig.stages`` names more); each is a list of
+A run is a sequence of stages (``Setup.stage_names``, from ``TrainConfig.stages``: by default
+Adam then L-BFGS); each is a list of
 chunks from the run's schedule, one chunk per weight refresh. A chunk is up to three compiled
 programs called one after the other: the weight refresh (`Engine.begin_chunk`, one
 program for every stage), for a stage whose solver stores its point the re-basing of that
@@ -37,7 +37,7 @@ from ._records import StageStatus
 from ._recorder import Progress, Recorder, format_seconds, progress_line
 from ._schedule import Setup
 
-__all__ = ["STAGES", "RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host", "CALL_SECONDS"]
+__all__ = ["RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host", "CALL_SECONDS"]
 
 #: the default length of one call of a stage's loop, in seconds (``train(..., call_seconds=...)``)
 CALL_SECONDS = 30.0
@@ -45,23 +45,9 @@ CALL_SECONDS = 30.0
 #: gets one line with the estimate and what cuts it
 LONG_STAGE_SECONDS = 3600.0
 
-#: the stages of a default run, in order ("lbfgs": the second stage, whichever member)
-STAGES = ("adam", "lbfgs")
-
-
 def _program(kind: str, stage: str) -> str:
-    """The compile cache's name of a stage's program (``kind``: "rebase", "init", "restore";
-    the second stage keeps the names it always had)."""
-    if stage == "lbfgs" and kind in ("rebase", "init"):
-        return {"rebase": "rebase", "init": "second_init"}[kind]
+    """The compile cache's name of a stage's program (``kind``: "rebase", "init", "restore")."""
     return f"{kind}_{stage}"
-
-
-def _shown(member: str) -> str:
-    """How the progress lines name a stage: its solver (``"adam"``, ``"lbfgs"`` for either
-    L-BFGS backend, ``"gauss_newton"``, a dense member's name), not its key: the second stage's
-    key is ``"lbfgs"`` whichever member runs it."""
-    return "lbfgs" if member in ("optax", "jaxopt") else member
 
 
 def _label(name: str, shown: dict) -> str | None:
@@ -69,8 +55,6 @@ def _label(name: str, shown: dict) -> str | None:
     stage key -> its name in the progress lines."""
     if name == "refresh":
         return "the weight refresh"
-    if name == "rebase":
-        return "the second stage's re-basing"
     if name.startswith("rebase_"):
         return f"the {shown.get(name[7:], name[7:])} stage's re-basing"
     return f"the {shown[name]} chunk" if name in shown else None
@@ -133,7 +117,7 @@ class _Loop:
         self.compile_s = 0.0
         self.tag = f"[{setup.problem.name}/{setup.method.name}]"
         self.stages = setup.stage_names
-        self.shown = {st: _shown(setup.member(st)) for st in self.stages}
+        self.shown = {st: st for st in self.stages}
         self.begin = vm(eng.begin_chunk, (0, 0, 0, 0, None))
         self.rebase = {st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"}
         self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
@@ -274,7 +258,7 @@ class _Loop:
         cfg, now = self.setup.config, time.perf_counter()
         if cfg.time_limit is not None and now - self.t_start >= cfg.time_limit:
             return "run"
-        own = (cfg.adam if stage == "adam" else cfg.second).time_limit
+        own = self.setup.spec(stage).time_limit
         return "stage" if own is not None and now - self.stage_t0 >= own else None
 
     def boundary(self, arrays, stage, ci, done, piece=None, chunk=None):
@@ -304,8 +288,8 @@ class _Loop:
         cfg, now = self.setup.config, time.perf_counter()
         need = self.sizer.rate * (total - done)
         lefts = [lim - (now - t0) for lim, t0 in ((cfg.time_limit, self.t_start),
-                                                   ((cfg.adam if stage == "adam" else cfg.second).time_limit,
-                                                    self.stage_t0)) if lim is not None]
+                                                   (self.setup.spec(stage).time_limit, self.stage_t0))
+                 if lim is not None]
         left = min(lefts) if lefts else None
         if need <= (LONG_STAGE_SECONDS if left is None else left):
             return
@@ -316,8 +300,9 @@ class _Loop:
     def knobs(self, stage) -> str:
         """What cuts a stage's time, for the estimate's line."""
         limit = "or a time limit (time_limit, --time-limit)"
-        steps = "adam.steps, --adam-steps" if stage == "adam" else "second.steps, --second-steps"
-        if self.setup.member(stage) == "gauss_newton" and self._shape is not None:
+        steps = "Adam(steps=...), --adam-steps" if stage == "adam" else (
+            f"{type(self.setup.spec(stage)).__name__}(steps=...), --second-steps")
+        if stage == "gauss_newton" and self._shape is not None:
             rows, n_params, form = self._shape
             cost = {"kernel": "rows^2 x parameters", "gramian": "rows x parameters^2",
                     "svd": "rows x parameters x min(rows, parameters)"}.get(
@@ -389,7 +374,7 @@ class _Loop:
         with precision_scope(self.precision, "adam" if stage == "adam" else "second"):
             if not resumed_in:
                 arrays = self.hand_off(stage, *arrays)
-            if self.setup.member(stage) == "gauss_newton" and self.eng.lsq is not None:
+            if stage == "gauss_newton" and self.eng.lsq is not None:
                 self._shape = gn_shape(self.setup, self.eng.lsq, arrays[1], arrays[0].params, batched=self.batched)
             else:
                 self._shape = None

@@ -186,8 +186,8 @@ class LeastSquares:
     def __init__(self, problem: Problem, method: Method, static):
         if method.loss.learnable_balance:
             raise ValueError(f"method {method.name!r} learns its loss weights (log-variances s_c: 0.5 exp(-s_c) L_c + "
-                             "softplus(s_c)), which is not a sum of squares, so second_stage='gauss_newton' cannot "
-                             "train it; use second_stage='optax', 'jaxopt', 'bfgs', 'ssbfgs' or 'ssbroyden'")
+                             "softplus(s_c)), which is not a sum of squares, so a GaussNewton() stage cannot "
+                             "train it; use LBFGS(), BFGS(), SSBFGS() or SSBroyden()")
         self.problem, self.method, self.static = problem, method, static
 
     def _groups(self, batch, w, lam):

@@ -9,31 +9,23 @@ run into a [`History`][cgmpinn_jax.History]; [`train`][cgmpinn_jax.train] return
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, NamedTuple, Optional
 
 import jax
 import numpy as np
 
 from .. import metrics as metrics_lib
-from ..solvers._protocol import StageStatus
 from ..config import TrainConfig
+from ..stages import STAGES, StageStatus
 from ..methods import Method
 from ..problems import Problem
 
 __all__ = ["StageStatus", "StageRecord", "ChunkHistory", "History", "TrainResult"]
 
 
-def second_stage_label(kind: str) -> str:
-    """A second-stage member's name in summaries: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
-    return {"optax": "L-BFGS", "jaxopt": "L-BFGS", "gauss_newton": "Gauss-Newton"}.get(kind, f"dense {kind}")
-
-
-def stage_label(config: TrainConfig, name: str) -> str:
-    """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...)."""
-    if name == "adam":
-        return "Adam"
-    return second_stage_label(config.second_stage if name == "lbfgs" else name)
+def stage_label(name: str) -> str:
+    """How summaries name a stage: its class's ``label`` ("Adam", "L-BFGS", "Gauss-Newton", ...)."""
+    return STAGES[name].label if name in STAGES else name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,8 +34,8 @@ class StageRecord:
     lists them (in the order they ran).
 
     Attributes:
-        name: the stage's key: ``"adam"``, ``"lbfgs"`` (the second stage, whichever member
-            runs it), or a later stage's name from ``TrainConfig.stages``.
+        name: the stage's key, its solver's name: ``"adam"``, ``"lbfgs"``, ``"gauss_newton"``,
+            ``"bfgs"``, ``"ssbfgs"`` or ``"ssbroyden"``.
         label: how summaries name it: ``"Adam"``, ``"L-BFGS"``, ``"Gauss-Newton"``,
             ``"dense bfgs"``, ...
         status: why the stage ended (a [`StageStatus`][cgmpinn_jax.StageStatus]).
@@ -183,8 +175,6 @@ class TrainResult:
         compile_seconds: the seconds the run waited for compilations (not a background
             compilation hidden behind Adam).
         run_seconds: the rest of the run's wall time.
-        adam_steps: the Adam stage's budget, in steps.
-        lbfgs_steps: the budget of the first stage after Adam, in iterations.
         k_upd: the steps between two refreshes of the per-point weights.
         relobralo: the stages ReLoBRaLo ran in: ``"both"``, ``"adam"`` or ``"none"``.
         seed: the int seed the run was given (``None`` when given a PRNG key).
@@ -198,7 +188,7 @@ class TrainResult:
             for).
         stage_seconds: stage name -> its wall seconds without compilation (see
             [`StageRecord`][cgmpinn_jax.StageRecord]).
-        plan: ``((stage name, budget), ...)`` in order; ``()``: Adam, then the second stage.
+        plan: ``((stage name, budget), ...)``: the run's stages in order, with their budgets.
         time_limited: whether the run stopped on its time limit (``TrainConfig.time_limit``);
             its checkpoint, if any, resumes it.
 
@@ -216,8 +206,6 @@ class TrainResult:
     statuses: dict
     compile_seconds: float
     run_seconds: float
-    adam_steps: int
-    lbfgs_steps: int
     k_upd: int
     relobralo: str
     seed: Optional[int] = None
@@ -229,39 +217,17 @@ class TrainResult:
     time_limited: bool = False
 
     @property
-    def _plan(self) -> tuple:
-        return self.plan or (("adam", self.adam_steps), ("lbfgs", self.lbfgs_steps))
-
-    @property
-    def adam_status(self) -> StageStatus:
-        """Deprecated: ``statuses["adam"]`` (or ``stages[0].status``)."""
-        warnings.warn("TrainResult.adam_status is deprecated; use result.statuses['adam'] or result.stages",
-                      DeprecationWarning, stacklevel=2)
-        return self.statuses.get("adam", StageStatus.SKIPPED)
-
-    @property
-    def lbfgs_status(self) -> StageStatus:
-        """Deprecated: the status of the stage after Adam, ``statuses["lbfgs"]`` in a default run."""
-        warnings.warn("TrainResult.lbfgs_status is deprecated; use result.statuses['lbfgs'] or result.stages",
-                      DeprecationWarning, stacklevel=2)
-        return self._second_status()
-
-    def _second_status(self) -> StageStatus:
-        later = [name for name, _ in self._plan if name != "adam"]
-        return self.statuses[later[0]] if later else StageStatus.SKIPPED
-
-    @property
-    def second_stage_name(self) -> str:
-        """The second stage as the summaries name it: "L-BFGS", "Gauss-Newton" or "dense <kind>"."""
-        return second_stage_label(self.config.second_stage)
+    def budgets(self) -> dict:
+        """Stage name -> its budget (steps or iterations), in the order the stages ran."""
+        return dict(self.plan)
 
     def stage_label(self, name: str) -> str:
-        """How summaries name a stage: "Adam", or its member's label ("L-BFGS", ...).
+        """How summaries name a stage: "Adam", "L-BFGS", "Gauss-Newton", ...
 
         Args:
-            name: a stage's key (``"adam"``, ``"lbfgs"``, or a later stage's name).
+            name: a stage's key (``"adam"``, ``"lbfgs"``, ``"gauss_newton"``, ...).
         """
-        return stage_label(self.config, name)
+        return stage_label(name)
 
     @property
     def stages(self) -> tuple[StageRecord, ...]:
@@ -269,7 +235,7 @@ class TrainResult:
         k, evals = np.asarray(self.history.k), np.asarray(self.history.evals)
         secs = self.stage_seconds or {}
         out, base = [], 0
-        for name, budget in self._plan:
+        for name, budget in self.plan:
             mine = (k > base) & (k <= base + budget)
             out.append(StageRecord(name, self.stage_label(name), self.statuses[name], int(np.sum(mine)), budget,
                                    int(np.sum(evals[mine])), secs.get(name)))
@@ -282,12 +248,10 @@ class TrainResult:
         return [s.line() for s in self.stages]
 
     @property
-    def evals_per_lbfgs_iteration(self) -> float:
-        """Mean loss+gradient evaluations per iteration of the stages after Adam."""
-        h = self.history
-        n_adam = int(np.sum(h.k <= dict(self._plan).get("adam", 0)))
-        e = h.evals[n_adam:]
-        return float(np.mean(e)) if e.size else float("nan")
+    def evals_per_iteration(self) -> dict:
+        """Stage name -> mean loss+gradient evaluations per iteration, for each stage after Adam
+        that ran (an iteration is one evaluation plus its line search's, or its trials)."""
+        return {r.name: r.evaluations / r.iterations for r in self.stages if r.name != "adam" and r.iterations}
 
     def predict(self, points) -> np.ndarray:
         """The trained network on many points, in the precision it was trained in.
@@ -305,26 +269,28 @@ class TrainResult:
             return np.asarray(jax.vmap(self.model)(pts))
 
     def summary(self) -> dict:
-        """The run in a flat, JSON-able dict: problem, method, the metrics, e_loss, each stage's
-        status, the budgets, the timings and the main settings (an inverse run adds its
-        ``unknowns``)."""
+        """The run in a flat, JSON-able dict: problem, method, the metrics, e_loss, per stage
+        ``<name>_status``, ``<name>_budget``, ``<name>_iterations`` (and, after Adam,
+        ``<name>_evals_per_iteration``), the timings and the main settings (an inverse run adds
+        its ``unknowns``)."""
+        per_stage = {}
+        for r in self.stages:
+            per_stage.update({f"{r.name}_status": r.status.name, f"{r.name}_budget": r.budget,
+                              f"{r.name}_iterations": r.iterations})
+            if r.name != "adam":
+                per_stage[f"{r.name}_evals_per_iteration"] = self.evals_per_iteration.get(r.name, float("nan"))
         return {
             "problem": self.problem.name,
             "method": self.method.name,
             **self.metrics.as_dict(),
             "e_loss": self.e_loss,
-            "adam_status": self.statuses.get("adam", StageStatus.SKIPPED).name,
-            "lbfgs_status": self._second_status().name,  # the stage after Adam
-            "stages": {r.name: r.status.name for r in self.stages},
+            "stages": list(self.budgets),
+            **per_stage,
             "compile_seconds": self.compile_seconds,
             "run_seconds": self.run_seconds,
-            "adam_steps": self.adam_steps,
-            "lbfgs_steps": self.lbfgs_steps,
             "k_upd": self.k_upd,
             "relobralo": self.relobralo,
             "precision": self.config.precision,
-            "second_stage": self.config.second_stage,
-            "evals_per_lbfgs_iteration": self.evals_per_lbfgs_iteration,
             "seed": self.seed,
             **({} if self.unknowns is None else {"unknowns": self.unknowns.as_dict()}),
         }

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from . import _checkpoint as ckpt_lib
-from ..config import TrainConfig, record_config
+from ..config import TrainConfig
 from ._driver import train
 from ..io import _rebuild_problem
 from ..methods import get_method
@@ -32,7 +32,7 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     prob = _rebuild_problem(ident["problem"], problem, Path(folder))
     seed = meta.get("seed")
     key = seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
-    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig.from_dict(record_config(ident)),
+    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig.from_dict(ident["config"]),
             "key": key}
 
 
@@ -65,7 +65,7 @@ def resume(folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, 
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> cfg = cj.TrainConfig(adam={"steps": 40}, second={"steps": 0}, cgm={"k_upd": 20})
+        >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
         >>> res = cj.train("poisson1d", "pinn", cfg,
         ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)  # doctest: +SKIP
         >>> again = cj.resume("runs/ckpt-demo", quiet=True)  # doctest: +SKIP

@@ -1,9 +1,9 @@
 """A run's resolved settings (`Setup`) and its refresh schedule (`refresh_schedule`).
 
 ``train(problem, method, config)`` runs what the reference scripts run
-(docs/reference-code.md §4-§7): Adam for ``adam_steps`` steps, then one second-stage
-iteration per outer step for ``lbfgs_steps`` steps, with the curriculum parameter tau(k) on
-one global 1-based step counter k (k_max = adam_steps + lbfgs_steps) and a refresh of the
+(docs/reference-code.md §4-§7): Adam for ``adam_steps`` steps, then one iteration of the next
+stage per outer step for ``second_steps`` steps, with the curriculum parameter tau(k) on
+one global 1-based step counter k (k_max = adam_steps + second_steps) and a refresh of the
 per-point PDE weights every k_upd steps. Refresh schedule (docs/reference-code.md §6):
 
 * Adam: refresh before the step when ``e % k_upd == 0`` (e the 0-based epoch), at tau(e + 1).
@@ -40,14 +40,12 @@ class Setup:
     problem: Problem
     method: Method
     config: TrainConfig
-    adam_steps: int
-    lbfgs_steps: int
+    plan: tuple  # ((stage object, resolved budget), ...) in order
     k_upd: int
     width: int
     depth: int
     relobralo_stages: Literal["both", "adam", "none"]
     refit_before_step: bool
-    plan: tuple = ()  # ((stage name, budget), ...) in order; () = (("adam", adam_steps), ("lbfgs", lbfgs_steps))
     network_object: Any = None  # train(network=...)'s factory or module (a FixedNetwork), not in the config
 
     @property
@@ -61,15 +59,25 @@ class Setup:
     @property
     def stages(self) -> tuple:
         """``((name, budget), ...)``: the run's stages in order."""
-        return self.plan or (("adam", self.adam_steps), ("lbfgs", self.lbfgs_steps))
+        return tuple((st.name, n) for st, n in self.plan)
 
     @property
     def stage_names(self) -> tuple:
-        return tuple(name for name, _ in self.stages)
+        return tuple(st.name for st, _ in self.plan)
 
-    def member(self, stage: str) -> str:
-        """The solver a stage runs: ``"adam"`` or a second-stage member's name."""
-        return self.config.second_stage if stage == "lbfgs" else stage
+    def spec(self, stage: str):
+        """The stage object (`cgmpinn_jax.stages`) of the stage called ``stage``."""
+        return next(st for st, _ in self.plan if st.name == stage)
+
+    @property
+    def adam_steps(self) -> int:
+        """The Adam stage's budget (0 without one)."""
+        return dict(self.stages).get("adam", 0)
+
+    @property
+    def second_steps(self) -> int:
+        """The budget of the first stage after Adam (0 without one)."""
+        return next((n for name, n in self.stages if name != "adam"), 0)
 
     def precision_part(self, stage: str, handed: bool = True) -> str:
         """The part of a mixed run the arrays of ``stage`` are in: ``"adam"`` (float32) up to
@@ -97,33 +105,24 @@ class Setup:
 
 def resolve(problem: Problem, method: Method, cfg: TrainConfig, network_object: Any = None) -> Setup:
     """The `Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
-    from the problem's defaults and the method's settings there); ``network_object``:
-    ``train``'s network when it is not in ``cfg`` (a factory or a module)."""
+    from the problem's defaults and the method's settings there: a stage's budget left at
+    ``None`` is the problem's ``adam_steps`` for Adam, its ``second_steps`` for a later stage);
+    ``network_object``: ``train``'s network when it is not in ``cfg`` (a factory or a module)."""
     d, s = problem.defaults, method.settings(problem)
     stages = cfg.balancing.stages
     relo = {None: s.relobralo, True: "both", False: "none"}.get(stages, stages)
-    adam_steps = d.adam_steps if cfg.adam.steps is None else int(cfg.adam.steps)
-    lbfgs_steps = d.lbfgs_steps if cfg.second.steps is None else int(cfg.second.steps)
-    plan = ()
-    if cfg.stages is not None or cfg.stage_steps is not None:
-        given = cfg.stage_steps or (None,) * len(cfg.stage_names)
-        plan = tuple((name, int(n) if n is not None else (adam_steps if name == "adam" else lbfgs_steps))
-                     for name, n in zip(cfg.stage_names, given))
-        budgets = dict(plan)
-        adam_steps = budgets.get("adam", 0)
-        lbfgs_steps = next((n for name, n in plan if name != "adam"), 0)
+    plan = tuple((st, int(st.steps) if st.steps is not None else (d.adam_steps if st.name == "adam" else d.second_steps))
+                 for st in cfg.stages)
     return Setup(
         problem=problem,
         method=method,
         config=cfg,
-        adam_steps=adam_steps,
-        lbfgs_steps=lbfgs_steps,
+        plan=plan,
         k_upd=int(cfg.cgm.k_upd if cfg.cgm.k_upd is not None else (s.k_upd if s.k_upd is not None else d.k_upd)),
         width=d.width if cfg.width is None else cfg.width,
         depth=d.depth if cfg.depth is None else cfg.depth,
         relobralo_stages=relo,
-        refit_before_step=s.refit_before_lbfgs_step,
-        plan=plan,
+        refit_before_step=s.refit_before_second_step,
         network_object=network_object,
     )
 
@@ -131,13 +130,13 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig, network_object: 
 class Chunk(NamedTuple):
     """One jitted call: refresh the weights at tau(``tau_k``), then run ``n_steps`` steps."""
 
-    stage: str  # the stage's name ("adam", "lbfgs", or a later stage's)
+    stage: str  # the stage's name ("adam", "lbfgs", "gauss_newton", ...)
     tau_k: int  # global step whose tau is used at the refresh
     first_k: int  # global step k of the chunk's first step
     n_steps: int
 
 
-def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
+def refresh_schedule(adam_steps: int, second_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
     """The chunks of an Adam + second-stage run, i.e. where the per-point weights are
     refreshed and at which tau (docs/reference-code.md §6).
 
@@ -148,7 +147,7 @@ def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_bef
 
     Args:
         adam_steps: the Adam stage's budget, in steps.
-        lbfgs_steps: the second stage's budget, in iterations.
+        second_steps: the second stage's budget, in iterations.
         k_upd: the steps between two refreshes.
         refit_before_step: refresh the second stage's weights before the step rather than
             after it (the reference's Fisher-KPP CGMPINN), without the start refresh.
@@ -163,7 +162,7 @@ def refresh_schedule(adam_steps: int, lbfgs_steps: int, k_upd: int, *, refit_bef
         >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
         [1, 201, 400, 401, 601]
     """
-    return stage_schedule((("adam", adam_steps), ("lbfgs", lbfgs_steps)), k_upd, refit_before_step=refit_before_step)
+    return stage_schedule((("adam", adam_steps), ("lbfgs", second_steps)), k_upd, refit_before_step=refit_before_step)
 
 
 def stage_schedule(stages: Sequence[tuple[str, int]], k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:

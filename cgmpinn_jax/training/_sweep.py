@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -81,20 +80,6 @@ class SweepResult:
     n_devices: int
     output_devices: int
     histories: Any = None
-
-    @property
-    def adam_status(self) -> np.ndarray:
-        """Deprecated: ``statuses["adam"]``."""
-        warnings.warn("SweepResult.adam_status is deprecated; use result.statuses['adam']", DeprecationWarning,
-                      stacklevel=2)
-        return self.statuses["adam"]
-
-    @property
-    def lbfgs_status(self) -> np.ndarray:
-        """Deprecated: the stage after Adam's codes, ``statuses["lbfgs"]`` in a default run."""
-        warnings.warn("SweepResult.lbfgs_status is deprecated; use result.statuses['lbfgs']", DeprecationWarning,
-                      stacklevel=2)
-        return self.statuses[[n for n in self.statuses if n != "adam"][0]]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -203,7 +188,7 @@ def sweep(
             exactly as ``train(..., key=seed)``).
         grid: ``{name: values}`` for names in
             [`SWEEPABLE`][cgmpinn_jax.training.SWEEPABLE]: ``beta``, ``eps``, ``c_sat`` (the
-            options of ``config.cgm``) and ``adam_lr`` (``config.adam.lr``). ``None``: seeds
+            options of ``config.cgm``) and ``adam_lr`` (the Adam stage's ``lr``). ``None``: seeds
             only.
         quiet: no progress output.
         shard: shard the member axis over ``jax.devices()``.
@@ -232,7 +217,7 @@ def sweep(
 
     Examples:
         ```python
-        cfg = cj.TrainConfig(adam=cj.AdamOptions(steps=200), second=cj.SecondStageOptions(steps=100))
+        cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=200), cj.stages.LBFGS(steps=100)))
         res = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
         res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
         ```

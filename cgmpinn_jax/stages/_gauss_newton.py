@@ -1,4 +1,4 @@
-"""The Gauss-Newton (Levenberg-Marquardt) second-stage member, ``second_stage="gauss_newton"``.
+"""The solver of the Gauss-Newton (Levenberg-Marquardt) stage, ``GaussNewton()``.
 
 The objective is a sum of squares, ``|r(x)|^2`` (`LeastSquares`:
 CGM weights and ReLoBRaLo lambdas scale rows). One iteration at the point ``x``:
@@ -64,7 +64,7 @@ stops a run (the measurements: ``benchmarks/results/floor.md``, docs/accuracy.md
 PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial: ``mu``
 grows and the next trial refactors. No silent NaN reaches the parameters.
 
-**Stop rules** (on top of the guards every stage applies, `cgmpinn_jax.solvers._stopping`):
+**Stop rules** (on top of the guards every stage applies, `cgmpinn_jax.stages._stopping`):
 ``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gauss_newton.mu_max`` times the
 Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``mu_init`` and
 ``mu_min`` are relative to it too): no decrease even at the largest damping, which in
@@ -132,7 +132,7 @@ from ._protocol import StageStatus
 from ._protocol import StepResult
 from ._stopping import Terminates
 
-__all__ = ["GaussNewton", "GNState", "PCGState", "memory_bytes", "lm_solve_form"]
+__all__ = ["GaussNewtonSolver", "GNState", "PCGState", "memory_bytes", "lm_solve_form"]
 
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
@@ -144,7 +144,7 @@ MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.fo
 
 
 class GNState(NamedTuple):
-    """The state of [`GaussNewton`][cgmpinn_jax.solvers.GaussNewton] between iterations.
+    """The state of `GaussNewton` between iterations.
 
     The ``"pcg"`` form carries three more fields, in a named tuple with these five first:
     ``L``, the ``(s, s)`` Cholesky factor its conjugate gradients are preconditioned with
@@ -183,7 +183,7 @@ def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float
        ``"pcg"`` from 2048 rows on (it reached a given accuracy sooner on heat and 2D
        Poisson); below that the exact ``"kernel"`` step (a ``rows x rows`` system);
     3. ``"matfree"`` instead, when the form chosen so far would hold more than ``limit_bytes``
-       ([`memory_bytes`][cgmpinn_jax.solvers.memory_bytes]).
+       (`memory_bytes`).
 
     Args:
         rows: ``M``, the number of residual rows (the Jacobian's rows).
@@ -197,7 +197,7 @@ def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float
         The form's name.
 
     Examples:
-        >>> from cgmpinn_jax.solvers import lm_solve_form
+        >>> from cgmpinn_jax.stages._gauss_newton import lm_solve_form
         >>> lm_solve_form(1502, 5000), lm_solve_form(4096, 20000), lm_solve_form(6000, 1000)
         ('kernel', 'pcg', 'gramian')
         >>> lm_solve_form(1502, 5000, itemsize=4)
@@ -235,14 +235,14 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
         params: ``P``, the number of trainable parameters.
         itemsize: bytes per float: 8 in float64, 4 in float32.
         form: the form, or ``"auto"`` for the one
-            [`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form] chooses (without a memory
+            `lm_solve_form` chooses (without a memory
             limit).
 
     Returns:
         The estimate in bytes.
 
     Examples:
-        >>> from cgmpinn_jax.solvers import memory_bytes
+        >>> from cgmpinn_jax.stages._gauss_newton import memory_bytes
         >>> memory_bytes(1502, 5000)  # the kernel form, float64: about 166 MiB
         174304096
         >>> memory_bytes(1502, 5000, form="matfree")
@@ -270,8 +270,8 @@ class PCGState(NamedTuple):
     factorizations: jax.Array  # () int32: factorizations so far
 
 
-class GaussNewton(Terminates):
-    """The Gauss-Newton second stage, ``second_stage="gauss_newton"``: Levenberg-Marquardt on
+class GaussNewtonSolver(Terminates):
+    """The solver of a ``GaussNewton()`` stage: Levenberg-Marquardt on
     the objective written as a sum of squares, ``f(x) = |r(x)|^2``.
 
     The residual vector ``r`` has ``M`` rows: one per collocation point (and equation of a
@@ -292,7 +292,7 @@ class GaussNewton(Terminates):
     ``J^T J``): ``mu`` starts at ``mu_init`` times it and stays between ``mu_min`` and
     ``mu_max`` times it. A trial rejected at the largest damping ends the stage with
     ``NO_DECREASE`` (the point kept); in float64 that is where rounding ends the descent. The
-    stage's other stop rules are the second stage's ([`Stopping`][cgmpinn_jax.solvers.Stopping]).
+    stage's other stop rules are the second stage's (`Stopping`).
 
     The forms of the linear system (``form``):
 
@@ -313,20 +313,20 @@ class GaussNewton(Terminates):
       and ``J^T`` from automatic differentiation. No Jacobian and no matrix is stored; the
       scale ``|J|_F^2 / P`` is estimated from 8 fixed random (Rademacher) probes.
 
-    ``form="auto"`` chooses by [`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form]: in
+    ``form="auto"`` chooses by `lm_solve_form`: in
     float32 ``"svd"`` while ``min(M, P) <= 4096`` (float32 cannot resolve the kernel form's
     squared condition number); otherwise ``"gramian"`` when ``M > P``, ``"pcg"`` when
     ``2048 <= M <= P`` and ``"kernel"`` for fewer rows; and ``"matfree"`` instead only when
     that choice would hold more than ``limit_bytes``
-    ([`memory_bytes`][cgmpinn_jax.solvers.memory_bytes]).
+    (`memory_bytes`).
 
-    Its state is a [`GNState`][cgmpinn_jax.solvers.GNState] (with the preconditioner's
+    Its state is a `GNState` (with the preconditioner's
     fields in the ``"pcg"`` form). ``evals`` counts the trials; the Jacobian is one more
     per iteration. The step reads neither the ``grad`` nor the ``hyper`` it is given.
 
     Args:
         obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)``, equal to
-            ``|r|^2`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+            ``|r|^2`` (see [`Stage`][cgmpinn_jax.stages.Stage]).
         lsq: the objective's least-squares view (built by the training engine): an object with
             ``n_rows(batch) -> M``, ``jacobian(params, batch, w, lam) -> (r, J)`` (an ``(M,)``
             vector and an ``(M, P)`` matrix over the raveled parameters) and, for the
@@ -356,7 +356,7 @@ class GaussNewton(Terminates):
 
     def resolve_form(self, rows: int, params: int, itemsize: int) -> str:
         """The form an iteration with a ``rows x params`` Jacobian uses
-        ([`lm_solve_form`][cgmpinn_jax.solvers.lm_solve_form] with this solver's ``form`` and
+        (`lm_solve_form` with this solver's ``form`` and
         ``limit_bytes``).
 
         Args:

@@ -1,11 +1,11 @@
-"""The protocol of a stage's solver: what the engine calls ([`Stage`][cgmpinn_jax.solvers.Stage]), what one
+"""The protocol of a stage's solver: what the engine calls ([`Stage`][cgmpinn_jax.stages.Stage]), what one
 iteration returns (`StepResult`) and why a stage stopped ([`StageStatus`][cgmpinn_jax.StageStatus]).
 
 A run is a sequence of stages (``TrainConfig.stages``); each is a solver with ``init`` /
 ``step`` / ``terminate``, driven by one engine loop
 (`stage_steps`): the loop evaluates the objective
 at the iteration's start point (or takes the value the solver stored), calls ``step``, then
-``terminate`` (the solver's stop rule and guards, `cgmpinn_jax.solvers._stopping`), and
+``terminate`` (the solver's stop rule and guards, `cgmpinn_jax.stages._stopping`), and
 keeps the new point unless a guard or the solver's own stop fired."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 import jax
 
-__all__ = ["StageStatus", "StepResult", "Stage", "SecondStage", "ObjectiveFn"]
+__all__ = ["StageStatus", "StepResult", "Stage", "ObjectiveFn"]
 
 
 class StageStatus(enum.IntEnum):
@@ -87,14 +87,14 @@ ObjectiveFn = Callable[..., Any]  # (params, w, lam, batch) -> (value, TermValue
 
 
 class StepResult(NamedTuple):
-    """What one iteration of a stage's solver returns ([`Stage.step`][cgmpinn_jax.solvers.Stage.step]).
+    """What one iteration of a stage's solver returns ([`Stage.step`][cgmpinn_jax.stages.Stage.step]).
 
     Attributes:
         params: the new point, a pytree shaped like the network's parameters. The engine keeps
             it unless a guard or the solver's own stop fired.
         state: the solver's state at the new point (its own type: an optax state for
-            [`Adam`][cgmpinn_jax.solvers.Adam], [`GNState`][cgmpinn_jax.solvers.GNState] for
-            [`GaussNewton`][cgmpinn_jax.solvers.GaussNewton], ...).
+            `Adam`, `GNState` for
+            `GaussNewton`, ...).
         value: () array: the objective at the new point (for Adam, which stores no point, the
             objective at the start point).
         evals: () int32 array: the loss (or loss and gradient) evaluations the iteration used
@@ -114,26 +114,26 @@ class Stage(Protocol):
     """The interface of a stage's solver: what the training engine calls.
 
     A run is a sequence of stages (Adam, then a second stage); each is one solver, built by
-    [`make_stage`][cgmpinn_jax.solvers.make_stage]. The engine runs it inside a jitted
+    a stage object's ``solver``. The engine runs it inside a jitted
     ``lax.while_loop``, one iteration per pass:
 
     1. the start point's objective value, gradient and loss terms: evaluated afresh when
        ``fresh`` is true, else taken from the solver's state
-       ([`stored`][cgmpinn_jax.solvers.Stage.stored]);
-    2. [`step`][cgmpinn_jax.solvers.Stage.step] from that point;
-    3. [`terminate`][cgmpinn_jax.solvers.Stage.terminate]: the guards and the stop rule,
-       which give the new [`Guards`][cgmpinn_jax.solvers.Guards];
+       ([`stored`][cgmpinn_jax.stages.Stage.stored]);
+    2. [`step`][cgmpinn_jax.stages.Stage.step] from that point;
+    3. [`terminate`][cgmpinn_jax.stages.Stage.terminate]: the guards and the stop rule,
+       which give the new `Guards`;
     4. the new point is kept unless a guard or the solver's own stop fired.
 
     The objective is ``obj_fn(params, w, lam, batch) -> (value, terms)``: ``w`` the per-point
     PDE weights, ``lam`` the loss-term weights (ReLoBRaLo's lambdas), ``batch`` the
     collocation points. Within an iteration these three are fixed; between iterations the
     engine may change them (a weight refresh) and then calls
-    [`set_point`][cgmpinn_jax.solvers.Stage.set_point] with the new value and gradient.
+    [`set_point`][cgmpinn_jax.stages.Stage.set_point] with the new value and gradient.
 
     Attributes:
         fresh: True when the engine evaluates the objective at every iteration's start
-            ([`Adam`][cgmpinn_jax.solvers.Adam]); False when the solver stores the value and
+            (`Adam`); False when the solver stores the value and
             gradient at the end of its iteration and the engine reads them back (every
             second-stage solver).
     """
@@ -198,28 +198,23 @@ class Stage(Protocol):
 
         Returns:
             The new point, state, value and evaluation count as a
-                [`StepResult`][cgmpinn_jax.solvers.StepResult].
+                [`StepResult`][cgmpinn_jax.stages.StepResult].
         """
 
     def terminate(self, guards, params, raw_total, grad, value, step: StepResult):
         """The guard state after the iteration ``step``: the guards every stage applies and
-        the solver's stop rule (see [`Stopping`][cgmpinn_jax.solvers.Stopping]).
+        the solver's stop rule (see `Stopping`).
 
         Args:
-            guards: the [`Guards`][cgmpinn_jax.solvers.Guards] before the iteration.
+            guards: the `Guards` before the iteration.
             params: the iteration's start point.
             raw_total: () array: the unweighted loss at ``params`` (the sum of the plain loss
                 terms).
             grad: the objective's gradient at ``params``.
             value: () array: the objective at ``params``.
-            step: the iteration's [`StepResult`][cgmpinn_jax.solvers.StepResult].
+            step: the iteration's [`StepResult`][cgmpinn_jax.stages.StepResult].
 
         Returns:
-            The new [`Guards`][cgmpinn_jax.solvers.Guards]; a non-zero ``status`` stops the
+            The new `Guards`; a non-zero ``status`` stops the
                 stage.
         """
-
-
-SecondStage = Stage  # the name the second stage's members were written against
-"""The same protocol as [`Stage`][cgmpinn_jax.solvers.Stage], under the name the second
-stage's solvers were first written against; kept for code that imports it."""

@@ -1,4 +1,4 @@
-"""The linear algebra of the Gauss-Newton forms (`cgmpinn_jax.solvers._gauss_newton`): the
+"""The linear algebra of the Gauss-Newton forms (`cgmpinn_jax.stages._gauss_newton`): the
 product ``J J^T`` / ``J^T J`` by tiles, conjugate gradients (plain and preconditioned by an
 earlier Cholesky factor), and the exact forms' directions (Cholesky of the product, or SVD)."""
 

@@ -26,10 +26,10 @@ Members (``TrainConfig.second_stage``):
   ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
   lr, made its zoom search fail far more often in our measurements).
 * ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
-  (`cgmpinn_jax.solvers._gauss_newton`): one Jacobian per iteration, the damped normal system in
+  (`cgmpinn_jax.stages._gauss_newton`): one Jacobian per iteration, the damped normal system in
   kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.
 * ``"bfgs"``, ``"ssbfgs"``, ``"ssbroyden"`` -- dense inverse-Hessian quasi-Newton
-  (`cgmpinn_jax.solvers._ssbfgs`) over the raveled parameters, for networks up to
+  (`cgmpinn_jax.stages._ssbfgs`) over the raveled parameters, for networks up to
   ``dense.max_params`` parameters (an n x n matrix is stored).
 
 Each member reads only its own options (``TrainConfig.lbfgs``, ``.dense``, ``.gauss_newton``);
@@ -45,31 +45,30 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from ..config import TrainConfig
-from ._protocol import ObjectiveFn, SecondStage, Stage, StepResult
-from ._stopping import Stopping, Terminates
+from ._protocol import ObjectiveFn, StepResult
+from ._stopping import Terminates
 
-__all__ = ["SecondStage", "StepResult", "OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton", "make_stage", "make_second_stage"]
-# the Gauss-Newton member lives in `cgmpinn_jax.solvers._gauss_newton`
+__all__ = ["OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton"]
+# the Gauss-Newton member lives in `cgmpinn_jax.stages._gauss_newton`
 
 class OptaxLBFGS(Terminates):
-    """The second stage's default solver, ``second_stage="optax"``: L-BFGS (``optax.lbfgs``)
+    """The solver of ``LBFGS()`` (the default ``backend="optax"``): L-BFGS (``optax.lbfgs``)
     with optax's zoom line search for the strong Wolfe conditions.
 
     Each iteration takes the two-loop L-BFGS direction from the stored curvature pairs, then
     searches along it starting from the step ``lr`` (``initial_guess_strategy="one"``). When
     the search finds no acceptable step within ``max_linesearch`` evaluations, optax returns
     the last step it tried, even one that raised the loss; the divergence guard then ends the
-    stage with its best parameters (see [`Stopping`][cgmpinn_jax.solvers.Stopping]).
+    stage with its best parameters (see `Stopping`).
 
     Its state is optax's L-BFGS state: the last ``history`` curvature pairs ``(s, y)`` and,
     stored by the zoom search, the objective's value and gradient at the current point (what
-    [`stored`][cgmpinn_jax.solvers.Stage.stored] returns). ``evals`` counts the line search's
+    [`stored`][cgmpinn_jax.stages.Stage.stored] returns). ``evals`` counts the line search's
     evaluations of the objective and its gradient.
 
     Args:
         obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
-            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+            array ``value`` (see [`Stage`][cgmpinn_jax.stages.Stage]).
         lr: the line search's first trial step (``TrainConfig.lbfgs.lr``, 1.0 by default).
         history: the number of curvature pairs kept (``lbfgs.history``).
         max_linesearch: the line search's evaluations per iteration at most
@@ -108,7 +107,7 @@ class OptaxLBFGS(Terminates):
 
 
 class JaxoptLBFGS(Terminates):
-    """The second stage's ``second_stage="jaxopt"`` solver: L-BFGS (``jaxopt.LBFGS``) with
+    """The solver of ``LBFGS(backend="jaxopt")``: L-BFGS (``jaxopt.LBFGS``) with
     jaxopt's own line search.
 
     Three changes to jaxopt's iteration: a curvature pair is kept only when ``y . s > 1e-10``
@@ -117,13 +116,13 @@ class JaxoptLBFGS(Terminates):
     scaled to length ``min(1, 1/|g|)``, as scipy and optax do (jaxopt's unit step from a
     large gradient saturates a tanh network); and, with ``reset_on_failure``, a failed line
     search drops the curvature pairs. Its state is jaxopt's ``LbfgsState``: the current value,
-    gradient and loss terms (what [`stored`][cgmpinn_jax.solvers.Stage.stored] returns), the
+    gradient and loss terms (what [`stored`][cgmpinn_jax.stages.Stage.stored] returns), the
     ``history`` curvature pairs, the scaling ``gamma`` and the line-search counters. ``evals``
     counts the line search's evaluations.
 
     Args:
         obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
-            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+            array ``value`` (see [`Stage`][cgmpinn_jax.stages.Stage]).
         lr: the largest step the line search tries (jaxopt's ``max_stepsize``;
             ``TrainConfig.lbfgs.lr``, 1.0 by default).
         history: the number of curvature pairs kept (``lbfgs.history``).
@@ -195,20 +194,20 @@ class JaxoptLBFGS(Terminates):
 
 
 class DenseQuasiNewton(Terminates):
-    """The dense quasi-Newton second stages, ``second_stage="bfgs"``, ``"ssbfgs"`` and
-    ``"ssbroyden"``: the optimizer of [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs] on the raveled
+    """The solver of the dense quasi-Newton stages, ``BFGS()``, ``SSBFGS()`` and
+    ``SSBroyden()``: the optimizer of `ssbfgs` on the raveled
     parameters.
 
     The inverse Hessian is stored as a dense ``(n, n)`` matrix of the parameters' dtype, so
     the member is meant for small networks in float64: ``8 n^2`` bytes, 3.2 GB at
-    ``n = 20 000``. Each iteration is one strong-Wolfe [`line_search`][cgmpinn_jax.solvers.line_search]
+    ``n = 20 000``. Each iteration is one strong-Wolfe `line_search`
     along ``-H g`` and one (self-scaled) update of ``H``. Its state is the optimizer's (see
-    [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs]): ``H``, the value and the flat gradient at the current
+    `ssbfgs`): ``H``, the value and the flat gradient at the current
     point, and the line search's counters; ``evals`` counts the line search's evaluations.
 
     Args:
         obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
-            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
+            array ``value`` (see [`Stage`][cgmpinn_jax.stages.Stage]).
         method: ``"bfgs"``, ``"ssbfgs"`` (Al-Baali's self-scaled BFGS), ``"ssbfgs_ol"``
             (Oren-Luenberger scaling) or ``"ssbroyden"`` (self-scaled Broyden).
         max_params: the largest number of parameters allowed (``TrainConfig.dense.max_params``).
@@ -242,112 +241,3 @@ class DenseQuasiNewton(Terminates):
 
         x_new, new = self.opt.step(value_and_grad, x, state)
         return StepResult(unravel(x_new), new, new.value, jnp.asarray(new.n_evals, jnp.int32))
-
-
-def make_stage(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> Stage:
-    """Build the solver of one stage of a run, with its options and stop rule from ``config``.
-
-    Each solver reads only its own option group: Adam ``config.adam``
-    ([`AdamOptions`][cgmpinn_jax.AdamOptions]), the L-BFGS members ``config.lbfgs``
-    ([`LBFGSOptions`][cgmpinn_jax.LBFGSOptions]), the dense members ``config.dense``
-    ([`DenseOptions`][cgmpinn_jax.DenseOptions]), Gauss-Newton ``config.gauss_newton``
-    ([`GaussNewtonOptions`][cgmpinn_jax.GaussNewtonOptions]). Every solver gets the guards
-    with ``config.divergence_ratio``; a second-stage member also gets the tolerances
-    [`stop_rule`][cgmpinn_jax.config.stop_rule] resolves for it (see
-    [`Stopping`][cgmpinn_jax.solvers.Stopping]).
-
-    Args:
-        kind: ``"adam"``; ``"lbfgs"`` for the member ``config.second_stage`` names; or a
-            second-stage member by name: ``"optax"``, ``"jaxopt"``, ``"bfgs"``, ``"ssbfgs"``,
-            ``"ssbroyden"`` or ``"gauss_newton"``.
-        config: the run's [`TrainConfig`][cgmpinn_jax.TrainConfig].
-        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)`` with a ()
-            array ``value`` (see [`Stage`][cgmpinn_jax.solvers.Stage]).
-        n_steps: the stage's iteration budget (jaxopt's ``maxiter``; the other solvers do not
-            read it).
-        n_params: the number of trainable parameters (the dense members refuse more than
-            ``config.dense.max_params``).
-        lsq: the objective's least-squares view (its residual rows and their Jacobian, built
-            by the training engine); required for ``"gauss_newton"``, ignored otherwise.
-
-    Returns:
-        The solver: [`Adam`][cgmpinn_jax.solvers.Adam], [`OptaxLBFGS`][cgmpinn_jax.solvers.OptaxLBFGS],
-            [`JaxoptLBFGS`][cgmpinn_jax.solvers.JaxoptLBFGS],
-            [`DenseQuasiNewton`][cgmpinn_jax.solvers.DenseQuasiNewton] or
-            [`GaussNewton`][cgmpinn_jax.solvers.GaussNewton].
-
-    Raises:
-        ValueError: for a dense member when ``n_params`` exceeds ``config.dense.max_params``.
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> import cgmpinn_jax as cj
-        >>> from cgmpinn_jax.solvers import make_stage
-        >>> obj = lambda p, w, lam, batch: (jnp.sum(p ** 2), None)
-        >>> cfg = cj.TrainConfig()
-        >>> type(make_stage("adam", cfg, obj, n_steps=100, n_params=2)).__name__
-        'Adam'
-        >>> type(make_stage("lbfgs", cfg, obj, n_steps=100, n_params=2)).__name__
-        'OptaxLBFGS'
-        >>> make_stage("bfgs", cfg, obj, n_steps=100, n_params=50_000)
-        Traceback (most recent call last):
-        ...
-        ValueError: the 'bfgs' stage stores a dense 50000 x 50000 inverse Hessian; ...
-    """
-    from ..config import stop_rule
-
-    if kind == "adam":
-        from ._adam import Adam
-
-        return Adam(config.adam.lr, divergence_ratio=config.divergence_ratio)
-    kind = config.second_stage if kind == "lbfgs" else kind
-    member = _member(kind, config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
-    return member.with_stopping(Stopping(config.divergence_ratio, stop_rule(config, kind)))
-
-
-def make_second_stage(config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None) -> SecondStage:
-    """Build the second stage's solver: the member ``config.second_stage`` names.
-
-    The same as [`make_stage`][cgmpinn_jax.solvers.make_stage] with ``kind="lbfgs"``.
-
-    Args:
-        config: the run's [`TrainConfig`][cgmpinn_jax.TrainConfig].
-        obj_fn: the objective, ``obj_fn(params, w, lam, batch) -> (value, terms)``.
-        n_steps: the stage's iteration budget.
-        n_params: the number of trainable parameters.
-        lsq: the objective's least-squares view, for ``"gauss_newton"``.
-
-    Returns:
-        The member's solver, with its stop rule.
-
-    Examples:
-        >>> import jax.numpy as jnp
-        >>> import cgmpinn_jax as cj
-        >>> from cgmpinn_jax.solvers import make_second_stage
-        >>> obj = lambda p, w, lam, batch: (jnp.sum(p ** 2), None)
-        >>> cfg = cj.TrainConfig(second_stage="ssbfgs")
-        >>> type(make_second_stage(cfg, obj, n_steps=100, n_params=2)).__name__
-        'DenseQuasiNewton'
-    """
-    return make_stage("lbfgs", config, obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq)
-
-
-def _member(kind: str, config: TrainConfig, obj_fn: ObjectiveFn, *, n_steps: int, n_params: int, lsq=None):
-    if kind == "gauss_newton":
-        from ._gauss_newton import GaussNewton
-
-        gn = config.gauss_newton
-        return GaussNewton(obj_fn, lsq, form=gn.form, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
-                           max_trials=gn.max_trials, limit_bytes=gn.memory_limit_gb * 2**30)
-    lb, dense = config.lbfgs, config.dense
-    if kind == "optax":
-        return OptaxLBFGS(obj_fn, lr=lb.lr, history=lb.history, max_linesearch=lb.max_linesearch)
-    if kind == "jaxopt":
-        return JaxoptLBFGS(obj_fn, lr=lb.lr, history=lb.history, max_linesearch=lb.max_linesearch, maxiter=max(1, n_steps),
-                           linesearch=lb.linesearch, linesearch_init=lb.linesearch_init,
-                           reset_on_failure=lb.reset_on_failure)
-    if n_params > dense.max_params:
-        raise ValueError(f"the {kind!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the network has "
-                         f"{n_params} parameters > TrainConfig.dense.max_params={dense.max_params}. Use "
-                         "second_stage='optax' (L-BFGS) or raise dense.max_params.")
-    return DenseQuasiNewton(obj_fn, method=kind, max_params=dense.max_params, max_linesearch=dense.max_linesearch)

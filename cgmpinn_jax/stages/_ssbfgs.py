@@ -117,7 +117,7 @@ Safeguards
   steepest-descent restart.  Non-finite values during the search are treated
   as failures of the sufficient-decrease test (the search backtracks).
 
-Line search: see `cgmpinn_jax.solvers._linesearch` (strong Wolfe, Nocedal & Wright Alg. 3.5/3.6,
+Line search: see `cgmpinn_jax.stages._linesearch` (strong Wolfe, Nocedal & Wright Alg. 3.5/3.6,
 with Hager & Zhang's approximate-Wolfe test in the rounding regime).
 """
 
@@ -137,7 +137,7 @@ from ._qn_update import _apply_update, _scalings, update_metric  # noqa: F401  (
 __all__ = [
     "METHODS",
     "LineSearchResult",
-    "SSBFGS",
+    "DenseQN",
     "SSBFGSState",
     "line_search",
     "ssbfgs",
@@ -155,7 +155,7 @@ _HI = lax.Precision.HIGHEST
 
 
 class SSBFGSState(NamedTuple):
-    """State of the dense quasi-Newton optimizer (see `SSBFGS`).
+    """State of the dense quasi-Newton optimizer (see `DenseQN`).
 
     Attributes:
         H: (n, n) inverse-Hessian approximation (symmetric).
@@ -189,9 +189,9 @@ class SSBFGSState(NamedTuple):
     prev_value: jax.Array
 
 
-class SSBFGS(NamedTuple):
+class DenseQN(NamedTuple):
     """A dense (self-scaled) quasi-Newton optimizer, as built by
-    [`ssbfgs`][cgmpinn_jax.solvers.ssbfgs]: three pure functions and the options they were
+    `ssbfgs`: three pure functions and the options they were
     built with.
 
     It works on a flat ``(n,)`` floating-point vector ``x`` (ravel a pytree with
@@ -253,7 +253,7 @@ def ssbfgs(
     curvature_eps: float | None = None,
     initial_step: str = "unit",
     approx_eps: float | None = None,
-) -> SSBFGS:
+) -> DenseQN:
     """Build a dense (self-scaled) quasi-Newton optimizer: BFGS, self-scaled BFGS or
     self-scaled Broyden, with a strong-Wolfe line search.
 
@@ -295,11 +295,11 @@ def ssbfgs(
             ``"interp"`` (``min(1, 1.01 * 2 (f_k - f_{k-1}) / g^T p)``, Nocedal & Wright
             Eq. 3.60). Either way it is ``min(1, 1/|g|)`` while ``H`` is the unscaled identity.
         approx_eps: relative value tolerance of the approximate-Wolfe test of
-            [`line_search`][cgmpinn_jax.solvers.line_search] (``None``:
+            `line_search` (``None``:
             ``finfo(dtype).eps ** (2/3)``; 0 disables it).
 
     Returns:
-        An [`SSBFGS`][cgmpinn_jax.solvers.SSBFGS] with ``init(x, value, grad)``,
+        An `DenseQN` with ``init(x, value, grad)``,
             ``step(value_and_grad_fn, x, state)`` and ``set_point(state, value, grad)``.
 
     Raises:
@@ -308,7 +308,7 @@ def ssbfgs(
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from cgmpinn_jax.solvers import ssbfgs
+        >>> from cgmpinn_jax.stages._ssbfgs import ssbfgs
         >>> opt = ssbfgs(method="ssbroyden", max_params=4)
         >>> state = opt.init(jnp.zeros(3), 0.0, jnp.zeros(3))
         >>> state.H.shape, bool(state.fresh)
@@ -327,7 +327,7 @@ def ssbfgs(
     if int(max_linesearch) < 1:
         raise ValueError(f"max_linesearch must be >= 1, got {max_linesearch}")
     opts = _Options(method, int(max_params), int(max_linesearch), c1, c2, curvature_eps, initial_step, approx_eps)
-    return SSBFGS(init=functools.partial(_init, opts), step=functools.partial(_step, opts), set_point=_set_point,
+    return DenseQN(init=functools.partial(_init, opts), step=functools.partial(_step, opts), set_point=_set_point,
                   method=method, max_params=int(max_params))
 
 

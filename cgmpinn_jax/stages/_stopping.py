@@ -21,8 +21,8 @@ __all__ = ["Guards", "Stopping", "Terminates", "accepts"]
 class Guards(NamedTuple):
     """The guard state of the running stage, part of the engine's state between iterations.
 
-    A solver's [`terminate`][cgmpinn_jax.solvers.Stage.terminate] reads it and returns the
-    next one ([`Stopping.terminate`][cgmpinn_jax.solvers.Stopping.terminate]).
+    A solver's [`terminate`][cgmpinn_jax.stages.Stage.terminate] reads it and returns the
+    next one (`Stopping.terminate`).
 
     Attributes:
         best_params: the stage's best point so far (lowest unweighted loss among the iteration
@@ -63,7 +63,7 @@ class Stopping:
     by a relative ``ftol`` in ``patience`` iterations. A solver's own stop (Gauss-Newton's
     ``NO_DECREASE``) comes last. The first status that fires wins.
 
-    [`make_stage`][cgmpinn_jax.solvers.make_stage] gives each solver the run's rule.
+    each stage's `solver` gives its solver the run's rule.
 
     Args:
         divergence_ratio: a loss above this times the stage's best unweighted loss stops it
@@ -75,7 +75,7 @@ class Stopping:
     Examples:
         >>> import jax.numpy as jnp
         >>> from cgmpinn_jax import StageStatus
-        >>> from cgmpinn_jax.solvers import Guards, Stopping
+        >>> from cgmpinn_jax.stages._stopping import Guards, Stopping
         >>> g = Guards(best_params=jnp.zeros(2), best_raw=jnp.asarray(1.0), status=jnp.int32(0),
         ...            stall=jnp.int32(0))
         >>> stop = Stopping(divergence_ratio=10.0)
@@ -98,7 +98,7 @@ class Stopping:
             params_now: the iteration's start point, a pytree of arrays.
 
         Returns:
-            The new [`Guards`][cgmpinn_jax.solvers.Guards] (``stall`` unchanged): ``params_now``
+            The new `Guards` (``stall`` unchanged): ``params_now``
                 becomes the best point if its loss is lower, and the status turns ``NONFINITE`` or
                 ``DIVERGED`` when the loss is non-finite or above ``divergence_ratio`` times the best.
         """
@@ -115,7 +115,7 @@ class Stopping:
 
         Args:
             g: the guard state before the iteration.
-            status: () int32 array: the status after [`guard`][cgmpinn_jax.solvers.Stopping.guard].
+            status: () int32 array: the status after `guard`.
             raw_total: () array: the unweighted loss at the iteration's start point.
             grad: the objective's gradient at the start point, a pytree of arrays.
             value: () array: the objective at the start point.
@@ -147,10 +147,10 @@ class Stopping:
             value: () array: the objective at ``params``.
             new_value: () array: the objective at the iteration's new point.
             member_status: () int32 array: the solver's own stop
-                ([`StepResult.status`][cgmpinn_jax.solvers.StepResult]), 0 or ``None`` to go on.
+                ([`StepResult.status`][cgmpinn_jax.stages.StepResult]), 0 or ``None`` to go on.
 
         Returns:
-            The new [`Guards`][cgmpinn_jax.solvers.Guards].
+            The new `Guards`.
         """
         after = self.guard(g, raw_total, params)
         if self.rule is None:
@@ -162,8 +162,8 @@ class Stopping:
 
 
 class Terminates:
-    """A solver's ``terminate`` by its [`Stopping`][cgmpinn_jax.solvers.Stopping] (``self.stopping``; the factory,
-    [`make_stage`][cgmpinn_jax.solvers.make_stage], sets the run's rule)."""
+    """A solver's ``terminate`` by its `Stopping` (``self.stopping``; the factory,
+    each stage's `solver`, sets the run's rule)."""
 
     fresh = False
     stopping: Stopping = Stopping(1e6)

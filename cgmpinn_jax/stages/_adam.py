@@ -12,30 +12,30 @@ import optax
 from ._protocol import StepResult
 from ._stopping import Stopping, Terminates
 
-__all__ = ["Adam"]
+__all__ = ["AdamSolver"]
 
 
-class Adam(Terminates):
+class AdamSolver(Terminates):
     """The first stage's solver: Adam (``optax.adam``) with a fixed learning rate.
 
     Adam stores no point: the engine evaluates the objective (balanced by ReLoBRaLo where the
     stage uses it) at every step's start (``fresh`` is True) and hands the step its gradient.
     The stage stops only on the guards (a non-finite or diverging loss, see
-    [`Stopping`][cgmpinn_jax.solvers.Stopping]); it has no tolerances and otherwise runs its
+    `Stopping`); it has no tolerances and otherwise runs its
     whole budget. Its state is optax's Adam state (step count and the first and second moment
     estimates, pytrees shaped like the parameters). Each step costs no evaluation beyond the
     engine's one at the start point (``evals`` is 0).
 
     Args:
-        lr: the learning rate (``TrainConfig.adam.lr``); a sweep may override it per run
+        lr: the learning rate (the [`Adam`][cgmpinn_jax.stages.Adam] stage's ``lr``); a sweep may override it per run
             through ``hyper.adam_lr``.
         divergence_ratio: a loss above this times the stage's best unweighted loss stops the
             stage (``DIVERGED``).
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> from cgmpinn_jax.solvers import Adam
-        >>> adam = Adam(0.1)
+        >>> from cgmpinn_jax.stages._adam import AdamSolver
+        >>> adam = AdamSolver(0.1)
         >>> params = {"a": jnp.zeros(2)}
         >>> value, grad = jax.value_and_grad(lambda p: jnp.sum((p["a"] - 1.0) ** 2))(params)
         >>> step = adam.step(params, adam.init(params), None, None, None, value, grad)
@@ -60,7 +60,7 @@ class Adam(Terminates):
         raise TypeError("Adam stores no point: the engine evaluates the objective at every step")
 
     def step(self, params, state, w, lam, batch, value, grad, hyper=None):
-        """One Adam step along ``grad`` ([`Stage.step`][cgmpinn_jax.solvers.Stage.step]); the
+        """One Adam step along ``grad`` ([`Stage.step`][cgmpinn_jax.stages.Stage.step]); the
         learning rate is ``hyper.adam_lr`` when ``hyper`` is given (a sweep's axis), else ``lr``.
         ``w``, ``lam`` and ``batch`` are not read."""
         lr = self.lr if hyper is None else hyper.adam_lr

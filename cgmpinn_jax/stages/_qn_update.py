@@ -1,6 +1,6 @@
-"""The dense quasi-Newton updates of `cgmpinn_jax.solvers._ssbfgs` (inverse-Hessian form): the
+"""The dense quasi-Newton updates of `cgmpinn_jax.stages._ssbfgs` (inverse-Hessian form): the
 self-scaling factors tau_k, phi_k of each method and the update of H. Formulas and sources
-are in `cgmpinn_jax.solvers._ssbfgs`'s module docstring."""
+are in `cgmpinn_jax.stages._ssbfgs`'s module docstring."""
 
 from __future__ import annotations
 

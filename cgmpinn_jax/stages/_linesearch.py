@@ -1,4 +1,4 @@
-"""Strong-Wolfe line search for `cgmpinn_jax.solvers._ssbfgs` (jittable, one ``lax.while_loop``).
+"""Strong-Wolfe line search for `cgmpinn_jax.stages._ssbfgs` (jittable, one ``lax.while_loop``).
 
 Line search: Nocedal & Wright (2006) Algorithms 3.5 (bracketing) and 3.6
 (zoom) for the strong Wolfe conditions ``f(a) <= f(0) + c1 a f'(0)`` and
@@ -41,7 +41,7 @@ def _dot(a, b):
 
 
 class LineSearchResult(NamedTuple):
-    """The outcome of [`line_search`][cgmpinn_jax.solvers.line_search].
+    """The outcome of `line_search`.
 
     When ``success`` is true, ``alpha``, ``value`` and ``grad`` are a point satisfying the
     strong Wolfe conditions (or their approximate form in the rounding regime). Otherwise they
@@ -237,7 +237,7 @@ def line_search(
             for the default, 0 to disable it.
 
     Returns:
-        A [`LineSearchResult`][cgmpinn_jax.solvers.LineSearchResult]: the accepted point, or
+        A `LineSearchResult`: the accepted point, or
             the best point tried when ``success`` is false.
 
     Examples:
@@ -245,7 +245,7 @@ def line_search(
         ``alpha = 1/2``:
 
         >>> import jax.numpy as jnp
-        >>> from cgmpinn_jax.solvers import line_search
+        >>> from cgmpinn_jax.stages._linesearch import line_search
         >>> f = lambda x: (jnp.sum((x - 1.0) ** 2), 2.0 * (x - 1.0))
         >>> x = jnp.zeros(2)
         >>> value, grad = f(x)
