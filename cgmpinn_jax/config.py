@@ -66,21 +66,15 @@ class StopRule(NamedTuple):
     patience: int
 
 
-#: Default tolerances per second-stage precision (float32: the values every table run used).
-#: float32 -- on 1D Poisson the loss stops improving long before the L-BFGS budget ends
-#: while failing line searches burn most of the line-search budget every iteration, and
-#: running the full budget made the error worse: stop after 1000 iterations without a 0.1%
-#: gain. float64 -- the loss keeps falling slowly for the whole budget, well past where the
-#: float32 rule would stop it (benchmarks/results/stop_rules.md), so the float64 rule only
-#: catches a true stall: no relative gain of 1e-9 in 2000 iterations; the gradient
-#: tolerance is relative to the objective and far below what float32 resolves.
+#: Default tolerances per second-stage precision: float32 stops after 1000 iterations without a
+#: 0.1% gain (the values every table run used), float64 only at a true stall (no relative gain
+#: of 1e-9 in 2000 iterations). Why these values: docs/decisions.md.
 _STOP_DEFAULTS = {
     "float32": StopRule(gtol=1e-7, ftol=1e-3, patience=1000),
     "float64": StopRule(gtol=1e-12, ftol=1e-9, patience=2000),
 }
-#: Gauss-Newton (Levenberg-Marquardt): a plateau is a few hundred iterations, not 2000 (an
-#: iteration costs ~100 L-BFGS iterations); the gradient rule is off (it would test a gradient
-#: one iteration old, and NO_DECREASE ends a converged run).
+#: Gauss-Newton (Levenberg-Marquardt): a plateau is a few hundred iterations, the gradient
+#: rule off (it would test a gradient one iteration old). Why: docs/decisions.md.
 _GN_STOP_DEFAULTS = {
     "float32": StopRule(gtol=0.0, ftol=1e-6, patience=100),
     "float64": StopRule(gtol=0.0, ftol=1e-10, patience=200),
@@ -373,8 +367,8 @@ class TrainConfig:
 
         ``"faithful"`` is the default (the reference's float32 run); ``"accurate"`` is the
         best measured setting for accuracy (float64 Gauss-Newton,
-        ``benchmarks/results/accuracy.md``); ``"accurate_lbfgs"`` the float64 L-BFGS setting
-        (``benchmarks/results/precision.md``).
+        ``benchmarks/results/accuracy.md``; why: docs/decisions.md); ``"accurate_lbfgs"`` the
+        float64 L-BFGS setting (``benchmarks/results/precision.md``).
 
         Args:
             name: a key of [`PRESETS`][cgmpinn_jax.PRESETS]: ``"faithful"``, ``"accurate"`` or
@@ -407,9 +401,10 @@ options that differ from the defaults (as ``TrainConfig`` keyword arguments).
 * ``"accurate"``: float64, the Gauss-Newton (Levenberg-Marquardt) second stage for 1500
   iterations, and ReLoBRaLo's lambdas moved into the second-stage objective once per weight
   refresh. The measured numbers behind it are in ``benchmarks/results/accuracy.md``.
-* ``"accurate_lbfgs"``: the previous accurate preset, float64 optax L-BFGS for the problem's
-  budget; accurate on 1D Poisson CGMPINN, it stalls above a relative e2 of 1e-5 on heat,
-  damped wave and 2D Poisson (``benchmarks/results/precision.md``).
+* ``"accurate_lbfgs"``: float64 optax L-BFGS for the problem's budget
+  (``benchmarks/results/precision.md``).
+
+Why ``"accurate"`` is Gauss-Newton and not float64 L-BFGS: docs/decisions.md.
 """
 
 
