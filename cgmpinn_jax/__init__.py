@@ -9,8 +9,9 @@ This module is the public face: ``cj.train``, ``cj.sweep``, ``cj.TrainConfig`` a
 below. The implementation lives in subpackages, layered from the bottom up (no module
 imports a layer above its own; ``import-linter`` checks it):
 
-* ``problems`` (the six benchmarks, the ``Problem`` base, point helpers), ``nn`` (networks,
-  Taylor-mode fast path), ``derivatives``;
+* ``problems`` (the ``Problem`` base and its checks, point helpers, the paper's six benchmarks,
+  PINNacle's problems, reference data readers), above ``geometry`` (domains from primitives
+  and set operations) and ``nn`` (networks, Taylor-mode fast path), ``derivatives``;
 * ``gmm`` (jitted 1-D EM), then ``weighting`` (tau, CGM / GMMPINN / CLPINN weights,
   ReLoBRaLo), ``stages`` (a run's stages as objects: Adam, L-BFGS, dense quasi-Newton,
   Gauss-Newton, each with its options, budget and stop rule, and the solvers they build;
@@ -26,6 +27,7 @@ their own.
 from ._version import __version__ as __version__
 from . import config as config
 from . import derivatives as derivatives
+from . import geometry as geometry
 from . import gmm as gmm
 from . import inverse as inverse
 from . import methods as methods
@@ -67,7 +69,7 @@ from .training import sweep as sweep
 from .training import train as train
 
 __all__ = [
-    "config", "derivatives", "gmm", "inverse", "methods", "metrics", "nn", "problems", "stages", "training",
+    "config", "derivatives", "geometry", "gmm", "inverse", "methods", "metrics", "nn", "problems", "stages", "training",
     "weighting",
     "train", "infer", "sweep", "resume", "TrainConfig", "PRESETS", "CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "TrainResult", "StageRecord", "History", "StageStatus",
     "SweepResult", "CompileCache", "CheckpointError", "TrainingInterrupted", "refresh_schedule",

@@ -44,7 +44,7 @@ import numpy as np
 
 from .config import TrainConfig
 from .methods import get_method
-from .problems import PROBLEMS, Problem, class_path, get_problem, import_problem_class
+from .problems import PINNACLE, PROBLEMS, WORKED, Problem, class_path, get_problem, import_problem_class
 
 __all__ = ["save_result", "load_model", "load_problem", "to_jsonable", "LoadedModel"]
 
@@ -381,8 +381,9 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
         try:
             cls = import_problem_class(path)
         except ValueError as e:
-            if path.startswith("cgmpinn_jax.") and saved in PROBLEMS:  # a benchmark whose module moved
-                cls = PROBLEMS[saved]
+            built_in = {**PINNACLE, **WORKED, **PROBLEMS}  # get_problem's order: the paper's six first
+            if path.startswith("cgmpinn_jax.") and saved in built_in:  # a built-in problem whose module moved
+                cls = built_in[saved]
             else:
                 raise ValueError(f"load_model: cannot rebuild the problem {saved!r} of {folder}: {e}. "
                                  f"Define the class at module level in an importable module, or {hint}") from e

@@ -1,4 +1,4 @@
-"""Geometries from primitives and set operations (cgmpinn_jax.problems.geometry): sampling
+"""Geometries from primitives and set operations (cgmpinn_jax.geometry): sampling
 under jit and vmap, outward normals, uniformity, grids, dtypes and argument checks."""
 
 import math
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cgmpinn_jax.problems._geometry_util import _first_valid
-from cgmpinn_jax.problems.geometry import (Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union)
+from cgmpinn_jax.geometry import (Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union)
+from cgmpinn_jax.geometry._base import _first_valid
 
 CENTRES = ((0.3, 0.3), (-0.3, 0.3), (0.3, -0.3), (-0.3, -0.3))
 ELL = ((0.0, 0.0), (2.0, 0.0), (2.0, 1.0), (1.0, 1.0), (1.0, 2.0), (0.0, 2.0))  # counter-clockwise

@@ -117,7 +117,7 @@ def test_registry_problem_and_old_format(tmp_path):
     res = cj.train("poisson1d", "pinn", TINY, key=0, quiet=True)
     cj.save_result(res, tmp_path / "new")
     info = json.loads((tmp_path / "new" / "model.json").read_text())
-    assert info["problem_class"] == "cgmpinn_jax.problems.poisson1d:Poisson1D"
+    assert info["problem_class"] == "cgmpinn_jax.problems.paper.poisson1d:Poisson1D"
     model, _ = cj.load_model(tmp_path / "new")
     _same_model(model, res.model)
     old = tmp_path / "old"
@@ -133,6 +133,22 @@ def test_registry_problem_and_old_format(tmp_path):
     with pytest.raises(ValueError, match=r"'my_unregistered'.*not in the registry.*problem="):
         cj.load_model(old)
 
+
+
+def test_built_in_problems_saved_under_an_old_module_path(tmp_path):
+    """A built-in problem recorded under a module path it has since moved from (problems/heat.py
+    is now problems/paper/heat.py, problems/pinnacle_nd.py problems/pinnacle/nd.py) is rebuilt
+    by its registry name."""
+    from cgmpinn_jax.io import _problem_record, _rebuild_problem
+
+    for name, old in (("heat", "cgmpinn_jax.problems.heat:Heat"),
+                      ("heat_nd", "cgmpinn_jax.problems.pinnacle_nd:HeatND")):
+        problem = cj.get_problem(name)
+        info = dict(_problem_record(problem), problem_class=old)
+        assert _rebuild_problem(info, None, tmp_path) == problem
+    info = dict(_problem_record(cj.get_problem("heat")), problem_class="cgmpinn_jax.gone:Heat", problem="nope")
+    with pytest.raises(ValueError, match="cannot rebuild the problem 'nope'"):
+        _rebuild_problem(info, None, tmp_path)
 
 def test_fields_that_json_cannot_hold_need_problem(tmp_path):
     @dataclasses.dataclass(frozen=True)

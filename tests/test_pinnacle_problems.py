@@ -1,4 +1,4 @@
-"""PINNacle's seven problems (cgmpinn_jax/problems/pinnacle.py, pinnacle_nd.py): each closed form
+"""PINNacle's seven problems (cgmpinn_jax/problems/pinnacle/): each closed form
 satisfies its PDE and its conditions, each reference meets its boundary conditions, and every
 problem validates, is listed by ``cgmpinn-jax list`` and trains by name."""
 
@@ -14,7 +14,7 @@ from cgmpinn_jax import cli
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import PINNACLE, PROBLEMS, WORKED, get_problem, validate_problem
 from cgmpinn_jax.problems.pinnacle import Burgers1DC
-from cgmpinn_jax.problems.pinnacle_nd import lateral_normal
+from cgmpinn_jax.problems.pinnacle.nd import lateral_normal
 
 CLOSED = ["wave1d_c", "heat2d_ms", "poisson_nd", "heat_nd"]
 DATA = ["burgers1d_c", "poisson2d_c", "ns2d_c"]

@@ -243,9 +243,6 @@ def test_box_edges():
 
 
 def test_edge_pair_and_initial_line():
-    from cgmpinn_jax.problems import heat
-
-    assert heat.edge_pair is edge_pair and heat.initial_line is initial_line  # old import path kept
     t = jnp.array([0.1, 0.7])
     left, right = edge_pair(t, -2.0, 3.0)
     f32 = lambda a: np.asarray(a, np.float32)

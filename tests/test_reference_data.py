@@ -1,4 +1,4 @@
-"""Reference solutions read from files (cgmpinn_jax/problems/reference.py) and the three
+"""Reference solutions read from files (cgmpinn_jax/problems/reference/) and the three
 PINNacle reference files shipped with the package (cgmpinn_jax/data/pinnacle/)."""
 
 import gzip

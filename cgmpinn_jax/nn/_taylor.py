@@ -154,11 +154,7 @@ def stacking() -> bool:
     """Whether a layer multiplies all lanes in one stacked product.
 
     Default: not on CPU, yes elsewhere. On XLA:CPU one product per lane was measured faster
-    (loss+gradient at 300 to 8000 points; the "stacked products" column of
-    ``benchmarks/results/roofline.md``): the fusion that writes the stacked activations (a
-    concatenate) runs slower per element than plain elementwise fusions, and the
-    weight-gradient product over ``lanes N`` rows runs at a lower rate than ``N``-row ones.
-    On accelerators stacking saves kernel launches (not measured here).
+    (docs/decisions.md); on accelerators stacking saves kernel launches.
     """
     s = _STACK.get()
     return jax.default_backend() != "cpu" if s is None else s

@@ -1,6 +1,8 @@
-"""The Problem interface, point helpers, the six benchmark problems of the paper and a
-registry by name; for problems as the field poses them, geometry (primitives and set
-operations), reference data readers, and the pieces of systems and curved boundaries.
+"""The Problem interface, its checks and point helpers, the six benchmark problems of the paper
+(``paper/``), PINNacle's problems (``pinnacle/``), the worked examples and a registry by name;
+for problems as the field poses them, the reference data readers (``reference/``), the pieces
+of systems and curved boundaries, and the geometries of `cgmpinn_jax.geometry` (primitives and
+set operations), re-exported here.
 
 A problem is named by a registry name (``"heat"``, one of
 [`PROBLEMS`][cgmpinn_jax.PROBLEMS]; a worked example of [`WORKED`][cgmpinn_jax.problems.WORKED]; one
@@ -15,20 +17,15 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .advection_diffusion import AdvectionDiffusion
+from ..geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
 from ._normal_pieces import Neumann, Robin
 from .base import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, Problem, ProblemDefaults, TestGrid,
                    Truth, check_points, grid, uniform)
 from .hard import ConstrainedNetwork, HardConstrained
-from .geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
 from .reference import Reference, load_reference, pinnacle_reference, read_comsol, read_table
 from .validate import validate_problem
-from .damped_wave import DampedWave
-from .fisher_kpp import FisherKPP
-from .heat import Heat
 from .points import box_edges, edge_pair, initial_line
-from .poisson1d import Poisson1D
-from .poisson2d import Poisson2D
+from .paper import AdvectionDiffusion, DampedWave, FisherKPP, Heat, Poisson1D, Poisson2D
 from .worked import WORKED, BurgersFromData, LidDrivenCavity, SquareWithHoles
 from .pinnacle import PINNACLE, Burgers1DC, Heat2DMultiscale, HeatND, NS2DC, Poisson2DC, PoissonND, Wave1DC
 
@@ -55,7 +52,7 @@ def class_path(cls: type) -> str:
     Examples:
         >>> from cgmpinn_jax.problems import Heat, class_path
         >>> class_path(Heat)
-        'cgmpinn_jax.problems.heat:Heat'
+        'cgmpinn_jax.problems.paper.heat:Heat'
     """
     return f"{cls.__module__}:{cls.__qualname__}"
 
@@ -77,7 +74,7 @@ def import_problem_class(path: str) -> type[Problem]:
 
     Examples:
         >>> from cgmpinn_jax.problems import import_problem_class
-        >>> import_problem_class("cgmpinn_jax.problems.heat:Heat").name
+        >>> import_problem_class("cgmpinn_jax.problems.paper.heat:Heat").name
         'heat'
     """
     module_name, sep, qualname = path.partition(":")

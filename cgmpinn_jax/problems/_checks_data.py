@@ -33,7 +33,7 @@ def check_system_declarations(problem: Any) -> None:
     geo = problem.geometry
     if geo is not None:
         if not hasattr(geo, "boundary_names") or not hasattr(geo, "sample_interior"):
-            _fail(problem, "geometry", f"must be a Geometry (cgmpinn_jax.problems.geometry), got {type(geo).__name__}")
+            _fail(problem, "geometry", f"must be a Geometry (cgmpinn_jax.geometry), got {type(geo).__name__}")
         if geo.dim != problem.dim:
             _fail(problem, "geometry", f"is {geo.dim}-dimensional but coords = {tuple(problem.coords)!r} has "
                                        f"{problem.dim} coordinates")
@@ -129,7 +129,7 @@ def _check_sampler(problem: Any, where: str, pts: Any, n: int, ok: Any, what: st
 
 def _built_in(geo: Any) -> bool:
     """Whether ``geo`` and every operand of its set operations are the library's own classes."""
-    from . import geometry
+    from .. import geometry
 
     if type(geo) not in {getattr(geometry, name) for name in geometry.__all__}:
         return False

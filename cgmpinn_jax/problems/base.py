@@ -13,7 +13,7 @@ its ``source(z)`` and each piece's target ``g`` directly, a
 as data (errors are measured against it, and the run says so), several named ``fields``
 (a system: the operator sees `Fields` and returns one value per name in
 ``equations``), and a ``geometry`` built from primitives by set operations
-(`cgmpinn_jax.problems.geometry`) with `Neumann` and
+(`cgmpinn_jax.geometry`) with `Neumann` and
 `Robin` pieces on its curved boundaries.
 
 Constraint terms are named (``"ic"``, ``"bc"``) and each is a tuple of *pieces*; the
@@ -213,7 +213,7 @@ class Problem(abc.ABC):
     defaults: ClassVar[ProblemDefaults] = ProblemDefaults()
     fields: ClassVar[tuple[str, ...]] = ("u",)  # the network's outputs (a system: several)
     equations: ClassVar[tuple[str, ...]] = ("pde",)  # the operator's residual equations
-    geometry: ClassVar[Any] = None  # a cgmpinn_jax.problems.geometry.Geometry, or None for the box
+    geometry: ClassVar[Any] = None  # a cgmpinn_jax.geometry.Geometry, or None for the box
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -80,7 +80,7 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
 def _faces_of(problem: Problem, ids: tuple[str, ...], pts: dict) -> tuple[tuple[Face, ...], ...]:
     """Per field, the box faces the Dirichlet pieces ``ids`` lie on (found from a draw ``pts`` of
     their points: a face counts when some point lies on it and on no other face)."""
-    from .geometry import Box
+    from ..geometry import Box
 
     if problem.geometry is not None and not isinstance(problem.geometry, Box):
         raise ValueError(f"HardConstrained: {type(problem).__name__} has a geometry, and g and d are built for "

@@ -27,7 +27,7 @@ import numpy as np
 from ..derivatives import partial
 from ._pieces import Condition, Dirichlet, ProblemDefaults, uniform
 from .base import Problem
-from .geometry import Box, Disk
+from ..geometry import Box, Disk
 from .reference import Reference, pinnacle_reference
 
 __all__ = ["BurgersFromData", "LidDrivenCavity", "SquareWithHoles", "burgers_reference", "WORKED"]

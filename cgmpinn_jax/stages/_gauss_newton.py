@@ -25,8 +25,8 @@ flops) against the product's ``2 M^2 P``; a new factor (product and Cholesky, ``
 last trial's CG needed more than ``cg_refactor`` iterations (`PCG_REFACTOR`). CG stops at a
 residual below ``cg_tol |r|`` (`PCG_TOL`) or after ``cg_max`` iterations (`PCG_MAX_ITERS`);
 the solve being inexact, the gain ratio's model residual ``r + J d`` is computed with ``J``.
-Where Jacobi-preconditioned CG failed (below), the stale factor carries the spectrum of
-``J J^T``, which changes little from one iteration to the next late in a run. With more rows
+The stale factor carries the spectrum of ``J J^T``, which changes little from one iteration
+to the next late in a run (why not Jacobi preconditioning: docs/decisions.md). With more rows
 than parameters (``M > P``) the form works on the Gramian side instead, the same way:
 ``(J^T J + mu I) d = -J^T r`` by CG preconditioned with an earlier factor of
 ``J^T J + mu' I`` (``P x P``). ``form="auto"`` still takes the exact Gramian form there: the
@@ -49,7 +49,7 @@ that the damping is relative to is estimated from `MATFREE_PROBES` fixed Rademac
 iterations. ``form="auto"`` takes it only where the form it would choose needs more than
 ``gauss_newton.memory_limit_gb`` (`memory_bytes`), which the engine refused before: a
 fallback for size, not for speed (without a preconditioner CG solves only well-damped systems
-in few iterations; see the matrix-free CG measurement below).
+in few iterations: docs/decisions.md).
 
 **The SVD form** (``gauss_newton.form="svd"``): one thin SVD of ``J`` per
 iteration, and every trial's step and predicted decrease from it (`_gn_linear.svd_direction`),
@@ -85,38 +85,9 @@ across a refresh.
 Evaluations: each trial is one forward evaluation of the objective (no gradient); the
 Jacobian is one per iteration. ``evals`` in the history counts the trials.
 
-**Cost, and the decisions it made** (measured by the retired study ``gn_cost``,
-``benchmarks/results/gn_cost.md``, against a floor of the plain product's ``2 M^2 P`` flops
-at the machine's measured matmul rate): the product ``J J^T`` dominates an iteration, ahead
-of the Jacobian, the Cholesky factorizations and the trials' solves and forward passes, so
-cutting its flops was the lever: it is formed from the 10 lower tiles of 16 (kept). An
-iteration runs close to the floor. Cheaper iterations, tried from the same Adam start on heat
-(PINN, seed 0; the retired study ``gn_cheaper``, ``benchmarks/results/gn_cheaper.md``): a step
-from **sampled rows** (half or a quarter of every group's rows per iteration, judged on the
-full objective) costs 0.28x or 0.10x an iteration but did not move the error in 1253 or 3000
-iterations (1.716e-02 to 1.714e-02 and 1.712e-02), where the full step reached 1e-5 in 350
-iterations, though its steps were accepted (1.13-1.18 trials per iteration): they barely
-move, as if a step fitted to some rows undid the others and only a heavily damped one
-lowered the whole objective (the damping was not recorded there). Not kept. **Reusing the
-factorization** (up to 3 chord steps per iteration with its ``J`` and Cholesky factor, each
-kept only if the objective falls): a chord step was kept 0.03 times per iteration, so the
-attempt only added its forward passes (4.03 s against 3.48 s an iteration, the same run)
-and the error was 1.318e-05 after 294 iterations where the full step had reached 1e-5 after
-342 in the same seconds. Not kept. **Matrix-free CG** (the kernel system solved by at most
-30 or 150 Jacobi-preconditioned CG iterations per trial, two products with the stored ``J``
-each, no product and no factorization; another run from the same start, a core of its own):
-2.43 s or 8.22 s an iteration against 2.06 s for the full step, with 2.2 trials an iteration
-against 1.01, and after 600 s of steps the error was 1.53e-02 or 9.00e-03 where the full
-step had reached 1.52e-05. A product with ``J`` reads all of ``J`` for few flops, likely
-bound by memory traffic where ``J J^T`` is bound by flops (on heat a CG iteration took at
-most 25 ms, 8.22 s over 2.21 trials of 150, about 1/80 of a full step, where the flops say
-1/750), and with a condition number beyond 1e16 a few CG iterations solve only heavily
-damped systems (the damping ended near 9.3 and 0.84 against 9.4e-06 for the full step),
-whose steps are short. Not kept.
-optimistix's ``LevenbergMarquardt`` on the same residuals could not be used: it linearizes
-with forward mode (the Taylor fast path has none; measured with it off) and its default
-linear solve on the ``M x P`` operator asked for 71 GB (1D Poisson) to 332 GB
-(advection-diffusion).
+**Cost.** Forming the product dominates an iteration; it is built from the 10 lower tiles of
+16 (`_gn_linear._gram`). Why, and the cheaper iterations that were rejected (sampled rows,
+chord steps, Jacobi-preconditioned CG, optimistix's ``LevenbergMarquardt``): docs/decisions.md.
 """
 
 from __future__ import annotations

@@ -14,9 +14,7 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     """``J J^T`` (kernel) or ``J^T J`` (Gramian), at full float precision, symmetric by
     construction: the output is cut into ``blocks x blocks`` tiles and only the lower ones
     are multiplied (``b (b + 1) / 2`` of ``b^2``: 10/16 of the flops for ``b = 4``), the
-    upper ones are their transposes. On heat (float64, 2 cores) ``blocks = 4`` was clearly
-    faster than the plain product, and ``blocks = 8`` gained almost nothing more
-    (``benchmarks/results/gn_cost.md``)."""
+    upper ones are their transposes. Why ``blocks = 4``: docs/decisions.md."""
     A = J if form == "kernel" else J.T  # rows of A are the matrix's index
     n = A.shape[0]
     b = blocks if n >= 128 * blocks else 1

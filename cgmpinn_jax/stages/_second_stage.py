@@ -7,24 +7,16 @@ current value and gradient, the member returns a `StepResult`.
 Members (``TrainConfig.second_stage``):
 
 * ``"optax"`` -- `optax.lbfgs` with optax's zoom (strong-Wolfe) line search, initial
-  guess 1 (the default: on the 1D Poisson CGMPINN headline run it was more accurate than
-  jaxopt, whose line search kept failing late in the run; the retired headline study's
-  ``--backend jaxopt`` rows in ``benchmarks/results/headline.md``). When its search finds no
-  acceptable step it returns the last point it tried, even where the loss rose. That is what stopped two
-  float64 CGMPINN runs of the accurate preset (heat seed 1, 2D Poisson seed 0): the two
-  iterations after a weight refresh raised the loss by many orders of magnitude, and the
-  divergence guard ended the stage with the best parameters. Undoing such iterations and
-  restarting the memory was tried and is not an option: on heat seed 1 the stage's very
-  first search already failed, and the restart repeated that step every iteration (each
-  using the full line-search budget, until LOSS_TOL), ending far less accurate than with
-  optax's behaviour.
+  guess 1 (the default). When its search finds no acceptable step it returns the last point
+  it tried, even where the loss rose; a loss that grows past the divergence guard then ends
+  the stage with the best parameters. Why this default and this behaviour (no restart):
+  docs/decisions.md.
 * ``"jaxopt"`` -- `jaxopt.LBFGS` with jaxopt's zoom search. jaxopt stores every
-  (s, y) pair, so like torch (and Nocedal & Wright) we keep a pair only if y.s > 1e-10: a
-  pair with y.s <= 0 (float32 noise near a minimum, or an objective change) makes later
-  directions non-descent. Its line-search options are its own (``lbfgs.linesearch``,
-  ``lbfgs.linesearch_init``, ``lbfgs.reset_on_failure``). The first trial step is ``lbfgs.lr`` = 1.0 (jaxopt's
-  ``linesearch_init="increase"`` caps the step at it; a cap of 0.8, the reference's torch
-  lr, made its zoom search fail far more often in our measurements).
+  (s, y) pair, so like torch (and Nocedal & Wright) a pair is kept only if y.s > 1e-10: a
+  pair with y.s <= 0 makes later directions non-descent. Its line-search options are its own
+  (``lbfgs.linesearch``, ``lbfgs.linesearch_init``, ``lbfgs.reset_on_failure``). The first
+  trial step is ``lbfgs.lr`` = 1.0 (jaxopt's ``linesearch_init="increase"`` caps the step at
+  it; why not the reference's 0.8: docs/decisions.md).
 * ``"gauss_newton"`` -- Levenberg-Marquardt on the objective's least-squares view
   (`cgmpinn_jax.stages._gauss_newton`): one Jacobian per iteration, the damped normal system in
   kernel (Woodbury) or Gramian form, the damping adapted on the device by the gain ratio.

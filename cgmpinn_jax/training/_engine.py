@@ -21,19 +21,16 @@ Deliberate deviations from the reference, all listed in docs/reference-code.md Â
   solver's curvature pairs mix two objectives (more evaluations per iteration than without
   ReLoBRaLo). ``balancing.second_stage_apply="refresh"`` keeps ReLoBRaLo's state moving every
   iteration but gives the objective new lambdas only at the weight refreshes; not the
-  default: the released code updates the lambdas every iteration, and on the 1D Poisson
-  headline in float32 this option needed fewer evaluations per iteration but ended less
-  accurate (``benchmarks/results/headline.md``). In float64 it is the better one, more
-  accurate at fewer evaluations per iteration (``benchmarks/results/precision.md``), so the
-  "accurate" preset uses it.
+  default (the released code updates the lambdas every iteration); the "accurate" presets
+  use it (measured less accurate in float32, more in float64: docs/decisions.md).
 * Guards (each stage's solver applies them, `cgmpinn_jax.stages._stopping`): a
   non-finite loss, or a loss that grows beyond ``divergence_ratio`` x the best unweighted
   loss seen in the stage, stops the stage and restores the best parameters of
   that stage (by the unweighted loss PDE + IC + BC). The second stage also stops on its
   `StopRule` (GRAD_TOL, LOSS_TOL); a stage that runs its budget
   keeps its final parameters, as the reference does.
-* Line search: at most ``lbfgs.max_linesearch`` = 10 evaluations (torch allows 25; in the
-  float32 plateau every extra one is wasted).
+* Line search: at most ``lbfgs.max_linesearch`` = 10 evaluations (torch allows 25; why:
+  docs/decisions.md).
 """
 
 from __future__ import annotations

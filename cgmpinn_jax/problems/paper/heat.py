@@ -16,10 +16,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ..derivatives import partial
-from .base import Dirichlet, Problem, grid, uniform
-from .points import edge_pair, initial_line  # noqa: F401  (also importable from here, as before)
-from .unknowns import Unknown
+from ...derivatives import partial
+from ..base import Dirichlet, Problem, grid, uniform
+from ..points import edge_pair, initial_line
+from ..unknowns import Unknown
 
 
 @dataclasses.dataclass(frozen=True)

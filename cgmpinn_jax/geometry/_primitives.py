@@ -1,5 +1,5 @@
 """The primitives `Box`, `Ball` and `Disk`.
-Public through `cgmpinn_jax.problems.geometry`."""
+Public through `cgmpinn_jax.geometry`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._geometry_base import Geometry
-from ._geometry_util import Draw, _check_name, _float_tuple, _xp
+from ._base import Draw, Geometry, _check_name, _float_tuple, _xp
 
 __all__ = ["Box", "Ball", "Disk"]
 

@@ -12,7 +12,7 @@ written through the public API and registered by name in `PINNACLE`:
 | ``heat_nd`` | ``heat.py``: ``HeatND`` | closed form |
 
 The first three are the worked examples of docs/problems-from-data.md under PINNacle's names;
-the 5-D ones are in `cgmpinn_jax.problems.pinnacle_nd`. Each class's docstring states the problem
+the 5-D ones are in `cgmpinn_jax.problems.pinnacle.nd`. Each class's docstring states the problem
 and where it differs from PINNacle's code.
 
 Point counts. PINNacle's defaults (``src/pde/baseclass.py``) are 8192 collocation, 2048
@@ -35,13 +35,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..derivatives import partial
-from ._pieces import DerivativeMatch, Dirichlet, grid, uniform
-from .base import Problem
-from .pinnacle_nd import HeatND, PoissonND
-from .points import box_edges, initial_line
-from .reference import pinnacle_reference
-from .worked import BurgersFromData, LidDrivenCavity, SquareWithHoles
+from ...derivatives import partial
+from ..base import DerivativeMatch, Dirichlet, Problem, grid, uniform
+from ..points import box_edges, initial_line
+from ..reference import pinnacle_reference
+from ..worked import BurgersFromData, LidDrivenCavity, SquareWithHoles
+from .nd import HeatND, PoissonND
 
 __all__ = ["Burgers1DC", "Poisson2DC", "NS2DC", "Wave1DC", "Heat2DMultiscale", "PoissonND", "HeatND", "PINNACLE"]
 

@@ -20,10 +20,10 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ..derivatives import partial
-from .base import Dirichlet, Problem, ProblemDefaults, grid, uniform
-from .heat import edge_pair, initial_line
-from .unknowns import Unknown
+from ...derivatives import partial
+from ..base import Dirichlet, Problem, ProblemDefaults, grid, uniform
+from ..points import edge_pair, initial_line
+from ..unknowns import Unknown
 
 
 @dataclasses.dataclass(frozen=True)

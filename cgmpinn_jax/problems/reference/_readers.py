@@ -1,10 +1,6 @@
-"""Reference solutions as data: points ``(M, d)`` and values ``(M, F)`` of named fields, read
-from COMSOL text exports, CSV, whitespace tables, ``.npy`` or ``.npz`` (each optionally gzipped),
-with the sha256 of the bytes they came from. Every failure is a ``ValueError``
-(``FileNotFoundError`` for a missing file) naming the file and the culprit: the column count, a
-NaN or Inf, a field name, a point outside the domain. Three reference files of the PINNacle
-benchmark ship with the package (`pinnacle_reference`; see ``data/pinnacle/README.md``).
-"""
+"""The readers of reference solutions (COMSOL text exports, CSV, whitespace tables, ``.npy`` and
+``.npz``, each optionally gzipped), the `Reference` they return and the PINNacle files shipped
+with the package. Public through `cgmpinn_jax.problems.reference`."""
 
 from __future__ import annotations
 

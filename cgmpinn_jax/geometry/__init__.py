@@ -27,7 +27,7 @@ fill ``n`` rows (NaN rows if none is valid), never points outside the domain.
 
 Examples: A plate with a hole: Dirichlet on the outer wall, Neumann on the hole
     >>> import jax
-    >>> from cgmpinn_jax.problems.geometry import Box, Disk
+    >>> from cgmpinn_jax.geometry import Box, Disk
     >>> plate = Box((0.0, 0.0), (1.0, 1.0), name="wall") - Disk((0.5, 0.5), 0.2, name="hole")
     >>> interior = jax.jit(lambda k: plate.sample_interior(k, 256))(jax.random.key(0))
     >>> x_hole, n_hole = plate.sample_boundary(jax.random.key(1), 64, name="hole")
@@ -37,9 +37,9 @@ Examples: A plate with a hole: Dirichlet on the outer wall, Neumann on the hole
 
 from __future__ import annotations
 
-from ._geometry_base import Geometry
-from ._geometry_polygon import Polygon
-from ._geometry_primitives import Ball, Box, Disk
-from ._geometry_setops import Difference, Intersection, Union
+from ._base import Geometry
+from ._polygon import Polygon
+from ._primitives import Ball, Box, Disk
+from ._sets import Difference, Intersection, Union
 
 __all__ = ["Geometry", "Box", "Ball", "Disk", "Polygon", "Union", "Difference", "Intersection"]

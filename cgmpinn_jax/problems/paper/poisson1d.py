@@ -11,8 +11,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ..derivatives import partial
-from .base import Dirichlet, Problem, grid, uniform
+from ...derivatives import partial
+from ..base import Dirichlet, Problem, grid, uniform
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,9 +14,9 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ..derivatives import partial
-from .base import DerivativeMatch, Dirichlet, Problem, grid, uniform
-from .heat import edge_pair, initial_line
+from ...derivatives import partial
+from ..base import DerivativeMatch, Dirichlet, Problem, grid, uniform
+from ..points import edge_pair, initial_line
 
 
 @dataclasses.dataclass(frozen=True)

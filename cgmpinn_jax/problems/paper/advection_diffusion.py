@@ -12,10 +12,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from ..derivatives import partial
-from .base import Dirichlet, Periodic, Problem, grid, uniform
-from .heat import edge_pair, initial_line
-from .unknowns import Unknown
+from ...derivatives import partial
+from ..base import Dirichlet, Periodic, Problem, grid, uniform
+from ..points import edge_pair, initial_line
+from ..unknowns import Unknown
 
 
 @dataclasses.dataclass(frozen=True)

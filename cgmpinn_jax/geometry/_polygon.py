@@ -1,5 +1,5 @@
 """The primitive `Polygon`: checks (simple, non-degenerate) and an ear-clipping
-triangulation for exact uniform sampling. Public through `cgmpinn_jax.problems.geometry`."""
+triangulation for exact uniform sampling. Public through `cgmpinn_jax.geometry`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._geometry_base import Geometry
-from ._geometry_util import Draw, _check_name, _xp
+from ._base import Draw, Geometry, _check_name, _xp
 
 __all__ = ["Polygon"]
 

@@ -17,11 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..derivatives import partial
-from ._normal_pieces import Neumann
-from ._pieces import Dirichlet, TestGrid
-from .base import Problem
-from .geometry import Ball, Box
+from ...derivatives import partial
+from ...geometry import Ball, Box
+from .._normal_pieces import Neumann
+from ..base import Dirichlet, Problem, TestGrid
 
 __all__ = ["PoissonND", "HeatND", "DIM", "CUBE", "BALL"]
 
@@ -72,7 +71,7 @@ class PoissonND(Problem):
     * the dimension is fixed at 5 (PINNacle's ``dim`` parameter) and the residual is written
       ``lap u - f`` (PINNacle: ``lap u + f``, with its f of the opposite sign: the same equation).
 
-    The domain is [`CUBE`][cgmpinn_jax.problems.pinnacle_nd.CUBE] (its ``geometry``).
+    The domain is [`CUBE`][cgmpinn_jax.problems.pinnacle.nd.CUBE] (its ``geometry``).
 
     Args:
         n_pde: the number of collocation points.
@@ -128,7 +127,7 @@ class HeatND(Problem):
 
     Follows PINNacle ``src/pde/heat.py``, class ``HeatND`` (``dim=5, T=1``); coordinates
     ``(x1, ..., x5, t)``, time last, on the space-time domain ``B x [0, 1]`` with ``B`` the
-    closed unit ball of R^5 ([`BALL`][cgmpinn_jax.problems.pinnacle_nd.BALL]):
+    closed unit ball of R^5 ([`BALL`][cgmpinn_jax.problems.pinnacle.nd.BALL]):
 
     * PDE: ``u_t = (1/5) lap u + f``, ``f(x, t) = -(1/5) |x|^2 exp(|x|^2 / 2 + t)``
       (ours: operator ``u_t - (1/5) lap u``, source ``f``, stated as PINNacle states it);
