@@ -122,8 +122,7 @@ class Problem(abc.ABC):
       or a geometry's samplers.
     * [`test_grid()`][cgmpinn_jax.Problem.test_grid]: the evaluation grid of the metrics, usually
       ``grid(self.lower, self.upper, sizes)`` ([`grid`][cgmpinn_jax.problems.grid]); optional when
-      the problem has a reference (its points serve). ``test_points``, its former name, is still
-      accepted in a subclass.
+      the problem has a reference (its points serve).
 
     Pairing and summing rules:
 
@@ -215,12 +214,6 @@ class Problem(abc.ABC):
     equations: ClassVar[tuple[str, ...]] = ("pde",)  # the operator's residual equations
     geometry: ClassVar[Any] = None  # a cgmpinn_jax.geometry.Geometry, or None for the box
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        # ``test_points`` was the method's former name: a subclass defining only it still works.
-        if "test_points" in cls.__dict__ and "test_grid" not in cls.__dict__:
-            cls.test_grid = cls.__dict__["test_points"]
-
     # ---- the box: stated, or the geometry's bounding box ---------------------------------
     @property
     def lower(self) -> tuple[float, ...]:
@@ -308,10 +301,6 @@ class Problem(abc.ABC):
             raise NotImplementedError(f"{type(self).__name__} must define test_grid() (it has no reference data "
                                       "whose points could serve)")
         return TestGrid(points=ref.points, shape=(ref.points.shape[0],), axes=())
-
-    def test_points(self) -> TestGrid:
-        """Alias of [`test_grid`][cgmpinn_jax.Problem.test_grid] (its former name)."""
-        return self.test_grid()
 
     def reference(self) -> Any:
         """A reference solution as data (optional: override it when there is one).
