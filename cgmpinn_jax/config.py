@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._options import GROUPS, CGMOptions, NetworkOptions, ReLoBRaLoOptions, _is_int, _is_real
-from .stages._options import LBFGS, STAGES, Adam, GaussNewton, StageOptions, StopRule, stage_from_dict
+from .stages import LBFGS, STAGES, Adam, GaussNewton, StageOptions, StopRule, stage_from_dict
 
 __all__ = ["TrainConfig", "Hyper", "Precision", "StopRule", "PRESETS", "stored_config", "CGMOptions",
            "ReLoBRaLoOptions", "NetworkOptions", "HYPER_OPTIONS", "without_time_limits"]

@@ -22,7 +22,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from .nn._taylor import fast_path, fast_path_enabled
+from .nn import fast_path, fast_path_enabled
 
 ScalarField = Callable[[jax.Array], jax.Array]
 

@@ -120,7 +120,7 @@ def _inverse_record(problem) -> dict | None:
     """An inverse problem's parts, so that [`load_model`][cgmpinn_jax.load_model] rebuilds it: the forward
     problem's record, the observations (float64 values survive JSON exactly), the unknowns
     and the observation weight; None for a forward problem."""
-    from .inverse._inverse import InverseProblem
+    from .inverse import InverseProblem
 
     if not isinstance(problem, InverseProblem):
         return None
@@ -131,7 +131,7 @@ def _inverse_record(problem) -> dict | None:
 
 
 def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
-    from .inverse._inverse import InverseProblem, Observations
+    from .inverse import InverseProblem, Observations
     from .problems.unknowns import Unknown
 
     forward = _rebuild_problem(rec["forward"], None, folder)
@@ -273,7 +273,7 @@ def save_result(result, folder: str | Path) -> Path:
 def _network_record(result) -> dict:
     """``{"network_object": "module:Class"}`` for a network given to ``train`` as an object
     (not saved by name in the config: ``load_model`` needs it again), else ``{}``."""
-    from .nn import _nets as nets
+    from . import nn as nets
 
     model = _inner(result.model)
     if result.config.network.name is not None or isinstance(model, (nets.MLP, nets.LNNPINN, nets.STARPINN)):
@@ -297,7 +297,7 @@ def _inner(model):
 
 
 def _width(model) -> int | None:
-    from .nn import _nets as nets
+    from . import nn as nets
 
     model = _inner(model)
     if isinstance(model, nets.MLP):
@@ -310,7 +310,7 @@ def _width(model) -> int | None:
 
 
 def _depth(model) -> int | None:
-    from .nn import _nets as nets
+    from . import nn as nets
 
     model = _inner(model)
     if isinstance(model, nets.MLP):

@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 
 from ._options import NetworkOptions
-from .nn import _nets as nets
+from . import nn as nets
 from . import weighting as weighting_lib
 from .problems import Problem
 

@@ -173,7 +173,7 @@ def _cmd_list(_args) -> int:
 def _train_with_progress(args, problem, method, config, out: Path, key):
     """``train`` with progress bars on a terminal, plain lines elsewhere, nothing with --quiet;
     checkpoints into ``out`` (``--resume``: continues from them)."""
-    from ..training._driver import train
+    from ..training import train
 
     bars = _Bars(config) if _Bars.wanted(args) else None
     try:
@@ -189,7 +189,7 @@ def _train_with_progress(args, problem, method, config, out: Path, key):
 def _resumed(args, command: str):
     """``(problem, method, config, key, out)`` recorded in the checkpoint of ``--resume DIR``
     (``--time-limit``: the run's new limit); an error if other run options were given with it."""
-    from ..training._resuming import recorded_run
+    from ..training import recorded_run
 
     defaults = build_parser().parse_args([command])
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
@@ -206,7 +206,7 @@ def _train_and_save(args, problem, method, config, out: Path, key, command: str)
     """Train (checkpointing into ``out``), then write the model, history.json and the plots;
     the result, or the exit status after Ctrl-C or a checkpoint that cannot be resumed."""
     from .. import io
-    from ..training._checkpoint import CheckpointError, TrainingInterrupted
+    from ..training import CheckpointError, TrainingInterrupted
 
     try:
         result = _train_with_progress(args, problem, method, config, out, key)
@@ -231,7 +231,7 @@ def _drop_checkpoints(out: Path) -> None:
     """A finished run's checkpoints are of no further use (a longer run is another config)."""
     import shutil
 
-    from ..training._checkpoint import SUBDIR
+    from ..training import CHECKPOINT_SUBDIR as SUBDIR
 
     shutil.rmtree(out / SUBDIR, ignore_errors=True)
 
@@ -250,19 +250,19 @@ def _interrupted(stop, out: Path, command: str) -> int:
 def _compile_cache(args) -> str:
     """Turn on XLA's persistent compilation cache as ``--compile-cache`` says (the command may
     change jax's global configuration; the library does not): a description for the header."""
-    from ..training import _disk_cache as disk_cache
+    from ..training import compile_cache_folder, enable_compile_cache
 
-    path = disk_cache.resolve(args.compile_cache)
+    path = compile_cache_folder(args.compile_cache)
     if path is None:
         return "compile cache off"
-    return f"compile cache {disk_cache.enable(path)}"
+    return f"compile cache {enable_compile_cache(path)}"
 
 
 def _prepared(args, kind: str, build):
     """``(problem, method, config, key, out, compile-cache text)`` of a new run (``build()``
     gives the first five) or of the resumed one (``--resume``), or None after printing why
     not (bad input: exit status 2)."""
-    from ..training._checkpoint import CheckpointError
+    from ..training import CheckpointError
 
     user_module = ":" in args.problem or ":" in (getattr(args, "network", None) or "")
     if user_module and "" not in sys.path and str(Path.cwd()) not in sys.path:
@@ -338,7 +338,7 @@ def _cmd_infer(args) -> int:
     import jax
 
     from .. import io
-    from ..inverse._inverse import as_list, inverse_problem
+    from ..inverse import as_list, inverse_problem
     from ..methods import get_method
     from ..problems import get_problem
 

@@ -180,7 +180,7 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
 
 def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``infer``: the options of ``run`` (the same Action objects) plus the inverse ones."""
-    from ..inverse._inverse import INVERSE_BENCHMARKS
+    from ..inverse import INVERSE_BENCHMARKS
 
     i = sub.add_parser(
         "infer", formatter_class=_HelpFormatter,

@@ -1,5 +1,5 @@
-"""Argument validation for the GMM (`cgmpinn_jax.gmm`), shared with
-`cgmpinn_jax.weighting` and `cgmpinn_jax.weighting._balancing`.
+"""Argument validation for the GMM (`cgmpinn_jax.gmm`); the checks the weightings share with it
+live in `cgmpinn_jax._checks`.
 
 The checks raise ``ValueError`` naming the argument, and only look at concrete Python/NumPy
 values, so the checked functions can still be traced.
@@ -7,43 +7,15 @@ values, so the checked functions can still be traced.
 
 from __future__ import annotations
 
-import numbers
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+
+from .._checks import check_1d as _check_1d  # noqa: F401
+from .._checks import check_static_int as _check_static_int  # noqa: F401
+from .._checks import concrete_float as _concrete_float  # noqa: F401
 
 _INITS = ("kmeans", "quantile")
-
-
-def _concrete_float(x):
-    """Return ``float(x)`` if ``x`` is a concrete scalar, else None (tracers, arrays)."""
-    if isinstance(x, jax.core.Tracer):
-        return None
-    if isinstance(x, numbers.Real):
-        return float(x)
-    if isinstance(x, (np.ndarray, np.generic, jax.Array)) and np.ndim(x) == 0:
-        try:
-            return float(x)
-        except Exception:  # pragma: no cover - tracer-like objects
-            return None
-    return None
-
-
-def _check_static_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"`{name}` must be a Python int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_1d(name, r):
-    shape = np.shape(r)
-    if len(shape) != 1:
-        raise ValueError(f"`{name}` must be a 1-D array of residuals, got shape {shape}")
-    if shape[0] < 1:
-        raise ValueError(f"`{name}` must not be empty")
 
 
 def _check_em_args(max_iter, kmeans_max_iter, tol, reg_covar, init):

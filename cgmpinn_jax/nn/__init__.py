@@ -14,6 +14,9 @@ from ._nets import mlp as mlp
 from ._nets import star_pinn as star_pinn
 from ._taylor import fast_path as fast_path
 from ._taylor import fast_path_enabled as fast_path_enabled
+from ._taylor import operator_values as operator_values
+from ._taylor import stacking as stacking
+from ._taylor_systems import system_operator_values as system_operator_values
 from ._zoo import NETWORKS as NETWORKS
 from ._zoo import FourierMLP as FourierMLP
 from ._zoo import PeriodicMLP as PeriodicMLP

@@ -69,7 +69,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ..nn import _taylor, _taylor_systems
+from .. import nn
 from ._checks import _check_pieces, _check_sampled  # the same checks as validate_problem
 from ._pieces import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, ProblemDefaults, ScalarField,
                       TestGrid, check_points, grid, uniform)
@@ -419,8 +419,8 @@ class Problem(abc.ABC):
         if source is None:
             source = jax.vmap(self.source)(points)
         if not self.is_system:
-            return _taylor.operator_values(self.operator, u, points) - source
-        fast = _taylor_systems.system_operator_values(lambda f, z: self._equations(self.operator(f, z)), u, points,
+            return nn.operator_values(self.operator, u, points) - source
+        fast = nn.system_operator_values(lambda f, z: self._equations(self.operator(f, z)), u, points,
                                               self.fields)
         if fast is not None:
             return fast - source

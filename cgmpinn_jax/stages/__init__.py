@@ -28,8 +28,10 @@ from ._options import StageOptions as StageOptions
 from ._options import StopRule as StopRule
 from ._options import stage_from_dict as stage_from_dict
 from ._protocol import Stage as Stage
+from ._stopping import Guards as Guards
+from ._stopping import accepts as accepts
 from ._protocol import StageStatus as StageStatus
 from ._protocol import StepResult as StepResult
 
 __all__ = ["Adam", "LBFGS", "BFGS", "SSBFGS", "SSBroyden", "GaussNewton", "StageOptions", "StopRule", "STAGES",
-           "stage_from_dict", "Stage", "StageStatus", "StepResult"]
+           "stage_from_dict", "Stage", "StageStatus", "StepResult", "Guards", "accepts"]

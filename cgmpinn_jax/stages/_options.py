@@ -400,6 +400,24 @@ class GaussNewton(_Iterative):
             raise ValueError(f"GaussNewton: need mu_min <= mu_init <= mu_max, got {self.mu_min}, "
                              f"{self.mu_init}, {self.mu_max}")
 
+    def form_for(self, rows: int, n_params: int, itemsize: int) -> str:
+        """The linear-system form this stage uses on a ``rows x n_params`` Jacobian of
+        ``itemsize``-byte floats (``form``, or what ``"auto"`` chooses there).
+
+        Examples:
+            >>> GaussNewton().form_for(1000, 5000, 8), GaussNewton(form="gramian").form_for(1000, 5000, 8)
+            ('kernel', 'gramian')
+        """
+        from ._gauss_newton import lm_solve_form
+
+        return lm_solve_form(rows, n_params, self.form, self.memory_limit_gb * 2**30, itemsize)
+
+    def memory_bytes(self, rows: int, n_params: int, itemsize: int) -> int:
+        """An estimate of the bytes one iteration holds at its peak in the form it uses there."""
+        from ._gauss_newton import memory_bytes
+
+        return memory_bytes(rows, n_params, itemsize, self.form_for(rows, n_params, itemsize))
+
     def _member(self, obj_fn, *, n_steps, n_params, lsq):
         from ._gauss_newton import GaussNewtonSolver
 

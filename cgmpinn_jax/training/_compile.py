@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..methods import build_model
-from ..nn import _taylor as taylor
+from .. import nn
 from ._engine import Engine
 from ._objective import Trainable, init_coeffs
 from ._schedule import Setup
@@ -104,8 +104,8 @@ class CompileCache:
         leaves, tree = jax.tree_util.tree_flatten(args)
         sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
         # the derivative fast path is chosen at trace time: its switches key the cache too
-        return (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), taylor.fast_path_enabled(),
-                taylor.stacking())
+        return (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), nn.fast_path_enabled(),
+                nn.stacking())
 
     def _compile(self, name: str, fn: Callable, args: tuple):
         t0 = time.perf_counter()

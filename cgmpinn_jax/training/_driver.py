@@ -81,7 +81,7 @@ def _start_from(state: State, init, eng: Engine) -> State:
 
 
 def _unknowns_result(problem, raw):
-    from ..inverse._inverse import unknowns_result
+    from ..inverse import unknowns_result
 
     return unknowns_result(problem, raw)
 

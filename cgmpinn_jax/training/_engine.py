@@ -41,14 +41,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..weighting import _balancing as balancing_lib
+from .. import weighting as balancing_lib
 from .. import weighting as weighting_lib
 from ..config import Hyper
 from ..stages import Adam
 from ._objective import LeastSquares, Objective, make_residual_fn, make_term_fn
 from ._records import ChunkHistory, StageStatus
 from ._schedule import Setup
-from ..stages._stopping import Guards, accepts
+from ..stages import Guards, accepts
 
 __all__ = ["State", "Engine", "restore_best"]
 
@@ -104,8 +104,6 @@ def _runs_gauss_newton(setup: Setup) -> bool:
 def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members: int = 1) -> None:
     """Refuse a Gauss-Newton stage whose iteration would hold more than its
     ``memory_limit_gb`` (before anything is compiled; sizes from shapes only)."""
-    from ..stages._gauss_newton import lm_solve_form, memory_bytes
-
     if not _runs_gauss_newton(setup):
         return
     gn = setup.spec("gauss_newton")
@@ -113,8 +111,8 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
     rows = lsq.n_rows(batch)
     item = 4 if cfg.precision == "float32" else 8
     limit = gn.memory_limit_gb * 2**30
-    form = lm_solve_form(rows, n_params, gn.form, limit, item)  # as the solver resolves it
-    need = members * memory_bytes(rows, n_params, item, form)
+    form = gn.form_for(rows, n_params, item)  # as the solver resolves it
+    need = members * gn.memory_bytes(rows, n_params, item)
     if need > limit:
         s = rows if form in ("kernel", "pcg") else n_params
         held = "vectors only" if form == "matfree" else f"a {rows} x {n_params} Jacobian and {s} x {s} matrices"
@@ -129,14 +127,12 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
 def gn_shape(setup: Setup, lsq: LeastSquares, batch, params, batched: bool = False) -> tuple[int, int, str]:
     """``(residual rows, parameters, form)`` of a Gauss-Newton stage on ``batch`` (``batched``:
     a sweep's, with a leading member axis)."""
-    from ..stages._gauss_newton import lm_solve_form
-
     if batched:
         batch, params = jax.tree_util.tree_map(lambda x: x[0], (batch, params))
     rows, n_params = lsq.n_rows(batch), sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
     gn = setup.spec("gauss_newton")
     item = jax.tree_util.tree_leaves(params)[0].dtype.itemsize
-    return rows, n_params, lm_solve_form(rows, n_params, gn.form, gn.memory_limit_gb * 2**30, item)
+    return rows, n_params, gn.form_for(rows, n_params, item)
 
 
 def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str | None:

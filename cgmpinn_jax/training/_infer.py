@@ -7,8 +7,7 @@ from typing import Optional
 
 import jax
 
-from ..inverse._inverse import InverseProblem, inverse_problem
-from ..inverse._observations import Observations
+from ..inverse import InverseProblem, Observations, inverse_problem
 from ..problems import Problem
 from ._driver import train
 

@@ -63,7 +63,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from cgmpinn_jax.gmm import _check_static_int, _concrete_float
+from cgmpinn_jax._checks import check_static_int as _check_static_int
+from cgmpinn_jax._checks import concrete_float as _concrete_float
 
 __all__ = [
     "ReLoBRaLoState",

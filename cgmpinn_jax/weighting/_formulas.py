@@ -27,8 +27,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from cgmpinn_jax.gmm._checks import _check_1d, _concrete_float
-from cgmpinn_jax.gmm._types import GMMFit
+from cgmpinn_jax._checks import check_1d as _check_1d
+from cgmpinn_jax._checks import concrete_float as _concrete_float
+from cgmpinn_jax.gmm import GMMFit
 
 __all__ = [
     "tau",

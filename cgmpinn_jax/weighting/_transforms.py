@@ -22,10 +22,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from cgmpinn_jax.gmm._bic import fit_gmm_bic
-from cgmpinn_jax.gmm._checks import _check_1d, _check_static_int
-from cgmpinn_jax.gmm._em import fit_gmm
-from cgmpinn_jax.gmm._types import GMMStatus
+from cgmpinn_jax._checks import check_1d as _check_1d
+from cgmpinn_jax._checks import check_static_int as _check_static_int
+from cgmpinn_jax.gmm import GMMStatus, fit_gmm, fit_gmm_bic
 from cgmpinn_jax.weighting._formulas import (
     _as_float,
     _check_beta,
