@@ -10,6 +10,8 @@ import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax.cli import _main as cli
+from cgmpinn_jax.cli._parser import build_config
+from cgmpinn_jax.stages import LBFGS, Adam, GaussNewton, SSBroyden
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -35,42 +37,94 @@ def test_every_run_option_has_help_and_a_default():
     assert "(default: 1224)" in help_text and "(default: cgmpinn)" in help_text
 
 
+def _config(*argv) -> cj.TrainConfig:
+    return build_config(_run_parser().parse_args(list(argv)))
+
+
 def test_options_become_config_fields():
-    args = _run_parser().parse_args(["heat", "--width", "16", "--depth", "3", "--k-upd", "25", "--relobralo", "adam",
-                                     "--adam-steps", "7"])
-    kw = cli.config_kwargs(args)
-    assert kw["width"] == 16 and kw["depth"] == 3 and kw["cgm"] == {"k_upd": 25} and kw["adam"] == {"steps": 7}
-    assert kw["balancing"] == {"stages": "adam"}
-    assert "second" not in kw  # left at the problem's default
-    cfg = cj.TrainConfig(**kw)
+    cfg = _config("heat", "--width", "16", "--depth", "3", "--k-upd", "25", "--relobralo", "adam", "--adam-steps", "7")
     assert (cfg.width, cfg.depth, cfg.cgm.k_upd, cfg.balancing.stages) == (16, 3, 25, "adam")
-    assert cli.config_kwargs(_run_parser().parse_args(["--relobralo", "off"]))["balancing"] == {"stages": "none"}
+    assert cfg.stages == (Adam(steps=7), LBFGS())  # the second stage left at the problem's budget
+    assert _config("--relobralo", "off").balancing.stages == "none"
+    assert _config() == cj.TrainConfig()  # nothing given: the faithful preset, every option at its default
+    assert _config("--lbfgs-lr", "0.5", "--lbfgs-backend", "jaxopt").stages[1] == LBFGS(lr=0.5, backend="jaxopt")
+    assert _config("--x64").precision == "float64"
 
 
 def test_stages_and_their_budgets_from_the_command_line():
-    args = _run_parser().parse_args(["heat", "--stages", "adam, lbfgs,gauss_newton", "--stage-steps", "100,,-"])
-    kw = cli.config_kwargs(args)
-    assert kw["stages"] == ("adam", "lbfgs", "gauss_newton") and kw["stage_steps"] == (100, None, None)
-    assert cj.TrainConfig(**kw).members == ("optax", "gauss_newton")
-    with pytest.raises(ValueError, match="--stage-steps: 'x'"):
-        cli.config_kwargs(_run_parser().parse_args(["--stage-steps", "1,x"]))
+    cfg = _config("heat", "--stages", "adam, lbfgs,gauss-newton", "--adam-steps", "100", "--second-steps", "9")
+    assert cfg.stages == (Adam(steps=100), LBFGS(steps=9), GaussNewton(steps=9))  # --second-steps: every later stage
+    assert cfg.stage_names == ("adam", "lbfgs", "gauss_newton")
+    assert _config("--second", "gauss-newton").stages == (Adam(), GaussNewton())
+    assert _config("--second", "ssbroyden", "--second-steps", "4").stages == (Adam(), SSBroyden(steps=4))
+    assert _config("--stages", "lbfgs").stages == (LBFGS(),)
+    for argv, message in (
+        (["--stages", "adam,x"], r"--stages: 'x' is not a stage; the stages: adam, lbfgs, gauss-newton"),
+        (["--stages", "adam,gauss_newton"], r"--stages: 'gauss_newton' is not a stage"),  # the flag's spelling
+        (["--stages", "adam,lbfgs", "--second", "bfgs"], "give --stages or --second, not both"),
+        (["--second", "gauss-newton", "--lbfgs-lr", "0.5"], "the run has none"),
+        (["--stages", "lbfgs", "--adam-steps", "3"], "--adam-steps: the run has no Adam stage"),
+        (["--stages", "adam,lbfgs,lbfgs"], "twice"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            _config(*argv)
+
+
+def test_old_stage_flags_are_argparse_errors(capsys):
+    """The flags of 0.2 (``--second-stage``, ``--stage-steps``, ``--lbfgs-steps``,
+    ``--relobralo-lbfgs``) and its member names are gone: argparse refuses them."""
+    for argv in (["--second-stage", "optax"], ["--stage-steps", "100,,-"], ["--lbfgs-steps", "5"],
+                 ["--relobralo-lbfgs", "refresh"]):
+        with pytest.raises(SystemExit) as exc:
+            _run_parser().parse_args(argv)
+        assert exc.value.code == 2
+        assert "unrecognized arguments: " + argv[0] in capsys.readouterr().err
+    for member in ("optax", "jaxopt", "gauss_newton"):
+        with pytest.raises(SystemExit):
+            _run_parser().parse_args(["--second", member])
+        assert "invalid choice: '" + member + "'" in capsys.readouterr().err
+    assert not hasattr(cli, "config_kwargs")
+
+
+def test_the_command_refuses_lbfgs_steps(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--lbfgs-steps", "5"])
+    assert exc.value.code == 2
+    assert "unrecognized arguments: --lbfgs-steps" in capsys.readouterr().err
 
 
 def test_preset_settings_survive_unset_options():
     """An option left at its default must not override the preset (the accurate preset moves
     ReLoBRaLo's lambdas per refresh; the faithful default per iteration)."""
-    def cfg(*argv):
-        a = _run_parser().parse_args(list(argv))
-        return cj.TrainConfig.preset(a.preset, **cli.config_kwargs(a))
+    assert _config().balancing.second_stage_apply == "iteration" and _config().precision == "float32"
+    acc = _config("--preset", "accurate")
+    assert acc == cj.TrainConfig.preset("accurate")
+    assert (acc.precision, acc.balancing.second_stage_apply, acc.stages[1].steps) == ("float64", "refresh", 1500)
+    assert acc.stage_names == ("adam", "gauss_newton")
+    assert _config("--preset", "accurate", "--relobralo-second", "iteration").balancing.second_stage_apply == "iteration"
+    # a budget on the command line keeps the preset's other options of that stage and of the groups
+    budget = _config("--preset", "accurate", "--second-steps", "7", "--k-upd", "3")
+    assert (budget.stages[1].steps, budget.balancing.second_stage_apply, budget.cgm.k_upd) == (7, "refresh", 3)
+    assert budget.stages[1] == GaussNewton(steps=7)
+    assert _config("--preset", "accurate", "--precision", "mixed").precision == "mixed"
+    # the preset's own Gauss-Newton stage (its budget) is kept when --stages names it
+    assert _config("--preset", "accurate", "--stages", "adam,lbfgs,gauss-newton").stages == (
+        Adam(), LBFGS(), GaussNewton(steps=1500))
 
-    assert cfg().balancing.second_stage_apply == "iteration" and cfg().precision == "float32"
-    acc = cfg("--preset", "accurate")
-    assert (acc.precision, acc.balancing.second_stage_apply, acc.second.steps) == ("float64", "refresh", 1500)
-    assert cfg("--preset", "accurate", "--relobralo-second", "iteration").balancing.second_stage_apply == "iteration"
-    # a budget on the command line keeps the preset's other options of that group and of the others
-    budget = cfg("--preset", "accurate", "--second-steps", "7", "--k-upd", "3")
-    assert (budget.second.steps, budget.balancing.second_stage_apply, budget.cgm.k_upd) == (7, "refresh", 3)
-    assert cfg("--preset", "accurate", "--precision", "mixed").precision == "mixed"
+
+def test_run_accurate_prints_the_gauss_newton_stage_by_name(tmp_path, capsys):
+    """``--preset accurate`` runs Adam then Gauss-Newton, and the output calls the second
+    stage Gauss-Newton, never L-BFGS."""
+    out = tmp_path / "run"
+    rc = cli.main(["run", "--preset", "accurate", "--adam-steps", "20", "--second-steps", "2", "--width", "8",
+                   "--depth", "2", "--no-plots", "--quiet", "--out", str(out), "--compile-cache", "off"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "Gauss-Newton" in printed, printed
+    assert "stages Adam, Gauss-Newton" in printed, printed
+    assert "lbfgs" not in printed.lower() and "l-bfgs" not in printed.lower(), printed
+    metrics = __import__("json").loads((out / "metrics.json").read_text())
+    assert metrics["stages"] == ["adam", "gauss_newton"] and not [k for k in metrics if "lbfgs" in k]
 
 
 def test_list_explains_relobralo_modes(capsys):

@@ -1,86 +1,73 @@
-"""TrainConfig's option groups: one frozen class per part, checked on construction; the flat
-names of 0.2 warn and work; stored flat configs load; presets and runs are what they were."""
+"""TrainConfig: the run's stages as objects and one frozen group per other part, each checked on
+construction; the spellings of 0.2 (flat names, option groups per solver) fail with a message
+that lists the options; configs, presets and runs round-trip."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import inspect
 import json
 import warnings
+from importlib.machinery import PathFinder
 
 import pytest
 
 import cgmpinn_jax as cj
 from benchmarks import bitwise
-from cgmpinn_jax import (AdamOptions, CGMOptions, DenseOptions, GaussNewtonOptions, LBFGSOptions, ReLoBRaLoOptions,
-                         SecondStageOptions, TrainConfig)
-from cgmpinn_jax._config_flat import MOVED
-from cgmpinn_jax.config import flat_dict, stored_config
+from cgmpinn_jax import CGMOptions, ReLoBRaLoOptions, TrainConfig
+from cgmpinn_jax.config import stored_config, without_time_limits
+from cgmpinn_jax.stages import BFGS, LBFGS, SSBFGS, Adam, GaussNewton, SSBroyden, stage_from_dict
 
-#: ``TrainConfig().to_dict()`` of 0.2 (the flat form; records, saved models and checkpoints hold it)
-FLAT_DEFAULTS = {
-    "adam_steps": None, "lbfgs_steps": None, "k_upd": None, "width": None, "depth": None, "adam_lr": 0.001,
-    "precision": "float32", "second_stage": "optax", "lbfgs_lr": 1.0, "lbfgs_history": 100, "lbfgs_max_linesearch": 10,
-    "lbfgs_linesearch": "zoom", "lbfgs_linesearch_init": "increase", "lbfgs_reset_on_failure": False,
-    "dense_max_params": 20000, "gn_form": "auto", "gn_mu_init": 0.001, "gn_mu_min": 1e-15, "gn_mu_max": 1e8,
-    "gn_max_trials": 12, "gn_memory_limit_gb": 16.0, "lbfgs_gtol": None, "lbfgs_ftol": None, "lbfgs_tol_patience": None,
-    "divergence_ratio": 1e6, "n_components": 4, "beta": 1.0, "eps": 1e-6, "c_sat": 0.8, "variance_factor": True,
-    "relobralo": None, "relobralo_alpha": 0.999, "relobralo_rho": 0.99, "relobralo_temperature": 1.0,
-    "relobralo_variant": "reference", "relobralo_lbfgs_apply": "iteration",
-}
-#: the presets of 0.2, as flat fields that differ from the defaults
-FLAT_PRESETS = {
-    "faithful": {},
-    "accurate": {"precision": "float64", "second_stage": "gauss_newton", "lbfgs_steps": 1500,
-                 "relobralo_lbfgs_apply": "refresh"},
-    "accurate_lbfgs": {"precision": "float64", "second_stage": "optax", "relobralo_lbfgs_apply": "refresh"},
-}
-#: a valid non-default value of every old flat name, and the member it needs
-SAMPLES = {
-    "adam_steps": 7, "adam_lr": 2e-3, "lbfgs_steps": 9, "lbfgs_gtol": 0.5, "lbfgs_ftol": 0.25, "lbfgs_tol_patience": 5,
-    "lbfgs_lr": 0.5, "lbfgs_history": 7, "lbfgs_max_linesearch": 4, "lbfgs_linesearch": ("backtracking", "jaxopt"),
-    "lbfgs_linesearch_init": ("max", "jaxopt"), "lbfgs_reset_on_failure": (True, "jaxopt"), "dense_max_params": 100,
-    "gn_form": ("kernel", "gauss_newton"), "gn_mu_init": (1e-2, "gauss_newton"), "gn_mu_min": (1e-12, "gauss_newton"),
-    "gn_mu_max": (1e6, "gauss_newton"), "gn_max_trials": (5, "gauss_newton"), "gn_memory_limit_gb": (2.0, "gauss_newton"),
-    "k_upd": 3, "n_components": 3, "beta": 2.0, "eps": 1e-5, "c_sat": 0.5, "variance_factor": False,
-    "system_weighting": "per_equation", "relobralo": "adam", "relobralo_alpha": 0.9, "relobralo_rho": 0.5,
-    "relobralo_temperature": 2.0, "relobralo_variant": "original", "relobralo_lbfgs_apply": "refresh",
-}
+OPTIONS = "precision, stages, width, depth, divergence_ratio, time_limit, cgm, balancing, network"
+
+#: one non-default setting of every stage kind, in an order a run accepts (Adam first, each once)
+EVERY_STAGE = (
+    Adam(steps=7, lr=2e-3, time_limit=30.0),
+    LBFGS(steps=9, gtol=0.5, ftol=0.25, patience=5, backend="jaxopt", lr=0.5, history=7, max_linesearch=4,
+          linesearch="backtracking", linesearch_init="max", reset_on_failure=True),
+    BFGS(steps=3, max_params=100, max_linesearch=3),
+    SSBFGS(steps=4, patience=7),
+    SSBroyden(steps=5, ftol=1e-4, time_limit=2.5),
+    GaussNewton(steps=6, form="kernel", mu_init=1e-2, mu_min=1e-12, mu_max=1e6, max_trials=5, memory_limit_gb=2.0),
+)
 
 
-def test_train_config_composes_one_group_per_part():
+def test_train_config_composes_stages_and_one_group_per_part():
     fields = dataclasses.fields(TrainConfig)
-    assert len(fields) <= 16
+    assert ", ".join(f.name for f in fields) == OPTIONS
     groups = {f.name: type(f.default) for f in fields if dataclasses.is_dataclass(f.default)}
-    assert groups == {"adam": AdamOptions, "second": SecondStageOptions, "lbfgs": LBFGSOptions, "dense": DenseOptions,
-                      "gauss_newton": GaussNewtonOptions, "cgm": CGMOptions, "balancing": ReLoBRaLoOptions,
-                      "network": cj.NetworkOptions}
-    for cls in groups.values():
+    assert groups == {"cgm": CGMOptions, "balancing": ReLoBRaLoOptions, "network": cj.NetworkOptions}
+    for cls in (*groups.values(), *cj.stages.STAGES.values()):
         assert cls.__dataclass_params__.frozen
-    # no Gauss-Newton option, nor any option of the second stage as a whole, is named after L-BFGS
-    names = [f.name for f in fields] + [f.name for cls in (SecondStageOptions, GaussNewtonOptions, ReLoBRaLoOptions)
+    assert TrainConfig().stages == (Adam(), LBFGS()) and TrainConfig().stage_names == ("adam", "lbfgs")
+    # no option of the config, of a stage other than L-BFGS, nor of the balancing is named after L-BFGS
+    names = [f.name for f in fields] + [f.name for cls in (GaussNewton, BFGS, ReLoBRaLoOptions)
                                         for f in dataclasses.fields(cls)]
-    assert not [n for n in names if "lbfgs" in n and n != "lbfgs"]
-    # the signature's defaults are the fields' (both are written out)
-    params = inspect.signature(TrainConfig.__init__).parameters
-    assert {f.name: f.default for f in fields} == {n: p.default for n, p in params.items() if n not in ("self", "flat")}
+    assert not [n for n in names if "lbfgs" in n]
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: AdamOptions(steps=-1), r"AdamOptions\.steps must be None or a non-negative int"),
-    (lambda: AdamOptions(lr=0.0), r"AdamOptions\.lr must be > 0"),
-    (lambda: AdamOptions(lr=float("nan")), r"AdamOptions\.lr must be a finite number"),
-    (lambda: SecondStageOptions(steps=1.5), r"SecondStageOptions\.steps"),
-    (lambda: SecondStageOptions(gtol=-1.0), r"SecondStageOptions\.gtol must be >= 0"),
-    (lambda: SecondStageOptions(patience=0), r"SecondStageOptions\.patience must be None or a positive int"),
-    (lambda: LBFGSOptions(history=0), r"LBFGSOptions\.history must be a positive int"),
-    (lambda: LBFGSOptions(linesearch="wolfe"), r"LBFGSOptions\.linesearch must be one of"),
-    (lambda: LBFGSOptions(reset_on_failure="yes"), r"LBFGSOptions\.reset_on_failure must be True or False"),
-    (lambda: DenseOptions(max_params=0), r"DenseOptions\.max_params"),
-    (lambda: GaussNewtonOptions(form="qr"), r"GaussNewtonOptions\.form must be one of \('auto', 'kernel', 'gramian', 'pcg', 'matfree', 'svd'\)"),
-    (lambda: GaussNewtonOptions(mu_init=1e9), r"mu_min <= mu_init <= mu_max"),
-    (lambda: GaussNewtonOptions(max_trials=True), r"GaussNewtonOptions\.max_trials"),
-    (lambda: GaussNewtonOptions(memory_limit_gb=-1.0), r"GaussNewtonOptions\.memory_limit_gb must be > 0"),
+    (lambda: Adam(steps=-1), r"Adam\.steps must be None or a non-negative int"),
+    (lambda: Adam(lr=0.0), r"Adam\.lr must be > 0"),
+    (lambda: Adam(lr=float("nan")), r"Adam\.lr must be a finite number"),
+    (lambda: Adam(time_limit=0), r"Adam\.time_limit must be > 0"),
+    (lambda: LBFGS(steps=1.5), r"LBFGS\.steps"),
+    (lambda: LBFGS(gtol=-1.0), r"LBFGS\.gtol must be >= 0"),
+    (lambda: LBFGS(patience=0), r"LBFGS\.patience must be None or a positive int"),
+    (lambda: LBFGS(history=0), r"LBFGS\.history must be a positive int"),
+    (lambda: LBFGS(backend="scipy"), r"LBFGS\.backend must be one of \('optax', 'jaxopt'\)"),
+    (lambda: LBFGS(backend="jaxopt", linesearch="wolfe"), r"LBFGS\.linesearch must be one of"),
+    (lambda: LBFGS(backend="jaxopt", reset_on_failure="yes"), r"LBFGS\.reset_on_failure must be True or False"),
+    (lambda: LBFGS(linesearch="backtracking"), r"LBFGS\.linesearch is a jaxopt option.*backend='optax'"),
+    (lambda: LBFGS(linesearch_init="max"), r"LBFGS\.linesearch_init is a jaxopt option"),
+    (lambda: LBFGS(reset_on_failure=True), r"LBFGS\.reset_on_failure is a jaxopt option"),
+    (lambda: BFGS(max_params=0), r"BFGS\.max_params"),
+    (lambda: SSBFGS(max_linesearch=0), r"SSBFGS\.max_linesearch must be a positive int"),
+    (lambda: SSBroyden(ftol=float("inf")), r"SSBroyden\.ftol"),
+    (lambda: GaussNewton(form="qr"), r"GaussNewton\.form must be one of \('auto', 'kernel', 'gramian', 'pcg', 'matfree', 'svd'\)"),
+    (lambda: GaussNewton(mu_init=1e9), r"mu_min <= mu_init <= mu_max"),
+    (lambda: GaussNewton(max_trials=True), r"GaussNewton\.max_trials"),
+    (lambda: GaussNewton(memory_limit_gb=-1.0), r"GaussNewton\.memory_limit_gb must be > 0"),
     (lambda: CGMOptions(k_upd=0), r"CGMOptions\.k_upd"),
     (lambda: CGMOptions(n_components=0), r"CGMOptions\.n_components must be a positive int or 'bic'"),
     (lambda: CGMOptions(beta=-1.0), r"CGMOptions\.beta must be >= 0"),
@@ -93,10 +80,13 @@ def test_train_config_composes_one_group_per_part():
     (lambda: TrainConfig(width=0), r"TrainConfig\.width"),
     (lambda: TrainConfig(divergence_ratio=float("nan")), r"TrainConfig\.divergence_ratio"),
     (lambda: TrainConfig(cgm={"beta": -1.0}), r"CGMOptions\.beta"),
-    (lambda: TrainConfig(stages=(cj.stages.Adam(step=3), cj.stages.LBFGS())), r"TrainConfig\.adam: AdamOptions has no option 'step'; its options: steps, lr"),
-    (lambda: TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS())),
-     r"TrainConfig\.gauss_newton sets max_trials: Gauss-Newton options.*second_stage='optax'"),
-    (lambda: TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(linesearch="backtracking"))), r"TrainConfig\.lbfgs\.linesearch is a jaxopt"),
+    (lambda: TrainConfig(stages=[{"name": "adam", "step": 3}]), r"Adam has no option 'step'; its options: steps, time_limit, lr"),
+    (lambda: TrainConfig(stages=[{"name": "optax"}]), r"a stage dict needs a 'name', one of \('adam', 'lbfgs'"),
+    (lambda: TrainConfig(stages=()), r"TrainConfig\.stages must be a non-empty tuple of stages"),
+    (lambda: TrainConfig(stages=(Adam(), "lbfgs")), r"TrainConfig\.stages\[1\] must be a stage of cgmpinn_jax\.stages"),
+    (lambda: TrainConfig(stages=(LBFGS(), Adam())), r"TrainConfig\.stages\[1\]: Adam can only be the first stage"),
+    (lambda: TrainConfig(stages=(Adam(), LBFGS(), GaussNewton(), LBFGS(lr=0.5))), r"TrainConfig\.stages runs 'lbfgs' twice"),
+    (lambda: TrainConfig().with_steps(5), r"with_steps takes one budget per stage \(adam, lbfgs\), got 1"),
 ])
 def test_each_option_is_checked_by_name(make, message):
     with pytest.raises(ValueError, match=message):
@@ -104,151 +94,194 @@ def test_each_option_is_checked_by_name(make, message):
 
 
 def test_wrong_types_and_names_are_type_errors():
-    with pytest.raises(TypeError, match=r"TrainConfig\.adam must be a AdamOptions \(or a dict of its options\)"):
-        TrainConfig(adam=5)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'adam_step'"):
+    with pytest.raises(TypeError, match=r"TrainConfig\.cgm must be a CGMOptions \(or a dict of its options\)"):
+        TrainConfig(cgm=5)
+    with pytest.raises(TypeError, match=rf"TrainConfig has no option 'adam_step'; its options: {OPTIONS}"):
         TrainConfig(adam_step=5)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'step'"):
+        Adam(step=3)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         TrainConfig().nope  # noqa: B018
+    with pytest.raises(KeyError, match="the run has no stage 'bfgs'; its stages: adam, lbfgs"):
+        TrainConfig().stage("bfgs")
+
+
+def test_stage_objects_are_frozen_hashable_values():
+    a, b = GaussNewton(steps=20, mu_init=1e-2), GaussNewton(steps=20, mu_init=1e-2)
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert a != GaussNewton(steps=21, mu_init=1e-2) and Adam() != LBFGS()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.steps = 3
+    assert len({a, b, Adam(), Adam(), LBFGS()}) == 3
+    assert a.replace(steps=5) == GaussNewton(steps=5, mu_init=1e-2) and a.steps == 20  # a copy, validated again
+    with pytest.raises(ValueError, match=r"GaussNewton\.steps"):
+        a.replace(steps=-5)
+    # a config of stages keys the compile cache: equal settings hash equal
+    assert hash(TrainConfig(stages=(Adam(steps=3), a))) == hash(TrainConfig(stages=(Adam(steps=3), b)))
+    assert [cls().name for cls in cj.stages.STAGES.values()] == list(cj.stages.STAGES)
+    assert [cls.label for cls in cj.stages.STAGES.values()] == ["Adam", "L-BFGS", "dense bfgs", "dense ssbfgs",
+                                                               "dense ssbroyden", "Gauss-Newton"]
+
+
+def test_every_stage_kind_round_trips_through_to_dict():
+    cfg = TrainConfig(stages=EVERY_STAGE, precision="mixed", cgm={"k_upd": 3}, time_limit=100.0)
+    d = json.loads(json.dumps(cfg.to_dict()))
+    assert [st["name"] for st in d["stages"]] == ["adam", "lbfgs", "bfgs", "ssbfgs", "ssbroyden", "gauss_newton"]
+    assert d["stages"][0] == {"name": "adam", "steps": 7, "time_limit": 30.0, "lr": 2e-3}
+    assert d["stages"][1]["linesearch"] == "backtracking" and d["stages"][5]["form"] == "kernel"
+    back = TrainConfig.from_dict(d)
+    assert back == cfg and hash(back) == hash(cfg) and back.stages == EVERY_STAGE
+    assert TrainConfig(**d) == cfg
+    assert tuple(stage_from_dict(s) for s in d["stages"]) == EVERY_STAGE
+    for st in EVERY_STAGE:
+        assert stage_from_dict(json.loads(json.dumps(st.to_dict()))) == st
+    # the optax backend writes no jaxopt-only option; an unset time limit is left out
+    assert "linesearch" not in LBFGS().to_dict() and "time_limit" not in LBFGS().to_dict()
+    # a run's identity leaves out the time limits, the run's and each stage's
+    ident = without_time_limits(d)
+    assert "time_limit" not in ident and all("time_limit" not in st for st in ident["stages"])
+    assert ident == without_time_limits(TrainConfig.from_dict(d).replace(time_limit=None).to_dict())
+
+
+def test_with_steps_sets_one_budget_per_stage():
+    cfg = TrainConfig(stages=(Adam(steps=10, lr=2e-3), LBFGS(steps=20, history=7), GaussNewton(steps=30, form="svd")))
+    out = cfg.with_steps(1, None, 3)
+    assert [st.steps for st in out.stages] == [1, 20, 3]
+    assert out.stages[0].lr == 2e-3 and out.stages[1].history == 7 and out.stages[2].form == "svd"  # options kept
+    assert cfg.with_steps(None, None, None) == cfg and [st.steps for st in cfg.stages] == [10, 20, 30]
+    assert TrainConfig().with_steps(200, 40).stages == (Adam(steps=200), LBFGS(steps=40))
+    with pytest.raises(ValueError, match="one budget per stage"):
+        cfg.with_steps(1, 2)
+    with pytest.raises(ValueError, match=r"LBFGS\.steps"):
+        cfg.with_steps(None, -1, None)
 
 
 def test_groups_as_objects_or_dicts_and_the_round_trips():
-    a = TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=5, mu_init=1e-2)), 
-                    cgm=CGMOptions(system_weighting="norm"))
-    b = TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=5, mu_init=1e-2)), 
-                    cgm={"system_weighting": "norm"})
+    a = TrainConfig(stages=(Adam(steps=10), GaussNewton(steps=5, mu_init=1e-2)), cgm=CGMOptions(system_weighting="norm"))
+    b = TrainConfig(stages=(Adam(steps=10), GaussNewton(steps=5, mu_init=1e-2)), cgm={"system_weighting": "norm"})
     assert a == b and hash(a) == hash(b)
     d = json.loads(json.dumps(a.to_dict()))
-    assert d["adam"] == {"steps": 10, "lr": 1e-3} and d["cgm"]["system_weighting"] == "norm"
+    assert d["stages"][0] == {"name": "adam", "steps": 10, "lr": 1e-3} and d["cgm"]["system_weighting"] == "norm"
+    assert d["stages"][1]["name"] == "gauss_newton" and d["stages"][1]["mu_init"] == 1e-2
     assert TrainConfig.from_dict(d) == a == TrainConfig(**d)
     assert TrainConfig().cgm.system_weighting == "per_equation"
-    assert "system_weighting" not in TrainConfig().to_dict()["cgm"]  # at its default: the dict (and hash) of 0.2
-    assert "stages" not in TrainConfig().to_dict()
+    assert TrainConfig().to_dict()["cgm"]["system_weighting"] == "per_equation"  # always written
+    assert TrainConfig().to_dict()["stages"] == [{"name": "adam", "steps": None, "lr": 0.001},
+                                                 {"name": "lbfgs", "steps": None, "gtol": None, "ftol": None,
+                                                  "patience": None, "backend": "optax", "lr": 1.0, "history": 100,
+                                                  "max_linesearch": 10}]
     # replace and preset change only the options they name
     acc = TrainConfig.preset("accurate", cgm={"k_upd": 4}).with_steps(None, 3)
-    assert (acc.second.steps, acc.balancing.second_stage_apply, acc.cgm.k_upd) == (3, "refresh", 4)
+    assert acc.stages == (Adam(), GaussNewton(steps=3))
+    assert (acc.stages[1].steps, acc.balancing.second_stage_apply, acc.cgm.k_upd) == (3, "refresh", 4)
     assert acc.replace(balancing={"alpha": 0.5}).balancing == ReLoBRaLoOptions(alpha=0.5, second_stage_apply="refresh")
     assert acc.replace(balancing=ReLoBRaLoOptions()).balancing == ReLoBRaLoOptions()  # an object replaces the group
+    assert acc.replace(stages=(Adam(), LBFGS())).stage_names == ("adam", "lbfgs")
+    assert acc.stage("gauss_newton").stop_rule(acc.second_stage_dtype) == cj.stages.StopRule(0.0, 1e-10, 200)
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_flat_name_warns_naming_the_new_spelling_and_works(old):
-    value, member = SAMPLES[old] if isinstance(SAMPLES[old], tuple) else (SAMPLES[old], "optax")
-    group, option = MOVED[old]
-    with pytest.warns(DeprecationWarning, match=rf"TrainConfig option '{old}' is deprecated.*{group}\.{option}") as rec:
-        cfg = TrainConfig(second_stage=member, **{old: value})
-    assert rec[0].filename == __file__  # the warning points at the caller
-    assert getattr(getattr(cfg, group), option) == value
-    with pytest.warns(DeprecationWarning, match=rf"'{old}'.*read as config\.{group}\.{option}") as rec:
-        assert getattr(cfg, old) == value
-    assert rec[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match=old):
-        assert dataclasses.replace(TrainConfig(second_stage=member), **{old: value}) == cfg
+@pytest.mark.parametrize("old", ["lbfgs_steps", "adam_steps", "adam_lr", "second_stage", "k_upd", "gn_form",
+                                 "relobralo_lbfgs_apply", "adam", "second", "lbfgs", "dense", "gauss_newton",
+                                 "stage_steps"])
+def test_an_old_spelling_is_a_type_error_that_lists_the_options(old):
+    """The flat names of 0.2 and its groups per solver are gone: each one is a TypeError whose
+    message lists the options (so a user sees where the setting went)."""
+    message = rf"TrainConfig has no option '{old}'; its options: {OPTIONS} \(a stage's budget"
+    with pytest.raises(TypeError, match=message):
+        TrainConfig(**{old: 5})
+    with pytest.raises(TypeError, match=message):
+        TrainConfig.preset("accurate", **{old: 5})
+    with pytest.raises(TypeError, match=message):
+        TrainConfig().replace(**{old: 5})
+    with pytest.raises(AttributeError):
+        getattr(TrainConfig(), old)
 
 
-def test_old_spellings_mix_with_groups_and_presets():
-    with pytest.warns(DeprecationWarning, match="lbfgs_steps"):
-        acc = TrainConfig.preset("accurate", lbfgs_steps=20)
-    assert acc == TrainConfig.preset("accurate").with_steps(None, 20)
-    with pytest.warns(DeprecationWarning) as rec:
-        cfg = TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(steps=3, ftol=0.5)), lbfgs_steps=4, lbfgs_max_linesearch=6)
-    assert "lbfgs.max_linesearch and dense.max_linesearch" in str(rec[1].message) and len(rec) == 2
-    assert cfg.second == SecondStageOptions(steps=4, ftol=0.5)  # the old name goes on top of the group given
-    assert cfg.lbfgs.max_linesearch == cfg.dense.max_linesearch == 6  # the dense members read it too in 0.2
+def test_the_legacy_layer_is_gone():
+    for name in ("flat_dict", "legacy_config", "record_config", "CONFIG_DEFAULTS", "SecondStage", "stop_rule"):
+        assert not hasattr(cj.config, name), name
+    for name in ("AdamOptions", "SecondStageOptions", "LBFGSOptions", "DenseOptions", "GaussNewtonOptions", "solvers"):
+        assert not hasattr(cj, name), name
+    with pytest.raises(ImportError):
+        from cgmpinn_jax.config import flat_dict  # noqa: F401
+    # the modules of the legacy layer are not in the package (searched in the package's own
+    # folder: a development install of another checkout may still hold them)
+    for name in ("_config_flat", "_deprecated", "solvers"):
+        assert PathFinder.find_spec(f"cgmpinn_jax.{name}", cj.__path__) is None, name
 
 
-def test_the_library_uses_no_old_name():
+def test_the_library_uses_no_deprecated_call():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         cfg = TrainConfig.preset("accurate").with_steps(5, None)
         TrainConfig.from_dict(cfg.to_dict())
-        TrainConfig.from_dict(flat_dict(cfg))  # a stored flat config: data, read without a warning
         cj.config.Hyper.from_config(cfg)
-        cj.config.stop_rule(cfg)
-        cj.config.Hyper.option(cfg, "adam_lr", 0.5)
+        cfg.stage("gauss_newton").stop_rule(cfg.second_stage_dtype)
+        assert cj.config.Hyper.option(cfg, "adam_lr", 0.5).stages[0].lr == 0.5
 
 
-def test_flat_dict_is_the_to_dict_of_0_2():
-    """``flat_dict`` keys the paper-table runs cached before the move: it must stay 0.2's dict."""
-    assert flat_dict(TrainConfig()) == FLAT_DEFAULTS
-    for name, over in FLAT_PRESETS.items():
-        assert flat_dict(TrainConfig.preset(name)) == {**FLAT_DEFAULTS, **over}
-    cfg = TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton()), cgm={"system_weighting": "norm"})
-    assert flat_dict(cfg) == {**FLAT_DEFAULTS, "stages": ("adam", "gauss_newton"), "system_weighting": "norm"}
-    assert flat_dict(TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS())))["dense_max_linesearch"] == 3  # not a 0.2 setting
-
-
-def test_stored_flat_configs_of_0_2_load():
-    """Records, saved models and checkpoints of 0.2 hold flat dicts; they read as the same
-    settings (the presets are those of 0.2 exactly, so their runs are the same bit for bit)."""
-    for name, over in FLAT_PRESETS.items():
-        old = json.loads(json.dumps({**FLAT_DEFAULTS, **over}))
-        assert TrainConfig.from_dict(old) == TrainConfig.preset(name)
-        assert stored_config(old) == json.loads(json.dumps(TrainConfig.preset(name).to_dict()))
-    partial = {"lbfgs_steps": 10, "gn_mu_init": 1e-2, "second_stage": "gauss_newton", "stages": ["adam", "lbfgs"]}
-    assert TrainConfig.from_dict(partial) == TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton(steps=10, mu_init=1e-2)))
+def test_stored_configs_of_0_2_are_refused_clearly():
+    """A flat dict of 0.2 (``adam_steps``, ``second_stage``, ...) and its grouped dict
+    (``adam``, ``second``, ...) are not this version's: ``from_dict`` is a TypeError listing the
+    options; ``stored_config`` leaves such a dict as it is (it compares unequal to any config)."""
+    flat = {"adam_steps": None, "lbfgs_steps": None, "second_stage": "optax", "k_upd": None, "precision": "float32"}
+    grouped = {"adam": {"steps": 7, "lr": 1e-3}, "second": {"steps": None}, "precision": "float32"}
+    for old in (flat, grouped):
+        with pytest.raises(TypeError, match=rf"its options: {OPTIONS}"):
+            TrainConfig.from_dict(old)
+        assert stored_config(old) == old
     assert stored_config({"not": "a config"}) == {"not": "a config"}
+    # this version's dicts normalise: a partial stage reads with every default written
+    assert stored_config({"stages": [{"name": "adam", "steps": 10}]}) == json.loads(json.dumps(
+        TrainConfig(stages=(Adam(steps=10),)).to_dict()))
+    for name in cj.PRESETS:
+        assert stored_config(TrainConfig.preset(name).to_dict()) == json.loads(json.dumps(TrainConfig.preset(name).to_dict()))
 
 
-def test_configs_stored_under_the_old_default_weighting_name_it():
-    """Until ``CONFIG_DEFAULTS`` 2 a left-out ``cgm.system_weighting`` meant "norm"; today's
-    default is "per_equation". A dict of either stored form read under version 1 names "norm";
-    under version 2 it is unchanged; an explicit value is kept."""
-    from cgmpinn_jax.config import CONFIG_DEFAULTS, legacy_config
-
-    assert CONFIG_DEFAULTS == 2
-    old_grouped, old_flat = TrainConfig(stages=(cj.stages.Adam(steps=7), cj.stages.LBFGS())).to_dict(), {**FLAT_DEFAULTS}
-    assert "system_weighting" not in old_grouped["cgm"] and "system_weighting" not in old_flat
-    for d in (old_grouped, old_flat):
-        assert TrainConfig.from_dict(d).cgm.system_weighting == "per_equation"  # read as today's
-        assert TrainConfig.from_dict(legacy_config(d)).cgm.system_weighting == "norm"  # read as stored
-        assert TrainConfig.from_dict(legacy_config(d, 2)).cgm.system_weighting == "per_equation"
-    explicit = TrainConfig(cgm={"system_weighting": "norm"}).to_dict()
-    assert legacy_config(explicit) == explicit
-    assert legacy_config({"system_weighting": "per_equation"})["system_weighting"] == "per_equation"
-
-
-def test_a_saved_model_of_0_2_loads(tmp_path):
-    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", TrainConfig(stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), 
+def test_a_saved_model_records_its_stages_and_loads(tmp_path):
+    res = cj.train(cj.get_problem("poisson1d", n_pde=32), "pinn", TrainConfig(stages=(Adam(steps=3), LBFGS(steps=0)),
                    width=4, depth=1), key=0, quiet=True)
     cj.save_result(res, tmp_path)
     info = json.loads((tmp_path / "model.json").read_text())
-    info["config"] = json.loads(json.dumps(flat_dict(res.config)))  # as 0.2 wrote it
-    (tmp_path / "model.json").write_text(json.dumps(info))
+    assert info["config"]["stages"] == [{"name": "adam", "steps": 3, "lr": 1e-3},
+                                        {**LBFGS(steps=0).to_dict()}]
     loaded = cj.load_model(tmp_path)
-    assert TrainConfig.from_dict(loaded.info["config"]) == res.config
+    assert TrainConfig.from_dict(loaded.info["config"]) == res.config == loaded.config
     pts = res.problem.test_grid().points[:5]
     assert (loaded.predict(pts) == res.predict(pts)).all()
 
 
-def test_old_and_new_spellings_train_bit_identically():
-    """The accurate preset (float64 Gauss-Newton, ReLoBRaLo's lambdas per refresh) spelt both
-    ways is one config: the same compiled programs and the same numbers, bit for bit."""
+def test_preset_and_explicit_stages_train_bit_identically():
+    """The accurate preset (float64 Gauss-Newton, ReLoBRaLo's lambdas per refresh) with its
+    budgets set by ``with_steps`` and the same settings spelt out stage by stage are one config:
+    the same compiled programs and the same numbers, bit for bit."""
     problem = cj.get_problem("poisson1d", n_pde=48)
-    new = TrainConfig.preset("accurate", cgm={"k_upd": 10}, width=6, depth=1).with_steps(20, 4)
-    with pytest.warns(DeprecationWarning):
-        old = TrainConfig.preset("accurate", adam_steps=20, lbfgs_steps=4, k_upd=10, width=6, depth=1)
-    assert old == new
+    preset = TrainConfig.preset("accurate", cgm={"k_upd": 10}, width=6, depth=1).with_steps(20, 4)
+    spelt = TrainConfig(precision="float64", stages=(Adam(steps=20), GaussNewton(steps=4)),
+                        balancing={"second_stage_apply": "refresh"}, cgm={"k_upd": 10}, width=6, depth=1)
+    assert preset == spelt and hash(preset) == hash(spelt)
     cache = cj.CompileCache()
-    a = cj.train(problem, "cgmpinn", new, key=0, quiet=True, cache=cache)
-    b = cj.train(problem, "cgmpinn", old, key=0, quiet=True, cache=cache)
+    a = cj.train(problem, "cgmpinn", preset, key=0, quiet=True, cache=cache)
+    b = cj.train(problem, "cgmpinn", spelt, key=0, quiet=True, cache=cache)
+    assert list(a.statuses) == ["adam", "gauss_newton"]
     assert bitwise.compare({"runs": {"r": bitwise.fingerprint(a)}}, {"runs": {"r": bitwise.fingerprint(b)}}) == []
 
 
-def test_command_line_old_flags_still_work_with_a_message(capsys):
-    import argparse
-
+def test_command_line_old_flags_are_errors(capsys):
     from cgmpinn_jax.cli import _main as cli
+    from cgmpinn_jax.cli._parser import build_config
 
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     run = sub.choices["run"]
-    kw = cli.config_kwargs(run.parse_args(["--lbfgs-steps", "7", "--relobralo-lbfgs", "refresh"]))
-    assert kw["second"] == {"steps": 7} and kw["balancing"] == {"second_stage_apply": "refresh"}
-    err = capsys.readouterr().err
-    assert "--lbfgs-steps is deprecated" in err and "use --second-steps" in err and "--relobralo-second" in err
-    assert cli.config_kwargs(run.parse_args(["--second-steps", "7"]))["second"] == {"steps": 7}
+    for old in (["--lbfgs-steps", "7"], ["--relobralo-lbfgs", "refresh"], ["--second-stage", "optax"],
+                ["--stage-steps", "1,2"]):
+        with pytest.raises(SystemExit) as exc:
+            run.parse_args(old)
+        assert exc.value.code == 2
+        assert "unrecognized arguments" in capsys.readouterr().err
+    cfg = build_config(run.parse_args(["--second-steps", "7", "--relobralo-second", "refresh"]))
+    assert cfg.stages == (Adam(), LBFGS(steps=7)) and cfg.balancing.second_stage_apply == "refresh"
     assert capsys.readouterr().err == ""
-    with pytest.raises(ValueError, match="give only --second-steps"):
-        cli.config_kwargs(run.parse_args(["--second-steps", "7", "--lbfgs-steps", "8"]))
     helps = {a.dest: a.help for a in run._actions}
-    assert "Gauss-Newton" in helps["second_steps"] and "deprecated spelling of --second-steps" in helps["lbfgs_steps"]
+    assert "Gauss-Newton" in helps["second_steps"] and "lbfgs_steps" not in helps and "relobralo_lbfgs" not in helps
+    assert not hasattr(cli, "config_kwargs")

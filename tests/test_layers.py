@@ -42,24 +42,42 @@ def test_cycle_detection_finds_one():
     assert ("p.a", "p.b") in _cycles(graph)
 
 
-def test_old_module_paths_still_work_with_a_warning():
+@pytest.mark.parametrize("old", ["cgmpinn_jax.driver", "cgmpinn_jax.records", "cgmpinn_jax.nets"])
+def test_old_module_paths_are_gone(old):
+    """The module paths of 0.2 are no longer forwarded: importing one is a ModuleNotFoundError,
+    and the package has no attribute of that name."""
     import importlib
     import sys
 
     import cgmpinn_jax as cj
-    from cgmpinn_jax.training import _driver
 
-    sys.modules.pop("cgmpinn_jax.driver", None)
-    with pytest.warns(DeprecationWarning, match=r"cgmpinn_jax\.driver moved to cgmpinn_jax\.training\._driver"):
-        old = importlib.import_module("cgmpinn_jax.driver")
-    assert old is _driver and old.__spec__.name == "cgmpinn_jax.training._driver"
-    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.records"):
-        from cgmpinn_jax.records import StageStatus
-    assert StageStatus is cj.StageStatus
-    with pytest.warns(DeprecationWarning, match="cgmpinn_jax.nets"):
-        assert cj.nets.MLP is cj.nn.MLP
+    sys.modules.pop(old, None)
+    with pytest.raises(ModuleNotFoundError, match=old.replace(".", r"\.")):
+        importlib.import_module(old)
+    with pytest.raises(AttributeError, match=f"no attribute '{old.split('.')[1]}'"):
+        getattr(cj, old.split(".")[1])
+
+
+def test_the_legacy_modules_are_removed():
+    """``solvers`` (now ``stages``), the forwarding layer ``_deprecated`` and the flat names'
+    ``_config_flat`` are not in the package (looked up in the package's own folder: a
+    development install of another checkout may add a finder that still has them)."""
+    from importlib.machinery import PathFinder
+
+    import cgmpinn_jax as cj
+
+    for name in ("solvers", "_deprecated", "_config_flat"):
+        assert PathFinder.find_spec(f"cgmpinn_jax.{name}", cj.__path__) is None, name
+        assert name not in dir(cj)
+    assert PathFinder.find_spec("cgmpinn_jax.stages", cj.__path__) is not None
+
+
+def test_the_package_has_no_stray_attribute():
+    import cgmpinn_jax as cj
+
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cj.nope  # noqa: B018
+    assert cj.stages.GaussNewton is __import__("cgmpinn_jax.stages", fromlist=["x"]).GaussNewton
 
 
 def _body_lines(node) -> int:
@@ -87,8 +105,7 @@ def _code_lines(text: str) -> int:
 
 def test_modules_and_functions_stay_small():
     """No module over 400 lines of code, docstrings apart (the host loop 560: its calls, time limits and
-    estimate, until the house pass splits the stages into solver objects); in training/ and solvers/ no
-    function body over 60 lines."""
+    estimate); in training/ and stages/ no function body over 60 lines."""
     import ast
 
     pkg = ROOT / "cgmpinn_jax"
@@ -96,7 +113,8 @@ def test_modules_and_functions_stay_small():
     big = [str(p.relative_to(ROOT)) for p in pkg.rglob("*.py") if _code_lines(p.read_text()) > cap.get(p.name, 400)]
     assert big == []
     long = []
-    for sub in ("training", "solvers"):
+    assert (pkg / "stages").is_dir() and not (pkg / "solvers").exists()
+    for sub in ("training", "stages"):
         for p in (pkg / sub).glob("*.py"):
             for node in ast.walk(ast.parse(p.read_text())):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > 60:

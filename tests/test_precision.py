@@ -1,4 +1,4 @@
-"""Precision options, the second-stage members and the stop rules (tiny budgets)."""
+"""Precision options, the stages after Adam and their stop rules (tiny budgets)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax.config import stop_rule
+from cgmpinn_jax.stages import LBFGS, SSBFGS, Adam
 from cgmpinn_jax.training._precision import cast_floats, precision_scope
 from stop_rules import loss_tol_fires_at
 
-TINY = dict(adam={"steps": 30}, second={"steps": 20}, cgm={"k_upd": 10})
+TINY = dict(stages=(Adam(steps=30), LBFGS(steps=20)), cgm={"k_upd": 10})
 
 
 def _problem():
@@ -59,14 +59,16 @@ def test_cast_floats_only_touches_floats():
         assert jax.dtypes.issubdtype(out["k"].dtype, jax.dtypes.prng_key)
 
 
-@pytest.mark.parametrize("member", ["optax", "jaxopt", "ssbfgs"])
+SECOND = {"optax": LBFGS(steps=40), "jaxopt": LBFGS(steps=40, backend="jaxopt"), "ssbfgs": SSBFGS(steps=40)}
+
+
+@pytest.mark.parametrize("member", list(SECOND))
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_second_stage_members_cut_the_loss(member):
-    """Each member takes the Adam result further down in float64. Measured (1D Poisson,
+    """Each stage after Adam (L-BFGS by optax or jaxopt, dense self-scaled BFGS) takes the Adam result further down in float64. Measured (1D Poisson,
     64 points, 200 Adam steps, 40 iterations): optax 0.94, jaxopt 0.95, ssbfgs 0.70 of the
     starting loss; jaxopt before its first direction was scaled: 1.38 (a saturating first step)."""
-    cfg = cj.TrainConfig(precision="float64", second_stage=member, adam={"steps": 200}, second={"steps": 40},
-                         cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(precision="float64", stages=(Adam(steps=200), SECOND[member]), cgm={"k_upd": 20})
     res = cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
     h = res.history
     start = h.loss[h.k == 201][0]
@@ -75,25 +77,30 @@ def test_second_stage_members_cut_the_loss(member):
 
 
 def test_dense_member_refuses_large_networks_before_compiling():
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.SSBFGS(max_params=1000)), width=50, depth=4, **TINY)
-    with pytest.raises(ValueError, match=r"dense\.max_params"):
+    cfg = cj.TrainConfig(stages=(Adam(steps=30), SSBFGS(steps=20, max_params=1000)), width=50, depth=4,
+                         cgm={"k_upd": 10})
+    with pytest.raises(ValueError, match=r"SSBFGS\.max_params=1000"):
         cj.train(_problem(), "pinn", cfg, key=0, quiet=True)
 
 
 def test_presets_and_stop_rules():
     acc = cj.TrainConfig.preset("accurate")
-    assert acc.precision == "float64" and acc.second_stage == cj.PRESETS["accurate"]["second_stage"]
+    assert acc.precision == "float64" and acc.stages == cj.PRESETS["accurate"]["stages"]
+    assert acc.stage_names == ("adam", "gauss_newton") and acc.stages[1].steps == 1500
     assert acc.balancing.second_stage_apply == "refresh"  # the measured choice (precision.md, 5 seeds)
     assert cj.TrainConfig.preset("faithful") == cj.TrainConfig()
-    assert cj.TrainConfig.preset("accurate").with_steps(10, None).adam.steps == 10
+    assert cj.TrainConfig.preset("accurate").with_steps(10, None).stage("adam").steps == 10
     with pytest.raises(ValueError, match="preset"):
         cj.TrainConfig.preset("fastest")
     # float32 keeps the tolerances every table run used; float64 stops only on a true stall
+    def stop_rule(cfg):
+        return cfg.stages[1].stop_rule(cfg.second_stage_dtype)
+
     assert stop_rule(cj.TrainConfig()) == (1e-7, 1e-3, 1000)
     f64 = stop_rule(cj.TrainConfig(precision="float64"))
     assert f64.ftol < 1e-6 and f64.gtol < 1e-7
     assert stop_rule(cj.TrainConfig(precision="mixed")) == f64
-    assert stop_rule(cj.TrainConfig(precision="float64", stages=(cj.stages.Adam(), cj.stages.LBFGS(ftol=0.1)))).ftol == 0.1
+    assert stop_rule(cj.TrainConfig(precision="float64", stages=(Adam(), LBFGS(ftol=0.1)))).ftol == 0.1
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow

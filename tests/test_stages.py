@@ -1,6 +1,7 @@
-"""A run as a sequence of stages (``TrainConfig.stages``): a third stage by configuration
-alone, the same results as the two-stage spelling, resume from every stage boundary, the
-deprecated per-stage status names, and the configuration's checks."""
+"""A run as a sequence of stage objects (``TrainConfig.stages``): a third stage by configuration
+alone, results keyed by each stage's name (a Gauss-Newton run reports no L-BFGS stage),
+resume from every stage boundary, the removed per-stage attributes, and the configuration's
+checks."""
 
 import json
 import warnings
@@ -46,7 +47,13 @@ def test_a_third_stage_is_configuration(three):
     # Gauss-Newton goes on from where L-BFGS stopped and lowers the loss
     loss = np.asarray(three.history.loss)
     assert loss[-1] < loss[40]
-    assert three.summary()["stages"] == {n: s.name for n, s in three.statuses.items()}
+    summary = three.summary()
+    assert summary["stages"] == names
+    for s in three.stages:
+        assert summary[f"{s.name}_status"] == s.status.name and summary[f"{s.name}_budget"] == s.budget
+        assert summary[f"{s.name}_iterations"] == s.iterations
+    assert set(three.evals_per_iteration) == {"lbfgs", "gauss_newton"} and "adam_evals_per_iteration" not in summary
+    assert three.budgets == {"adam": 30, "lbfgs": 10, "gauss_newton": 8} and three.plan == tuple(three.budgets.items())
 
 
 def test_the_first_two_stages_are_the_two_stage_run(three):
@@ -54,16 +61,39 @@ def test_the_first_two_stages_are_the_two_stage_run(three):
     _history_equal(three, two, rows=40)
 
 
-def test_stages_spell_the_second_stage_bit_for_bit():
-    """``stages=("adam", "gauss_newton")`` is ``second_stage="gauss_newton"`` under another
-    stage name: every history entry and the metrics equal."""
-    a = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.GaussNewton(steps=6)), 
-                                                        **F64), key=1, quiet=True)
-    b = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.GaussNewton(steps=6)), **F64),
-                 key=1, quiet=True)
-    _history_equal(a, b)
-    assert a.metrics == b.metrics and a.e_loss == b.e_loss
-    assert list(b.statuses) == ["adam", "gauss_newton"] and a.statuses["lbfgs"] == b.statuses["gauss_newton"]
+POISSON = dict(width=8, depth=2)
+
+
+@pytest.fixture(scope="module")
+def poisson():
+    return cj.get_problem("poisson1d", n_pde=64)
+
+
+def test_a_gauss_newton_run_reports_gauss_newton_not_lbfgs(poisson):
+    """Adam then Gauss-Newton: every result keys the second stage by its own name; no key of
+    the summary speaks of L-BFGS."""
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=200), cj.stages.GaussNewton(steps=20)), **POISSON)
+    res = cj.train(poisson, "cgmpinn", cfg, key=0, quiet=True)
+    assert list(res.statuses) == ["adam", "gauss_newton"]
+    assert [s.name for s in res.stages] == ["adam", "gauss_newton"] and res.budgets == {"adam": 200, "gauss_newton": 20}
+    summary = res.summary()
+    assert not [k for k in summary if "lbfgs" in k], sorted(summary)
+    assert summary["stages"] == ["adam", "gauss_newton"]
+    assert summary["gauss_newton_status"] == res.statuses["gauss_newton"].name
+    assert "gauss_newton_evals_per_iteration" in summary and "gauss_newton_budget" in summary
+    assert res.stage_label("gauss_newton") == "Gauss-Newton"
+    assert not any("L-BFGS" in line or "lbfgs" in line for line in res.stage_lines())
+    assert np.isfinite(res.metrics.rel_e2)
+
+
+def test_an_lbfgs_run_reports_lbfgs(poisson):
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=200), cj.stages.LBFGS(steps=20)), **POISSON)
+    res = cj.train(poisson, "cgmpinn", cfg, key=0, quiet=True)
+    assert list(res.statuses) == ["adam", "lbfgs"]
+    summary = res.summary()
+    assert summary["stages"] == ["adam", "lbfgs"] and "lbfgs_status" in summary and "lbfgs_budget" in summary
+    assert not [k for k in summary if "gauss_newton" in k]
+    assert res.stage_label("lbfgs") == "L-BFGS" and res.stage_lines()[1].startswith("L-BFGS: ")
 
 
 @pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
@@ -90,46 +120,83 @@ def test_three_stages_resume_bit_for_bit_from_every_boundary(tmp_path, monkeypat
         assert_same_run(plain, cj.resume(only(folder, ckpts[i]), quiet=True))
 
 
-def test_deprecated_status_names_warn_and_agree(three):
-    with pytest.warns(DeprecationWarning, match="statuses"):
-        assert three.adam_status == three.statuses["adam"]
-    with pytest.warns(DeprecationWarning, match="statuses"):
-        assert three.lbfgs_status == three.statuses["lbfgs"]
+def test_the_removed_result_attributes_are_gone(three):
+    """The per-stage attributes of 0.2 are no aliases any more: ``statuses[name]``,
+    ``budgets[name]``, ``stage_label(name)`` and ``evals_per_iteration[name]`` replace them."""
+    for old in ("adam_status", "lbfgs_status", "adam_steps", "lbfgs_steps", "second_stage_name",
+                "evals_per_lbfgs_iteration"):
+        with pytest.raises(AttributeError):
+            getattr(three, old)
+    assert three.budgets["lbfgs"] == 10 and three.stage_label("lbfgs") == "L-BFGS"
+    assert three.evals_per_iteration["gauss_newton"] >= 1.0
 
 
 def test_stages_are_checked():
-    with pytest.raises(ValueError, match=r"stages\[1\] must be one of"):
-        cj.TrainConfig(stages=("adam", "newton"))
-    with pytest.raises(ValueError, match="'adam' can only be the first stage"):
+    with pytest.raises(ValueError, match=r"stages\[1\] must be a stage of cgmpinn_jax\.stages"):
+        cj.TrainConfig(stages=(cj.stages.Adam(), "newton"))
+    with pytest.raises(ValueError, match=r"stages\[0\] must be a stage of cgmpinn_jax\.stages.*got 'adam'"):
+        cj.TrainConfig(stages=("adam", "lbfgs"))  # the names of 0.2 are no stages
+    with pytest.raises(ValueError, match=r"a stage dict needs a 'name'"):
+        cj.TrainConfig(stages=({"name": "adam"}, {"name": "newton"}))
+    with pytest.raises(ValueError, match="Adam can only be the first stage"):
         cj.TrainConfig(stages=(cj.stages.LBFGS(), cj.stages.Adam()))
     with pytest.raises(ValueError, match="twice"):
         cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.LBFGS()))
+    with pytest.raises(ValueError, match="twice"):
+        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.GaussNewton(steps=3), cj.stages.GaussNewton(form="svd")))
     with pytest.raises(ValueError, match="non-empty tuple"):
         cj.TrainConfig(stages=())
-    with pytest.raises(ValueError, match="3 budgets"):
-        cj.TrainConfig(stages=(cj.stages.Adam(steps=1), cj.stages.LBFGS(steps=2)))
-    with pytest.raises(ValueError, match=r"stage_steps\[0\]"):
-        cj.TrainConfig(stage_steps=(-1, 2))
-    # a member's own options are accepted when some stage runs that member
+    with pytest.raises(ValueError, match=r"one budget per stage \(adam, lbfgs\), got 3"):
+        cj.TrainConfig(stages=(cj.stages.Adam(steps=1), cj.stages.LBFGS(steps=2))).with_steps(1, 2, 3)
+    with pytest.raises(ValueError, match=r"Adam\.steps must be None or a non-negative int"):
+        cj.stages.Adam(steps=-1)
+    with pytest.raises(TypeError, match="TrainConfig has no option 'stage_steps'"):
+        cj.TrainConfig(stage_steps=(1, 2))
+    # a stage holds its own solver's options: nothing to cross-check against another stage
     cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.GaussNewton(max_trials=5)))
-    assert cfg.members == ("optax", "gauss_newton")
-    with pytest.raises(ValueError, match="Gauss-Newton option"):
-        cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS()))
+    assert cfg.stage_names == ("adam", "lbfgs", "gauss_newton") and cfg.stage("gauss_newton").max_trials == 5
+    assert [type(st) for st in cfg.stages] == [cj.stages.Adam, cj.stages.LBFGS, cj.stages.GaussNewton]
+    # a single stage is a run too (and a lone stage object reads as a one-stage tuple)
+    assert cj.TrainConfig(stages=cj.stages.GaussNewton(steps=3)).stages == (cj.stages.GaussNewton(steps=3),)
+
+
+def test_stage_objects_are_frozen_hashable_and_checked_by_name():
+    gn = cj.stages.GaussNewton(steps=20, form="svd")
+    assert gn == cj.stages.GaussNewton(steps=20, form="svd") and hash(gn) == hash(cj.stages.GaussNewton(steps=20, form="svd"))
+    with pytest.raises(Exception, match="cannot assign to field"):
+        gn.steps = 5
+    for make, message in ((lambda: cj.stages.GaussNewton(mu_max=0.0), r"GaussNewton\.mu_max must be > 0"),
+                          (lambda: cj.stages.LBFGS(history=-3), r"LBFGS\.history must be a positive int"),
+                          (lambda: cj.stages.SSBroyden(max_params=1.5), r"SSBroyden\.max_params"),
+                          (lambda: cj.stages.Adam(lr="big"), r"Adam\.lr must be a finite number")):
+        with pytest.raises(ValueError, match=message):
+            make()
+    with pytest.raises(ValueError, match=r"LBFGS\.linesearch is a jaxopt option; it has no effect with backend='optax'"):
+        cj.stages.LBFGS(linesearch="backtracking")
+    assert cj.stages.LBFGS(linesearch="backtracking", backend="jaxopt").linesearch == "backtracking"
 
 
 def test_stages_round_trip_and_leave_old_records_alone():
-    assert "stages" not in cj.TrainConfig().to_dict() and "stage_steps" not in cj.TrainConfig().to_dict()
+    d = cj.TrainConfig().to_dict()
+    assert [st["name"] for st in d["stages"]] == ["adam", "lbfgs"] and "stage_steps" not in d
     cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(), cj.stages.GaussNewton(steps=5)))
     back = cj.TrainConfig(**json.loads(json.dumps(cfg.to_dict())))
     assert back == cfg and isinstance(back.stages, tuple) and hash(back) == hash(cfg)
+    every = (cj.stages.Adam(steps=1), cj.stages.LBFGS(backend="jaxopt", linesearch_init="current"), cj.stages.BFGS(),
+             cj.stages.SSBFGS(max_params=50), cj.stages.SSBroyden(gtol=0.0), cj.stages.GaussNewton(form="pcg"))
+    cfg = cj.TrainConfig(stages=every)
+    assert cj.TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    # a record of 0.2 (its stage names as strings beside second_stage) is not this version's config
+    with pytest.raises(TypeError, match="has no option 'second_stage'"):
+        cj.TrainConfig.from_dict({"stages": ["adam", "lbfgs"], "second_stage": "gauss_newton"})
 
 
-def test_stop_rules_follow_each_stage_member():
-    from cgmpinn_jax.config import stop_rule
-
+def test_stop_rules_follow_each_stage():
     cfg = cj.TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(), cj.stages.GaussNewton()), precision="float64")
-    assert stop_rule(cfg, "gauss_newton").patience != stop_rule(cfg, "optax").patience
-    assert stop_rule(cfg) == stop_rule(cfg, "optax")
+    rule = {name: cfg.stage(name).stop_rule(cfg.second_stage_dtype) for name in ("lbfgs", "gauss_newton")}
+    assert rule["gauss_newton"].patience != rule["lbfgs"].patience
+    assert rule["lbfgs"] == cj.stages.LBFGS().stop_rule("float64") == cj.stages.StopRule(1e-12, 1e-9, 2000)
+    assert not hasattr(cj.config, "stop_rule")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         from cgmpinn_jax.training._schedule import resolve
