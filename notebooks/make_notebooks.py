@@ -8,7 +8,9 @@ Edit the cells below, not the .ipynb files. Each notebook is executed at the bud
 "parameters" cell (minutes on a laptop-class CPU) in a kernel running this interpreter, with
 small inline figures, and stored with its outputs so that a reader sees the plots without
 running it. ``--check`` compares the cells' sources (outputs differ from run to run: timings).
-Each notebook's first code cell is tagged "parameters" and sets ``BUDGET``;
+Each notebook's first code cell is tagged "parameters" and sets ``BUDGET``, the keyword
+arguments of its ``TrainConfig`` (the stages as dicts, ``{"name": "adam", "steps": N}``: the
+same as ``cj.stages.Adam(steps=N)``, with no import before the cell);
 tests/test_notebooks.py replaces that cell with a tiny budget and executes the notebooks.
 """
 
@@ -54,7 +56,8 @@ curve and the curriculum weights. The paper's budget is 5000 Adam + 10000 L-BFGS
 the default below takes about half a minute on a laptop-class CPU.
 """),
     _params("""
-BUDGET = dict(adam={"steps": 1000}, second={"steps": 1000})
+BUDGET = dict(stages=({"name": "adam", "steps": 1000},
+                      {"name": "lbfgs", "steps": 1000}))
 """),
     _code("""
 import matplotlib.pyplot as plt
@@ -63,6 +66,7 @@ import numpy as np
 import cgmpinn_jax as cj
 
 problem = cj.get_problem("poisson1d")
+# BUDGET["stages"] as objects: (cj.stages.Adam(steps=1000), cj.stages.LBFGS(steps=1000))
 config = cj.TrainConfig(**BUDGET)
 result = cj.train(problem, "cgmpinn", config, key=0, quiet=True)
 
@@ -93,8 +97,8 @@ ax1.set_title(f"relative e2 = {result.metrics.rel_e2:.2e}")
 ax2.semilogy(h.k, h.loss, label="objective")
 for j, name in enumerate(problem.loss_terms):
     ax2.semilogy(h.k, h.raw[:, j], lw=0.8, label=f"raw {name}")
-if result.lbfgs_steps and result.adam_steps:
-    ax2.axvline(result.adam_steps + 0.5, color="gray", ls=":", label="Adam | L-BFGS")
+if result.budgets.get("adam") and result.budgets.get("lbfgs"):
+    ax2.axvline(result.budgets["adam"] + 0.5, color="gray", ls=":", label="Adam | L-BFGS")
 ax2.set_xlabel("step k")
 ax2.legend()
 fig.tight_layout()
@@ -131,7 +135,8 @@ curriculum off. `cj.sweep` trains every (seed, $\\beta$) pair as one vmapped bat
 the available devices); the fallback below is a plain Python loop over `cj.train`.
 """),
     _params("""
-BUDGET = dict(adam={"steps": 500}, second={"steps": 500})
+BUDGET = dict(stages=({"name": "adam", "steps": 500},
+                      {"name": "lbfgs", "steps": 500}))
 SEEDS = [0, 1, 2]
 BETAS = [0.0, 0.5, 1.0, 2.0, 4.0]
 """),
@@ -195,7 +200,8 @@ Cole-Hopf travelling wave $u^* = \\tfrac12\\left(1 - \\tanh\\frac{x - t/2}{4\\nu
 shock moving right, the kind of localised feature the curriculum is meant for.
 """),
     _params("""
-BUDGET = dict(adam={"steps": 1000}, second={"steps": 1000})
+BUDGET = dict(stages=({"name": "adam", "steps": 1000},
+                      {"name": "lbfgs", "steps": 1000}))
 """),
     _code(example_source() + """
 
@@ -273,7 +279,8 @@ deviation of the exact values at the observation points. The default budget belo
 minutes on a CPU; the README's inverse section has the measured accuracy at larger budgets.
 """),
     _params("""
-BUDGET = dict(adam={"steps": 2000}, second={"steps": 2000})
+BUDGET = dict(stages=({"name": "adam", "steps": 2000},
+                      {"name": "lbfgs", "steps": 2000}))
 NOISE = 0.01
 N_OBS = 200
 """),
@@ -354,7 +361,8 @@ measured against the reference, and every report says which. The budget below is
 (minutes on a 2-core CPU); `benchmarks/results/field_problems.md` has the long runs.
 """),
     _params("""
-BUDGET = dict(adam={"steps": 1000}, second={"steps": 500})
+BUDGET = dict(stages=({"name": "adam", "steps": 1000},
+                      {"name": "lbfgs", "steps": 500}))
 """),
     _code("""
 import matplotlib.pyplot as plt
