@@ -44,33 +44,32 @@ def seeds_for(problem: str) -> list[int]:
     return [0, 1, 2, 3, 4] if problem in ("poisson1d", "heat") else [0, 1, 2]
 
 
-def run_key(problem, method, seed, lbfgs_steps=None) -> str:
-    return f"{problem}__{method}__seed{seed}" + ("" if lbfgs_steps is None else f"__gn{lbfgs_steps}")
+def run_key(problem, method, seed, second_steps=None) -> str:
+    return f"{problem}__{method}__seed{seed}" + ("" if second_steps is None else f"__gn{second_steps}")
 
 
-def train_one(problem: str, method: str, seed: int, lbfgs_steps: int | None, track_every: int) -> dict:
+def train_one(problem: str, method: str, seed: int, second_steps: int | None, track_every: int) -> dict:
     import cgmpinn_jax as cj
-
-    cfg = cj.TrainConfig.preset("accurate", **({} if lbfgs_steps is None else {"second": {"steps": lbfgs_steps}}))
+    cfg = cj.TrainConfig.preset("accurate").with_steps(None, second_steps)
     t0 = time.perf_counter()  # a killed run resumes, its seconds going on from what the checkpoint recorded
     res, resumed = runcache.train_resumable(
-        STUDY, run_key(problem, method, seed, lbfgs_steps), problem, method, cfg, key=seed, quiet=False,
+        STUDY, run_key(problem, method, seed, second_steps), problem, method, cfg, key=seed, quiet=False,
         prefetch_compile=True, track_error_every=track_every,
         print_fn=lambda s: print(s, flush=True) if any(w in s for w in (" done:", "stopped", "compiled", "resuming")) else None)
     wall = time.perf_counter() - t0
     if resumed:  # the part before the checkpoint: compile + run seconds restored from it
         wall = max(wall, res.compile_seconds + res.run_seconds)
     h = res.history
-    n_second = int(np.sum(h.k > res.adam_steps))
+    n_second = int(np.sum(h.k > res.budgets["adam"]))
     reach = {f"{thr:.0e}": dict(zip(("iterations", "seconds"), tracking.first_reach(
-        h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps))) for thr in THRESHOLDS}
-    adam_end = h.error_rel_e2[np.searchsorted(h.error_k, res.adam_steps)] if len(h.error_k) else None
+        h.error_k, h.error_seconds, h.error_rel_e2, thr, res.budgets["adam"]))) for thr in THRESHOLDS}
+    adam_end = h.error_rel_e2[np.searchsorted(h.error_k, res.budgets["adam"])] if len(h.error_k) else None
     return {
         "problem": problem, "method": method, "seed": seed, "preset": "accurate",
-        "adam_steps": res.adam_steps, "lbfgs_steps": res.lbfgs_steps, "config": cfg.to_dict(),
+        "adam_steps": res.budgets["adam"], "second_steps": res.budgets["gauss_newton"], "config": cfg.to_dict(),
         "metrics": res.metrics.as_dict(), "rel_e2_after_adam": adam_end,
-        "statuses": {"adam": res.statuses["adam"].name, "second": res.statuses["lbfgs"].name},
-        "second_iterations": n_second, "trials_per_iteration": res.evals_per_lbfgs_iteration,
+        "statuses": {"adam": res.statuses["adam"].name, "second": res.statuses["gauss_newton"].name},
+        "second_iterations": n_second, "trials_per_iteration": res.evals_per_iteration.get("gauss_newton"),
         "reach": reach, "wall_seconds": wall, "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds,
         "threads": runcache.threads_label(), "resumed": bool(resumed),
         # full file only (dropped from the record): the tracked error trace
@@ -82,15 +81,15 @@ def compact(full: dict) -> dict:
     return {k: v for k, v in full.items() if k != "error_trace"}
 
 
-def get(problem, method, seed, *, train: bool, lbfgs_steps=None, track_every=25) -> dict | None:
+def get(problem, method, seed, *, train: bool, second_steps=None, track_every=25) -> dict | None:
     study = runcache.Study(STUDY)
-    key = run_key(problem, method, seed, lbfgs_steps)
+    key = run_key(problem, method, seed, second_steps)
     if study.is_done(key):
         return study.run(key, lambda: None, compact=compact)
     if not train:
         return None
     print(f"[accuracy] training {key}", flush=True)
-    out = study.run(key, lambda: train_one(problem, method, seed, lbfgs_steps, track_every), compact=compact)
+    out = study.run(key, lambda: train_one(problem, method, seed, second_steps, track_every), compact=compact)
     print(f"[accuracy] {key}: rel_e2={out['metrics']['rel_e2']:.3e} {out['statuses']['second']} "
           f"iterations={out['second_iterations']} wall={out['wall_seconds']:.0f}s", flush=True)
     return out
@@ -126,7 +125,7 @@ def render(recs: dict) -> str:
         if r["seed"] not in seeds_for(r["problem"]):
             extra.append(r)
             continue
-        key = (r["problem"], r["method"], r["lbfgs_steps"])
+        key = (r["problem"], r["method"], r["second_steps"])
         by.setdefault(key, []).append(r)
     # a cell's seconds come from one kind of machine: runs on a GPU get rows of their own
     rows = {}
@@ -140,7 +139,7 @@ def render(recs: dict) -> str:
         "",
         "Written by `python -m benchmarks.accuracy` from its record `benchmarks/results/accuracy.json`. "
         "`TrainConfig.preset(\"accurate\")`: float64, the problem's Adam budget, then 1500 Levenberg-Marquardt "
-        "iterations (`second_stage=\"gauss_newton\"`), ReLoBRaLo's lambdas per weight refresh. Cells: relative e2 "
+        "iterations (`GaussNewton(steps=1500)`), ReLoBRaLo's lambdas per weight refresh. Cells: relative e2 "
         "median [min - max] over the seeds run; time and second-stage iterations to first reach 1e-4 / 1e-5 / 1e-6 "
         "on the test grid (tracked every 25 iterations; seconds from the start of `cj.train`, compile and Adam "
         "included; medians over the runs that reached it); wall = the whole `cj.train` call. The last column is the "
@@ -192,7 +191,7 @@ def _other_seeds(extra: list) -> list[str]:
              "stop |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(extra, key=lambda r: (PROBLEMS.index(r["problem"]), r["method"], r["seed"])):
-        lines.append(f"| {r['problem']} | {r['method']} | {r['seed']} | {r['lbfgs_steps']} | {backend(r)} | "
+        lines.append(f"| {r['problem']} | {r['method']} | {r['seed']} | {r['second_steps']} | {backend(r)} | "
                      f"{r['metrics']['rel_e2']:.3e} | " + " | ".join(_fmt_reach([r], t) for t in THRESHOLDS)
                      + f" | {r['wall_seconds']:.0f} | {r.get('threads', '-')} | {r['statuses']['second']} |")
     return lines
@@ -220,10 +219,10 @@ def backend(r: dict) -> str:
     return m.get("backend", "?") if isinstance(m, dict) else "?"
 
 
-def _goal_text(problem: str, lbfgs_steps: int, errors, *, pooled: bool) -> str:
+def _goal_text(problem: str, second_steps: int, errors, *, pooled: bool) -> str:
     """The goal cell: the issue's goal for the median of ``errors`` (1e-6 on damped wave with a
     longer second stage; ``-`` where the issue set none)."""
-    goal = GOALS[problem] if lbfgs_steps == 1500 else (1e-6 if problem == "damped_wave" else None)
+    goal = GOALS[problem] if second_steps == 1500 else (1e-6 if problem == "damped_wave" else None)
     if goal is None:
         return "-"
     med = float(np.median(errors))
@@ -250,8 +249,7 @@ def main(argv=None) -> None:
     ap.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the problem's planned seeds")
-    ap.add_argument("--second-steps", "--lbfgs-steps", dest="lbfgs_steps", type=int, default=None,
-                    help="Gauss-Newton iterations (default: the preset's; --lbfgs-steps: the older spelling)")
+    ap.add_argument("--second-steps", type=int, default=None, help="Gauss-Newton iterations (default: the preset's)")
     ap.add_argument("--track-every", type=int, default=25)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--report-only", action="store_true")
@@ -260,9 +258,9 @@ def main(argv=None) -> None:
         for p in args.problems:
             for s in (args.seeds if args.seeds is not None else seeds_for(p)):
                 for m in args.methods:
-                    r = get(p, m, s, train=not args.list, lbfgs_steps=args.lbfgs_steps, track_every=args.track_every)
+                    r = get(p, m, s, train=not args.list, second_steps=args.second_steps, track_every=args.track_every)
                     if args.list:
-                        print(f"{run_key(p, m, s, args.lbfgs_steps)}: {'done' if r else 'missing'}")
+                        print(f"{run_key(p, m, s, args.second_steps)}: {'done' if r else 'missing'}")
     runcache.Study(STUDY).write_report(render, echo=True)
 
 

@@ -44,7 +44,6 @@ FIELDS = {
 
 def _problem(path: str, params: dict):
     import importlib
-
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)(**params)
 
@@ -54,7 +53,6 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
     returns ``{name: facts}`` (error, budget, seconds), also written to ``fields.json``."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.plots import plot_result
-
     facts = {}
     for name in names:
         path, params, adam, second, method, preset = FIELDS[name]
@@ -84,12 +82,10 @@ def draw_curves(record: Path = ACCURACY, out: Path = IMG) -> Path:
     """``accuracy_reach.png``: per problem of the accuracy study, the seconds to reach each level
     (one line per run, PINN and CGMPINN), from the record's ``reach`` entries."""
     from cgmpinn_jax.plots import require_matplotlib
-
     plt = require_matplotlib()
     runs = json.loads(record.read_text())["runs"]
     problems = sorted({r["problem"] for r in runs.values()})
     from matplotlib.ticker import NullFormatter
-
     cols = 3
     rows = -(-len(problems) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.0 * rows), sharey=True, squeeze=False)

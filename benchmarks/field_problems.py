@@ -13,7 +13,7 @@ Cells (``--list``):
   is steep; each cavity run also records its errors beyond 0.01 of the top corners.
 * ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset (``_gn300``: 300
   Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front;
-  ``_pcg``: ``gauss_newton.form="pcg"``, on the Gramian side with more rows than parameters, on the kernel side at 7800 rows).
+  ``_pcg``: ``GaussNewton(form="pcg")``, on the Gramian side with more rows than parameters, on the kernel side at 7800 rows).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
 Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file and the
@@ -33,50 +33,61 @@ from benchmarks import runcache, tracking
 
 STUDY = "field_problems"
 CAVITY_SMALL = {"n_pde": 1000, "n_wall": 300, "n_lid": 150}
-_budget = lambda adam, second: {"adam": {"steps": adam}, "second": {"steps": second}}  # noqa: E731
+_budget = lambda adam, second: {"steps": (adam, second)}  # noqa: E731  (each stage's budget; None: the preset's)
 BURGERS_POINTS = ((6000, 0, 600), (12000, 0, 300), (4000, 2000, 300), (6000, 2000, 300), (10000, 3000, 300))  # (uniform, around the front, GN its)
 BURGERS_PCG = ((6000, 2000, 1000), (5600, 1800, 1000), (5600, 1800, 1500))  # (uniform, around the front, GN its); rows = points + 400
 CELLS: dict[str, dict] = {
-    "cavity_norm": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "norm"})),
-    "cavity_per_equation": dict(problem="cavity", method="cgmpinn", config=dict(_budget(3000, 3000), cgm={"system_weighting": "per_equation"})),
-    "cavity_pinn": dict(problem="cavity", method="pinn", config=_budget(3000, 3000)),
-    "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40, **_budget(5000, 400))),
-    "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40, **_budget(5000, 800))),
+    "cavity_norm": dict(problem="cavity", method="cgmpinn", **_budget(3000, 3000), config=dict(cgm={"system_weighting": "norm"})),
+    "cavity_per_equation": dict(problem="cavity", method="cgmpinn", **_budget(3000, 3000), config=dict(cgm={"system_weighting": "per_equation"})),
+    "cavity_pinn": dict(problem="cavity", method="pinn", **_budget(3000, 3000)),
+    "cavity_accurate": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40), **_budget(5000, 400)),
+    "cavity_accurate_gn800": dict(problem="cavity", method="pinn", preset="accurate", params=CAVITY_SMALL, config=dict(width=40), **_budget(5000, 800)),
     **{f"cavity_refined_gn{n}": dict(problem="cavity", method="pinn", preset="accurate", params=dict(CAVITY_SMALL, n_refine=250),
-                                     config=dict(width=40, **_budget(5000, n))) for n in (800, 1500)},
+                                     config=dict(width=40), **_budget(5000, n)) for n in (800, 1500)},
     "burgers_accurate": dict(problem="burgers_data", method="pinn", preset="accurate"),
-    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(second={"steps": 300})),
+    "burgers_accurate_gn300": dict(problem="burgers_data", method="pinn", preset="accurate", **_budget(None, 300)),
     "burgers_accurate_cgmpinn": dict(problem="burgers_data", method="cgmpinn", preset="accurate"),
-    **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
-        second={"steps": g}), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
-    **{f"burgers_n{n}_front{r}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", config=dict(
-        second={"steps": g}, gauss_newton={"form": "pcg"}), params=dict(n_pde=n, n_refine=r)) for n, r, g in BURGERS_PCG},
+    **{f"burgers_n{n}{f'_front{r}' if r else ''}_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", **_budget(
+        None, g), params=dict(n_pde=n, **({"n_refine": r} if r else {}))) for n, r, g in BURGERS_POINTS},
+    **{f"burgers_n{n}_front{r}_pcg_gn{g}": dict(problem="burgers_data", method="pinn", preset="accurate", **_budget(
+        None, g), second=dict(form="pcg"), params=dict(n_pde=n, n_refine=r)) for n, r, g in BURGERS_PCG},
     # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
     "burgers_n6000_then_front2000_pcg_gn1000": dict(problem="burgers_data", method="pinn", preset="accurate", params=dict(
-        n_pde=6000, n_refine=2000), init=dict(n_pde=6000), config=dict(adam={"steps": 0}, second={"steps": 1000},
-                                                                         gauss_newton={"form": "pcg"})),
-    **{f"holes_{m}": dict(problem="holes", method=m, config=_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
+        n_pde=6000, n_refine=2000), init=dict(n_pde=6000), **_budget(0, 1000), second=dict(form="pcg")),
+    **{f"holes_{m}": dict(problem="holes", method=m, **_budget(5000, 5000)) for m in ("pinn", "cgmpinn")},
 }
 THRESHOLDS = (1e-2, 1e-4, 1e-5)
 _median_k = lambda hits: "-" if not any(hits) else f"{np.median([h['k'] for h in hits if h]):.0f}" + ("" if all(hits) else f" ({sum(map(bool, hits))}/{len(hits)})")  # noqa: E731
 
 
 def config_of(cell: dict):
+    """The cell's preset with its ``config``, each stage's budget from ``steps`` (None: the preset's) and
+    the options of the stage after Adam from ``second``."""
     from cgmpinn_jax import TrainConfig
-    return TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
+    cfg = TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
+    cfg = cfg.with_steps(*cell.get("steps", (None,) * len(cfg.stages)))
+    return cfg.replace(stages=(cfg.stages[0], cfg.stages[1].replace(**cell["second"]))) if "second" in cell else cfg
+
+
+def setting_text(cell: dict) -> str:
+    """The cell's setting in the report: preset, options, each stage it changes (``GaussNewton(steps=300)``)."""
+    cfg, opts = config_of(cell), cell.get("config", {})
+    changed = sorted({i for i, n in enumerate(cell.get("steps", ())) if n is not None} | ({1} if "second" in cell else set()))
+    text = lambda st: f"{type(st).__name__}({', '.join(f'{k}={v!r}' for k, v in st.to_dict().items() if k != 'name' and getattr(type(st)(), k) != v)})"  # noqa: E731
+    return (cell.get("preset", "faithful") + "".join(f", {k}={v}" for k, v in opts.items() if k in ("width", "depth"))
+            + "".join(f", {text(cfg.stages[i])}" for i in changed)
+            + "".join(f", {k}={v}" for k, v in opts.items() if k not in ("width", "depth")))
 
 
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
-
     cell, saved = CELLS[name], runcache.CACHE / STUDY / f"{name}__seed{seed}"
     problem, config, init = cj.get_problem(cell["problem"], **cell.get("params", {})), config_of(cell), None
     if "init" in cell:  # its Adam stage (the preset's, on the points cell["init"] names), saved; its seconds are added
         if not saved.with_suffix(".init").exists():
-            opts = {k: v for k, v in cell.get("config", {}).items() if k not in ("adam", "second")}  # width, ...
             cj.save_result(cj.train(cj.get_problem(cell["problem"], **cell["init"]), cell["method"], config_of(
-                {"preset": cell.get("preset", "faithful"), "config": {**opts, "second": {"steps": 0}, **cell.get(
-                    "init_config", {})}}), key=seed, quiet=True), saved.with_suffix(".init"))
+                {"preset": cell.get("preset", "faithful"), "config": {**cell.get("config", {}), **cell.get(
+                    "init_config", {})}, "steps": (None, 0)}), key=seed, quiet=True), saved.with_suffix(".init"))
         init = cj.load_model(saved.with_suffix(".init"))
     res, resume = runcache.train_resumable(STUDY, f"{name}__seed{seed}", problem, cell["method"], config, key=seed, quiet=False,
                                            track_error_every=track_every, init=None if init is None else init.model)
@@ -97,7 +108,6 @@ def beyond_corners(model, ref, radius: float = 0.01) -> dict:
     """The cavity's relative L2 (per field, pooled) at the reference points farther than ``radius``
     from both top corners, where the pressure is log-singular (along the lid ~ -0.08 ln d)."""
     import jax
-
     x, v = np.asarray(ref.points), np.asarray(ref.values)  # ref: the cavity's reference (its Reference)
     keep = np.minimum(np.hypot(x[:, 0], 1 - x[:, 1]), np.hypot(1 - x[:, 0], 1 - x[:, 1])) > radius
     with jax.enable_x64(True):
@@ -124,7 +134,7 @@ def report(runs: dict) -> str:
                 f"{k} {np.median([r['beyond_corners'][k] for r in rs]):.2e}" for k in ("pooled", *fields))
         secs = np.median([r["compile_seconds"] + r["run_seconds"] + r.get("init_seconds", 0) for r in rs])
         reach = " / ".join(_median_k([r["first_reach"].get(f"{t:g}") for r in rs]) for t in THRESHOLDS)
-        setting = rs[0]["preset"] + "".join(f", {k}={v}" for k, v in CELLS.get(name, {}).get("config", {}).items())
+        setting = setting_text(CELLS[name]) if name in CELLS else rs[0]["preset"]
         setting += "".join(f", {k}={v}" for k, v in rs[0].get("params", {}).items())
         stop = rs[0]["stages"][-1].split(",")[-1].strip() if rs[0]["stages"] else "-"
         lines.append(f"| {name} | {rs[0]['problem']} | {rs[0]['method']} | {setting} | "

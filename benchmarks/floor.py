@@ -27,15 +27,15 @@ from benchmarks import runcache, tracking
 STUDY, THRESHOLDS = "floor", (1e-6, 1e-7, 1e-8, 1e-9)
 POINTS = {"poisson1d": ("n_pde",), "heat": ("n_pde", "n_ic", "n_bc")}
 
-# name: (problem, point multiplier, TrainConfig overrides on the accurate preset)
+# name: (problem, point multiplier, TrainConfig overrides on the accurate preset; "gn": its GaussNewton stage's)
 CELLS = {
     "poisson1d_points1": ("poisson1d", 1, {}),
-    "poisson1d_points4": ("poisson1d", 4, {"gauss_newton": {"form": "pcg"}}),
-    "poisson1d_points1_pcg": ("poisson1d", 1, {"gauss_newton": {"form": "pcg"}}),
+    "poisson1d_points4": ("poisson1d", 4, {"gn": {"form": "pcg"}}),
+    "poisson1d_points1_pcg": ("poisson1d", 1, {"gn": {"form": "pcg"}}),
     "poisson1d_width100": ("poisson1d", 1, {"width": 100}),  # network size: 30 701 parameters, not 7851
-    "poisson1d_float32": ("poisson1d", 1, {"precision": "float32", "gauss_newton": {"form": "kernel"}}),  # end to end
-    "poisson1d_float32_svd": ("poisson1d", 1, {"precision": "float32", "gauss_newton": {"form": "svd"}}),
-    "poisson1d_float32_svd_width100": ("poisson1d", 1, {"precision": "float32", "width": 100, "gauss_newton": {"form": "svd"}, "second": {"steps": 600}}),
+    "poisson1d_float32": ("poisson1d", 1, {"precision": "float32", "gn": {"form": "kernel"}}),  # end to end
+    "poisson1d_float32_svd": ("poisson1d", 1, {"precision": "float32", "gn": {"form": "svd"}}),
+    "poisson1d_float32_svd_width100": ("poisson1d", 1, {"precision": "float32", "width": 100, "gn": {"form": "svd", "steps": 600}}),
 }
 # architecture cells (the networks' floor): name -> (problem, method, network options or None, hard constraint
 # terms or None, TrainConfig overrides); run with --cells and --seeds like the cells above
@@ -44,7 +44,7 @@ ARCHS = {"tanh": (None, None), "fourier": ({"name": "fourier", "options": {"sigm
 ARCH_CELLS = {f"{p}_{m}_{a}": (p, m, net, hard, {})
               for p in ("poisson1d", "heat", "advection_diffusion") for m in ("pinn", "cgmpinn")
               for a, (net, hard) in ARCHS.items()}
-ARCH_CELLS.update({f"{p}_{m}_{a}_gn300": (p, m, net, hard, {"second": {"steps": 300}})
+ARCH_CELLS.update({f"{p}_{m}_{a}_gn300": (p, m, net, hard, {"gn": {"steps": 300}})
                    for p in ("heat", "advection_diffusion") for m in ("pinn", "cgmpinn")
                    for a, (net, hard) in ARCHS.items()})
 # advection-diffusion's boundary is periodic in x (period 2), so its `hard` is the periodic embedding in x
@@ -64,6 +64,13 @@ KINKS = {"poisson1d_kink_soft_adam": (False, 5000, 0), "poisson1d_kink_hard_adam
 BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
 
 
+def accurate(over: dict):
+    """The accurate preset with ``over`` (TrainConfig options; ``"gn"``: its GaussNewton stage's options)."""
+    import cgmpinn_jax as cj
+    cfg = cj.TrainConfig.preset("accurate", **{k: v for k, v in over.items() if k != "gn"})
+    return cfg.replace(stages=(cfg.stages[0], cfg.stages[1].replace(**over.get("gn", {}))))
+
+
 def probe_cell(name: str, seed: int) -> dict:
     """Does the kernel's conditioning stop a run? After ``its`` kernel iterations: the residual's energy
     in bands of J's singular values, and the objective after one kernel step (NaN where its Cholesky
@@ -73,11 +80,10 @@ def probe_cell(name: str, seed: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
     import cgmpinn_jax as cj
-    from cgmpinn_jax.solvers._gn_linear import cholesky_direction, svd_direction
+    from cgmpinn_jax.stages._gn_linear import cholesky_direction, svd_direction
     from cgmpinn_jax.training import CompileCache
     from cgmpinn_jax.training._objective import LeastSquares, Trainable
     from cgmpinn_jax.training._schedule import resolve
-
     (problem_name, its), t0 = PROBES[name], time.perf_counter()
     with jax.enable_x64(True):
         prob, cfg = cj.get_problem(problem_name), cj.TrainConfig.preset("accurate").with_steps(None, its)
@@ -111,7 +117,6 @@ def kink_cell(name: str, seed: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
     import cgmpinn_jax as cj
-
     (hard, adam, gn), t0, h = KINKS[name], time.perf_counter(), 1e-5
     with jax.enable_x64(True):
         base = cj.get_problem("poisson1d")
@@ -137,21 +142,20 @@ def kink_cell(name: str, seed: int) -> dict:
 
 def train_cell(name: str, seed: int, track_every: int) -> dict:
     import cgmpinn_jax as cj
-
     problem_name, k, over = CELLS[name]
     base = cj.get_problem(problem_name)
     prob = cj.get_problem(problem_name, **{p: k * getattr(base, p) for p in POINTS[problem_name]})
-    cfg = cj.TrainConfig.preset("accurate", **over)
+    cfg = accurate(over)
     t0 = time.perf_counter()
     res = cj.train(prob, "pinn", cfg, key=seed, quiet=True, track_error_every=track_every)
     h = res.history
     reach = {}
     for thr in THRESHOLDS:
-        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
+        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.budgets["adam"])
         reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
     return {"cell": name, "problem": problem_name, "method": "pinn", "seed": seed, "points": k,
             "config": cfg.to_dict(), "metrics": res.metrics.as_dict(), "final_loss": float(h.loss[-1]),
-            "second_iterations": int((h.k > res.adam_steps).sum()), "stages": res.stage_lines(), "reach": reach,
+            "second_iterations": int((h.k > res.budgets["adam"]).sum()), "stages": res.stage_lines(), "reach": reach,
             "wall_seconds": time.perf_counter() - t0,
             "error_trace": {"k": h.error_k, "seconds": h.error_seconds, "rel_e2": h.error_rel_e2}}
 
@@ -160,10 +164,8 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
     """One architecture cell: the accurate preset (with the cell's overrides) and the cell's network
     or hard constraint (every Dirichlet piece of the problem, built from its box faces)."""
     import cgmpinn_jax as cj
-
     if name in BURGERS_CELLS:
         from cgmpinn_jax.problems.worked import BurgersFromData
-
         (net, k), hard, over = BURGERS_CELLS[name], None, {"time_limit": 3300.0}
         problem_name, method = "burgers_data", "pinn"
         prob = BurgersFromData(nu=0.01, n_pde=2048 * k, n_ic=512 * k, n_bc=100 * k)
@@ -172,19 +174,19 @@ def arch_cell(name: str, seed: int, track_every: int) -> dict:
         prob, k = cj.get_problem(problem_name), 1
     if hard:
         prob = cj.problems.HardConstrained(prob, satisfies=tuple(prob.terms) if hard == "all" else hard)
-    cfg = cj.TrainConfig.preset("accurate", **over)
+    cfg = accurate(over)
     network = None if net is None else cj.NetworkOptions(net["name"], net["options"])
     t0 = time.perf_counter()
     res = cj.train(prob, method, cfg, key=seed, quiet=True, track_error_every=track_every, network=network)
     h = res.history
     reach = {}
     for thr in THRESHOLDS:
-        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.adam_steps)
+        it, sec = tracking.first_reach(h.error_k, h.error_seconds, h.error_rel_e2, thr, res.budgets["adam"])
         reach[f"{thr:.0e}"] = {"iterations": it, "seconds": sec}
     return {"cell": name, "problem": problem_name, "method": method, "seed": seed, "points": k,
             "arch": name.removeprefix("burgers_pinn_") if name in BURGERS_CELLS else name.removeprefix(f"{problem_name}_{method}_"), "config": res.config.to_dict(),
             "metrics": res.metrics.as_dict(), "final_loss": float(h.loss[-1]),
-            "second_iterations": int((h.k > res.adam_steps).sum()), "stages": res.stage_lines(), "reach": reach,
+            "second_iterations": int((h.k > res.budgets["adam"]).sum()), "stages": res.stage_lines(), "reach": reach,
             "wall_seconds": time.perf_counter() - t0,
             "residual_rms": {"collocation": _residual_rms(res.problem, res.model, res.batch["pde"][0]),
                              "test_grid": _residual_rms(res.problem, res.model, res.problem.test_grid().points)},
@@ -196,7 +198,6 @@ def _residual_rms(problem, model, points) -> float:
     at the collocation points (what the loss saw) and on the test grid (between them)."""
     import jax
     import jax.numpy as jnp
-
     with jax.enable_x64(True):
         r = problem.pde_residuals(model, jnp.asarray(points, jnp.float64))
         return float(jnp.sqrt(jnp.mean(jnp.square(r))))
@@ -250,7 +251,6 @@ def render(runs: dict) -> str:
 def render_arch(arch: list) -> list:
     """The networks' floor: per problem, method and network, the median [min - max] over the seeds run."""
     import statistics
-
     if not arch:
         return []
     out = ["", "## The networks' floor", "",
@@ -270,7 +270,7 @@ def render_arch(arch: list) -> list:
     for cell in sorted(groups, key=lambda c: (groups[c][0]["problem"], groups[c][0]["method"], c)):
         rs = sorted(groups[cell], key=lambda r: r["seed"])
         e = [float(r["metrics"]["rel_e2"]) for r in rs]
-        its = rs[0]["config"].get("second", {}).get("steps", "?")
+        its = next((st.get("steps") for st in rs[0]["config"]["stages"][1:]), "?")
         stops = ", ".join(sorted({r["stages"][-1].rsplit("(", 1)[-1].rstrip(")") for r in rs}))
         out.append(f"| {rs[0]['problem']} | {rs[0]['method']} | {rs[0]['arch'].removesuffix('_gn300')} | {its} | "
                    f"{','.join(str(r['seed']) for r in rs)} | {statistics.median(e):.2e} [{min(e):.1e} - {max(e):.1e}] | "
@@ -284,7 +284,6 @@ def _end_of_adam(rs: list) -> str:
     """The median [min - max] over ``rs`` of the tracked error at the trace's last point within the Adam stage
     (the trace ends at Adam's steps plus the second stage's iterations)."""
     import statistics
-
     vals = [[e for k, e in zip(t["k"], t["rel_e2"]) if k <= t["k"][-1] - r["second_iterations"]][-1:]
             for r in rs if (t := r.get("error_trace")) and t["k"]]
     vals = [float(v[0]) for v in vals if v]
@@ -297,7 +296,6 @@ def _rms(rs: list) -> str:
     if not with_rms:
         return "-"
     import statistics
-
     col, grid = (statistics.median(m[k] for m in with_rms) for k in ("collocation", "test_grid"))
     return f"{col:.1e} / {grid:.1e}" + (f" (n={len(with_rms)})" if len(with_rms) < len(rs) else "")
 

@@ -1,6 +1,6 @@
 """The Gauss-Newton member's linear-solve forms side by side, from one Adam start (issue 44, item 1).
 
-Forms (``GaussNewton(form=...)``, `cgmpinn_jax.solvers._gauss_newton`):
+Forms (``GaussNewton(form=...)``, `cgmpinn_jax.stages._gauss_newton`):
 
 * ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the lower tiles only) and one
   Cholesky factorization per trial damping; ``gramian``: the same on ``J^T J`` (``P x P``), auto's with M > P.
@@ -50,12 +50,11 @@ def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, bud
     import jax
 
     import cgmpinn_jax as cj
-    from cgmpinn_jax.solvers._gauss_newton import GaussNewton
-
+    from cgmpinn_jax.stages._gauss_newton import GaussNewtonSolver
     kind, refactor = parse_form(form)
-    gn = cj.TrainConfig.preset("accurate").gauss_newton
+    gn = cj.TrainConfig.preset("accurate").stage("gauss_newton")
     extra = {} if refactor is None else {"cg_refactor": refactor}
-    member = GaussNewton(eng.objective, eng.lsq, form=kind, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
+    member = GaussNewtonSolver(eng.objective, eng.lsq, form=kind, mu_init=gn.mu_init, mu_min=gn.mu_min, mu_max=gn.mu_max,
                          max_trials=gn.max_trials, **extra)
     rel = tracking.rel_fn(setup.problem, static.model)
     state = member.init(params0, w, lam, batch)
@@ -102,7 +101,6 @@ def run_form(eng, setup, static, params0, batch, w, lam, form, *, max_iters, bud
 
 def study(problem: str, seed: int, forms, *, adam_steps, caps, max_iters, budget_s, track_every, stop_at) -> dict:
     import jax
-
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
         eng, setup, static, params0, batch, w, lam, meta = tracking.second_stage_start(problem, seed, adam_steps)
         rows = []
@@ -125,11 +123,10 @@ def memory_probe(n_pde: int, n_edge: int, width: int, cg_max: int) -> dict:
     import jax
 
     import cgmpinn_jax as cj
-    from cgmpinn_jax.solvers._gauss_newton import GaussNewton, memory_bytes
+    from cgmpinn_jax.stages._gauss_newton import GaussNewtonSolver, memory_bytes
     from cgmpinn_jax.training import CompileCache
     from cgmpinn_jax.training._driver import init_state
     from cgmpinn_jax.training._schedule import resolve
-
     cfg = cj.TrainConfig.preset("accurate", width=width, depth=4)
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
         setup = resolve(cj.get_problem("poisson2d", n_pde=n_pde, n_edge=n_edge), cj.get_method("pinn"), cfg)
@@ -139,7 +136,7 @@ def memory_probe(n_pde: int, n_edge: int, width: int, cg_max: int) -> dict:
         batch = jax.tree_util.tree_map(lambda a: a.astype("float64"), batch)
         n = batch["pde"][0].shape[0]
         w, lam = jax.numpy.ones(n), jax.numpy.ones(setup.n_terms)
-        gn = GaussNewton(eng.objective, eng.lsq, form="matfree", mu_init=1.0, mu_min=1e-15, mu_max=1e8, max_trials=1,
+        gn = GaussNewtonSolver(eng.objective, eng.lsq, form="matfree", mu_init=1.0, mu_min=1e-15, mu_max=1e8, max_trials=1,
                          matfree_max=cg_max)
         s0 = gn.init(params, w, lam, batch)
         t0 = time.perf_counter()

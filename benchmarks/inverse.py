@@ -10,8 +10,8 @@ solution's relative e2 as median [min - max] over seeds, and the median wall sec
 and seeds; at the paper's budget the forward numbers also come from ``paper_runs.json``.
 
     python -m benchmarks.inverse                                  # everything, paper budgets (long)
-    python -m benchmarks.inverse --only heat --adam-steps 3000 --lbfgs-steps 3000 --noises 0.01 --seeds 0
-    python -m benchmarks.inverse --only heat --forward --adam-steps 3000 --lbfgs-steps 3000 --seeds 0
+    python -m benchmarks.inverse --only heat --adam-steps 3000 --second-steps 3000 --noises 0.01 --seeds 0
+    python -m benchmarks.inverse --only heat --forward --adam-steps 3000 --second-steps 3000 --seeds 0
     python -m benchmarks.inverse --list                           # what is recorded, what is missing
     python -m benchmarks.inverse --report-only                    # rewrite inverse.md from the record
 
@@ -52,12 +52,17 @@ def machine() -> str:
                                  "jax {jax}, backend {backend} ({device_kind})")
 
 
-def budget(problem: str, adam: int | None, lbfgs: int | None, preset: str = "faithful") -> tuple[int, int]:
+def budget(problem: str, adam: int | None, second: int | None, preset: str = "faithful") -> tuple[int, int]:
     """(Adam steps, second-stage iterations): those given, else the preset's, else the problem's."""
     d, c = cj.get_problem(problem).defaults, cj.TrainConfig.preset(preset)
-    adam = adam if adam is not None else (c.adam.steps if c.adam.steps is not None else d.adam_steps)
-    lbfgs = lbfgs if lbfgs is not None else (c.second.steps if c.second.steps is not None else d.lbfgs_steps)
-    return adam, lbfgs
+    adam = adam if adam is not None else (c.stages[0].steps if c.stages[0].steps is not None else d.adam_steps)
+    second = second if second is not None else (c.stages[1].steps if c.stages[1].steps is not None else d.second_steps)
+    return adam, second
+
+
+def _second(r: dict, field: str):
+    """``field`` ("steps", "status") of the stage after Adam: ``lbfgs_<field>`` if L-BFGS, else ``second_<field>``."""
+    return r[f"lbfgs_{field}"] if f"lbfgs_{field}" in r else r[f"second_{field}"]
 
 
 def run_key(problem: str, method: str, noise: float | None, adam: int, lbfgs: int, seed: int,
@@ -90,15 +95,16 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
         res = cj.infer(problem, method, cfg, n_obs=N_OBS, noise=noise, key=seed, obs_key=seed, quiet=True,
                             obs_weight=obs_weight)
     wall = time.perf_counter() - t0
-    s = res.summary()
+    s, name = res.summary(), cfg.stage_names[1]
+    tag = "lbfgs" if name == "lbfgs" else "second"  # a record names the stage after Adam "lbfgs" only when it is
     rec = {
         "problem": problem, "method": method, "kind": "forward" if noise is None else "inverse", "noise": noise,
-        "n_obs": None if noise is None else N_OBS, "seed": seed, "adam_steps": adam, "lbfgs_steps": lbfgs,
+        "n_obs": None if noise is None else N_OBS, "seed": seed, "adam_steps": adam, f"{tag}_steps": lbfgs,
         "preset": preset,
         **({} if obs_weight == 1.0 else {"obs_weight": obs_weight}),
         "rel_e2": s["rel_e2"], "e2": s["e2"], "e_inf": s["e_inf"],
         "compile_s": s["compile_seconds"], "run_s": s["run_seconds"], "wall_s": s["compile_seconds"] + s["run_seconds"],
-        "call_s": wall, "adam_status": s["adam_status"], "lbfgs_status": s["lbfgs_status"],
+        "call_s": wall, "adam_status": s["adam_status"], f"{tag}_status": s[f"{name}_status"],
         "machine": machine(), "version": cj.__version__,
     }
     if res.unknowns is not None:
@@ -107,7 +113,7 @@ def _train(problem: str, method: str, noise: float | None, adam: int, lbfgs: int
         rec["history"] = {"coeff_k": h.coeff_k.tolist(), "coeffs": h.coeffs.tolist(), "loss": h.loss.tolist()}
     errs = " ".join(f"{n}={d['estimate']:.5g} (err {d['rel_error']:.2e})" for n, d in rec.get("unknowns", {}).items())
     print(f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)}: rel_e2={rec['rel_e2']:.3e} {errs} "
-          f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{rec['lbfgs_status']}", flush=True)
+          f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{_second(rec, 'status')}", flush=True)
     return rec
 
 
@@ -167,10 +173,10 @@ def render(recs: list[dict]) -> list[str]:
     ]
     groups: dict = {}
     for r in inv:
-        groups.setdefault((r["problem"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _obsw(r)), []).append(r)
+        groups.setdefault((r["problem"], r["adam_steps"], _second(r, "steps"), _preset(r), _obsw(r)), []).append(r)
     fwd_by: dict = {}
     for r in fwd:
-        fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r)), []).append(r)
+        fwd_by.setdefault((r["problem"], r["method"], r["adam_steps"], _second(r, "steps"), _preset(r)), []).append(r)
     for problem in PROBLEMS:
         keys = sorted(k for k in groups if k[0] == problem)
         if not keys:
@@ -209,7 +215,7 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     cells: dict = {}
     for r in inv:
-        cells.setdefault((r["problem"], r["method"], r["adam_steps"], r["lbfgs_steps"], _preset(r), _obsw(r),
+        cells.setdefault((r["problem"], r["method"], r["adam_steps"], _second(r, "steps"), _preset(r), _obsw(r),
                           float(r["noise"])), []).append(r)
     any_row = False
     for (problem, method, adam, lbfgs, preset, obsw, noise), cr in sorted(cells.items()):
@@ -249,7 +255,7 @@ def planned(args) -> list[tuple]:
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(SEEDS)
     out = []
     for problem in problems:
-        adam, lbfgs = budget(problem, args.adam_steps, args.lbfgs_steps, args.preset)
+        adam, lbfgs = budget(problem, args.adam_steps, args.second_steps, args.preset)
         for method in methods:
             for noise in ([None] if args.forward else noises):
                 for seed in seeds:
@@ -265,7 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--noises", default=None, help="comma-separated noise levels (default: 0,0.01,0.05)")
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: 0,1,2)")
     ap.add_argument("--adam-steps", type=int, default=None, help="Adam steps (default: the problem's, the paper's)")
-    ap.add_argument("--lbfgs-steps", type=int, default=None, help="L-BFGS iterations (default: the problem's)")
+    ap.add_argument("--second-steps", type=int, default=None,
+                    help="iterations of the stage after Adam (default: the preset's, else the problem's)")
     ap.add_argument("--forward", action="store_true", help="train the forward problems instead (the e2 reference)")
     ap.add_argument("--preset", default="faithful", choices=tuple(cj.PRESETS),
                     help="TrainConfig.preset of the runs (default: faithful, float32)")

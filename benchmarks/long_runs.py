@@ -40,7 +40,6 @@ def _module(folder: Path, n_pde: int) -> str:
     (folder / "long_runs_ns.py").write_text(textwrap.dedent(f"""
         import dataclasses
         from cgmpinn_jax.problems.pinnacle import NS2DC
-
         @dataclasses.dataclass(frozen=True)
         class RaisedNS2DC(NS2DC):
             n_pde: int = {n_pde}

@@ -53,13 +53,11 @@ def _cpu_model() -> str:
 
 def _jax():
     import jax
-
     return jax
 
 
 def _jaxlib_version() -> str:
     import jaxlib
-
     return getattr(jaxlib, "__version__", "?")
 
 

@@ -43,12 +43,10 @@ def median_curve(runs: list[dict], series: str = "raw_total", min_fraction: floa
 def make_figures(selected: dict, folder: Path) -> list[Path]:
     """The figures of every problem in ``selected`` (:func:`benchmarks.tables_lib.select_runs`) in ``folder``."""
     import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     import cgmpinn_jax as cj
-
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     problems = [p for p in tl.PROBLEM_ORDER if any(k[0] == p for k in selected)]

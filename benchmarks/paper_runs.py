@@ -5,14 +5,14 @@ Record and cache (``benchmarks/runcache.py``): every finished run is one line of
 compact record ``benchmarks/results/paper_runs.json`` and one full JSON file in the git-ignored
 cache ``benchmarks/cache/paper_runs/``, both under the run key
 ``<problem>__<variant>__seed<s>[__scale<x>]__<key>``, where ``key`` is 16 hex digits of sha256 over
-{problem, problem_params, method, variant, config (the flat form of ``config.flat_dict``), seed,
+{problem, problem_params, method, variant, config (``TrainConfig.to_dict()`` as JSON reads it back), seed,
 budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every (problem, variant, seed,
 budget scale, dtype) that the record or the cache holds, under any key (a new package version or
 TrainConfig field changes the key, not the run; ``--retrain-stale`` retrains runs recorded under
 another key), so a long reproduction resumes where it stopped, on any checkout; the tables prefer,
 per cell and seed, the run under the current key. Fields of a full run file (``format`` =
 ``cgmpinn-jax/paper-run/1``): ``key``, ``spec`` (the hashed dict), ``label``, ``seed``, ``resolved``
-(adam_steps, lbfgs_steps, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2), ``e_loss``,
+(adam_steps, lbfgs_steps: the L-BFGS stage's budget, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2), ``e_loss``,
 ``statuses`` ({adam, lbfgs}: StageStatus names), ``compile_seconds``, ``run_seconds``,
 ``wall_seconds`` (= compile + run), ``timing`` ("single", or "vmapped-share": the sweep's seconds
 divided by its number of seeds, totals in ``sweep``), ``evals_per_lbfgs_iteration``, ``loss_curve``
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import math
 import shlex
 import sys
@@ -54,7 +55,6 @@ RUN_ORDER = ("cgmpinn", "pinn", "cgmpinn_relobralo_off", "lbpinn", "gpinn", "lnn
 
 def _cj():
     import cgmpinn_jax as cj
-
     return cj
 
 
@@ -63,42 +63,39 @@ def scaled(n: int, scale: float) -> int:
     return 0 if n == 0 else max(1, int(round(n * scale)))
 
 
+# the L-BFGS-only optimizer row (``cgmpinn_lbfgs``): L-BFGS's first trial step (``LBFGS(lr=...)``) per
+# problem, 1.0 where not listed (the paper's: its damped wave diverges at 1.0)
+LBFGS_ONLY_LR = {"damped_wave": 0.1}
+
+
 def variant_config(problem, variant: str, scale: float = 1.0):
     """The TrainConfig of ``variant`` on ``problem`` (a Problem) at budget ``scale``."""
     cj = _cj()
+    Adam, LBFGS = cj.stages.Adam, cj.stages.LBFGS
     d = problem.defaults
-    adam, lbfgs = scaled(d.adam_steps, scale), scaled(d.lbfgs_steps, scale)
-    total = scaled(d.adam_steps + d.lbfgs_steps, scale)
+    adam, lbfgs = scaled(d.adam_steps, scale), scaled(d.second_steps, scale)
+    total = scaled(d.adam_steps + d.second_steps, scale)
     if variant == "cgmpinn_adam":
-        return cj.TrainConfig(stages=(cj.stages.Adam(steps=total), cj.stages.LBFGS(steps=0)))
+        return cj.TrainConfig(stages=(Adam(steps=total), LBFGS(steps=0)))
     if variant == "cgmpinn_lbfgs":
-        return cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.LBFGS(steps=total, lr=d.lbfgs_only_lr)), balancing={"stages": "none"})
+        return cj.TrainConfig(stages=(Adam(steps=0), LBFGS(steps=total, lr=LBFGS_ONLY_LR.get(problem.name, 1.0))),
+                              balancing={"stages": "none"})
     if variant == "cgmpinn_relobralo_off":
-        return cj.TrainConfig(stages=(cj.stages.Adam(steps=adam), cj.stages.LBFGS(steps=lbfgs)), balancing={"stages": "none"})
+        return cj.TrainConfig(stages=(Adam(steps=adam), LBFGS(steps=lbfgs)), balancing={"stages": "none"})
     if variant not in tl.VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
-    return cj.TrainConfig(stages=(cj.stages.Adam(steps=adam), cj.stages.LBFGS(steps=lbfgs)))
-
-
-# TrainConfig fields added after runs of this version were cached, with the default that
-# those runs were trained under: hashed only when they differ from it, so the cache stays valid.
-LATER_FIELDS = {"relobralo_lbfgs_apply": "iteration"}
+    return cj.TrainConfig(stages=(Adam(steps=adam), LBFGS(steps=lbfgs)))
 
 
 def _config_for_key(cfg) -> dict:
-    # the flat form the cached runs were keyed by (before the options moved into groups)
-    d = _cj().config.flat_dict(cfg)
-    for name, default in LATER_FIELDS.items():
-        if d.get(name) == default:
-            del d[name]
-    return d
+    """The config as a run's spec holds it (and its key hashes): ``to_dict()`` after a JSON round trip."""
+    return json.loads(json.dumps(cfg.to_dict()))
 
 
 def run_spec(problem_name: str, variant: str, seed: int, scale: float = 1.0, *, problem_params: dict | None = None) -> dict:
     """The dict that identifies a run (hashed into its cache key)."""
     cj = _cj()
     import jax
-
     problem = cj.get_problem(problem_name, **(problem_params or {}))
     cfg = variant_config(problem, variant, scale)
     return {
@@ -232,9 +229,8 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
     method = cj.get_method(tl.VARIANTS[variant][1])
     cfg = variant_config(problem, variant, scale)
     from cgmpinn_jax.training._schedule import resolve
-
     setup = resolve(problem, method, cfg)  # the budgets, k_upd and ReLoBRaLo stages the run uses
-    resolved = {"adam_steps": setup.adam_steps, "lbfgs_steps": setup.lbfgs_steps, "k_upd": setup.k_upd,
+    resolved = {"adam_steps": setup.adam_steps, "lbfgs_steps": setup.second_steps, "k_upd": setup.k_upd,
                 "relobralo": setup.relobralo_stages}
     emit = _Throttle(progress_seconds, "    ")
     grid = problem.test_grid()

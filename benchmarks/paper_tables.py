@@ -7,7 +7,7 @@ call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Var
 * methods table: the eight methods at Adam→L-BFGS with their defaults, and CGMPINN twice:
   ``cgmpinn`` (ReLoBRaLo in both stages, as released) and ``cgmpinn_relobralo_off``;
 * optimizer table (CGMPINN): ``cgmpinn_adam`` (Adam for the whole budget), ``cgmpinn_lbfgs``
-  (L-BFGS for the whole budget, ReLoBRaLo off, ``lbfgs.lr = problem.defaults.lbfgs_only_lr``)
+  (L-BFGS for the whole budget, ReLoBRaLo off, ``LBFGS(lr=...)`` from ``paper_runs.LBFGS_ONLY_LR``)
   and Adam→L-BFGS (= the ``cgmpinn`` runs, reused);
 * ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode reference-code.md §11.3) and
   CGMPINN (= the ``cgmpinn`` runs, reused).
@@ -109,7 +109,6 @@ def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, run
     if figures and used:
         try:
             from benchmarks.paper_figures import make_figures
-
             fig_paths = make_figures(selected, Path(figures_dir))
         except ImportError as e:  # matplotlib missing
             print(f"(no figures: {e})", file=sys.stderr)
@@ -180,7 +179,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import jax
-
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     cj = _cj()
@@ -260,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                 chunks = [missing[i:i + args.max_vmap] for i in range(0, len(missing), args.max_vmap)]
             for chunk in chunks:
                 cfg = variant_config(cj.get_problem(p), v, scale)
-                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.adam.steps} + "
-                      f"L-BFGS {cfg.second.steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
+                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.stages[0].steps} + "
+                      f"L-BFGS {cfg.stages[1].steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
                 tg = time.time()
                 recs = train_group(p, v, chunk, scale, vmap=not args.no_vmap, figure_seed=figure_seed, machine=machine,
                                    progress_seconds=args.progress_seconds, runs_dir=runs_dir, record=record)

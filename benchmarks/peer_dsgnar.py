@@ -42,11 +42,10 @@ def ours(args, out: Path) -> None:
     import cgmpinn_jax as cj
     from cgmpinn_jax.nn._nets import count_params
     from cgmpinn_jax.problems.worked import BurgersFromData
-
     cfg, prob = cj.TrainConfig.preset("accurate"), BurgersFromData(nu=0.01, n_pde=args.n_pde, n_ic=args.n_ic, n_bc=100)
     res = cj.train(prob, "pinn", cfg, key=args.seed, quiet=True, track_error_every=25)
     h, (a, g) = res.history, (st.seconds for st in res.stages)  # compile-free seconds of Adam and Gauss-Newton
-    k, A, G = np.asarray(h.error_k, float), res.adam_steps, max(res.stages[1].iterations, 1)
+    k, A, G = np.asarray(h.error_k, float), res.budgets["adam"], max(res.stages[1].iterations, 1)
     _dump(out / "ours.json", {  # each stage's compile-free seconds spread evenly over its steps
         "seconds": np.where(k <= A, a * k / A, a + g * (k - A) / G).tolist(), "rel_l2": h.error_rel_e2.tolist(),
         "done": True, "compile_seconds": res.compile_seconds, "adam_steps": A, "stages": res.stage_lines(), "config": cfg.to_dict(),
@@ -58,13 +57,11 @@ def dsgnar(args, out: Path) -> None:
     import equinox as eqx
     import jax
     import jax.numpy as jnp
-
     jax.config.update("jax_enable_x64", True)  # its own process, as its notebook does
     import pinn
     import pinn.trainer64 as trainer64
     from pinn import operators as op
     from pinn import sampling
-
     d = np.load(REFERENCE)
     X, T = np.meshgrid(d["x"], d["t"], indexing="ij")
     ref = out / "reference_nu0.01.npz"

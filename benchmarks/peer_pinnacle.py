@@ -55,7 +55,6 @@ def peer(args, out: Path) -> None:
     import torch
     torch.set_num_threads(1)
     import deepxde as dde
-
     dde.config.set_random_seed(args.seed)
     pde = getattr(importlib.import_module(f"src.pde.{CLASSES[args.problem][0]}"), CLASSES[args.problem][1])()
     net = dde.nn.FNN([pde.input_dim] + [100] * 5 + [pde.output_dim], "tanh", "Glorot normal").float()
@@ -103,7 +102,6 @@ def ours(args, out: Path) -> None:
     from cgmpinn_jax.nn._nets import count_params
 
     from cgmpinn_jax.methods import Method, MethodSettings
-
     params, cfg = pinnacle.setup(args.problem, "pinnacle", adam_steps=args.iters)
     prob = pinnacle.make_problem(args.problem, "pinnacle", params) if args.points == "deepxde" else \
         cj.get_problem(args.problem, **params)
@@ -114,10 +112,10 @@ def ours(args, out: Path) -> None:
     wall = time.perf_counter() - t0
     h, a = res.history, res.stages[0].seconds
     k = np.asarray(h.error_k, float)
-    _dump(out / "ours.json", {"k": k.tolist(), "seconds": (a * k / max(res.adam_steps, 1)).tolist(),
+    _dump(out / "ours.json", {"k": k.tolist(), "seconds": (a * k / max(res.budgets["adam"], 1)).tolist(),
                               "rel_l2": np.asarray(h.error_rel_e2, float).tolist(), "done": True,
                               "final": res.metrics.rel_e2, "compile_seconds": res.compile_seconds,
-                              "adam_seconds": a, "wall_seconds": wall, "adam_steps": res.adam_steps,
+                              "adam_seconds": a, "wall_seconds": wall, "adam_steps": res.budgets["adam"],
                               "params": {k: v for k, v in params.items()}, "parameters": count_params(res.model),
                               "config": cfg.to_dict()})
 
@@ -150,7 +148,6 @@ def summarize(problem: str, pe: dict, us: dict, iters: int) -> dict:
 def side_by_side(args, problem: str, out: Path) -> dict:
     """Both sides at once, one core each; the summary of the pair."""
     from benchmarks import machine
-
     out.mkdir(parents=True, exist_ok=True)
     common = ["--problem", problem, "--iters", str(args.iters), "--seed", str(args.seed),
               "--track-every", str(args.track_every), "--out", str(out), "--init", args.init, "--points", args.points]
@@ -230,7 +227,6 @@ def main(argv=None) -> int:
     if args.side:
         return (peer if args.side == "peer" else ours)(args, args.out) or 0
     from benchmarks import runcache  # not on the peer side, which has only its own environment
-
     study = runcache.Study(STUDY) if args.out is None else runcache.Study(STUDY, results_dir=args.out,
                                                                           cache_dir=args.out / "cache")
     if not args.report_only:

@@ -50,23 +50,24 @@ PINNACLE_POINTS = {
     "ns2d_c": dict(n_pde=8192, n_lid=512, n_wall=1536), "wave1d_c": dict(n_pde=8192, n_ic=512, n_bc=1024),
     "heat2d_ms": dict(n_pde=32768, n_ic=8192, n_bc=8192), "poisson_nd": dict(n_pde=32768, n_bc=8192),
     "heat_nd": dict(n_pde=32768, n_ic=8192, n_bc=8192)}
-PINNACLE_CONFIG = dict(adam={"steps": 20000, "lr": 1e-3}, stages=("adam",), width=100, depth=5)
-# the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides), a 4 x 40 network and
+PINNACLE_CONFIG = dict(stages=("adam",), width=100, depth=5)  # Adam alone, 20000 steps at lr 1e-3 (`_stages`)
+# the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides; second_steps: the
+# Gauss-Newton stage's budget), a 4 x 40 network and
 # the problem's Adam budget (5000); extrapolated from 200 Adam steps + 5 Gauss-Newton iterations on one loaded
 # core: 10-31 minutes a run (ns2d_c: 30 from field_problems' cavity_accurate at the same size)
 ACCURATE = {
-    "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, second={"steps": 400})),
-    "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, second={"steps": 300})),
-    "ns2d_c": (dict(n_pde=1000, n_lid=150, n_wall=300), dict(width=40, second={"steps": 300})),
-    "wave1d_c": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second={"steps": 300})),
-    "heat2d_ms": (dict(n_pde=1500, n_ic=400, n_bc=400), dict(width=40, second={"steps": 300})),
-    "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, second={"steps": 400})),
-    "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second={"steps": 500})),
+    "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, second_steps=400)),
+    "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, second_steps=300)),
+    "ns2d_c": (dict(n_pde=1000, n_lid=150, n_wall=300), dict(width=40, second_steps=300)),
+    "wave1d_c": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second_steps=300)),
+    "heat2d_ms": (dict(n_pde=1500, n_ic=400, n_bc=400), dict(width=40, second_steps=300)),
+    "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, second_steps=400)),
+    "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second_steps=500)),
 }
 # cells whose run takes more than ~45 minutes on one core (extrapolated): one seed on the CPU, the rest on a
 # GPU when one is lent. pinnacle: 36 (wave1d_c) to ~800 minutes (heat_nd); faithful: 7-13, ns2d_c ~47.
 ONE_SEED = {("ns2d_c", "faithful")} | {(p, "pinnacle") for p in PROBLEMS if p != "wave1d_c"}
-SMOKE = dict(width=8, depth=2, adam={"steps": 30}, second={"steps": 3})
+SMOKE = dict(width=8, depth=2, adam_steps=30, second_steps=3)  # the budgets: Adam's and every later stage's
 
 
 def seeds_for(problem: str, preset: str) -> list[int]:
@@ -79,7 +80,6 @@ def deepxde_point_set(prob):
     boundary conditions take their points from that set), not on the interior points only. A
     point shared by several pieces (a wall's u and v) is added once."""
     import jax.numpy as jnp
-
     base = type(prob)
 
     def sample_points(self, key):
@@ -100,36 +100,44 @@ def deepxde_point_set(prob):
 def make_problem(problem: str, preset: str, params: dict):
     """The problem of a cell: PINNacle's setting trains on DeepXDE's point set (`deepxde_point_set`)."""
     import cgmpinn_jax as cj
-
     prob = cj.get_problem(problem, **params)
     return deepxde_point_set(prob) if preset == "pinnacle" else prob
 
 
 def budgets(cfg) -> dict:
-    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg``."""
-    return {"adam_steps": cfg.adam.steps, "adam_lr": cfg.adam.lr, "second_steps": cfg.second.steps}
+    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg`` (None: no such stage)."""
+    adam = cfg.stage("adam")
+    return {"adam_steps": adam.steps, "adam_lr": adam.lr, "second_steps": cfg.stages[1].steps if len(cfg.stages) > 1 else None}
+
+
+def _stages(cfg, adam_steps=None, second_steps=None):
+    """``cfg`` with Adam's budget ``adam_steps`` and every later stage's ``second_steps`` (None keeps one)."""
+    return cfg.with_steps(*(adam_steps if st.name == "adam" else second_steps for st in cfg.stages))
+
+
+def _options(opts: dict) -> dict:
+    """TrainConfig options of a cell: stages=("adam",) is PINNACLE's Adam alone (20000 steps at lr 1e-3)."""
+    import cgmpinn_jax as cj
+    opts = {k: v for k, v in opts.items() if k not in ("adam_steps", "second_steps")}
+    return {**opts, "stages": (cj.stages.Adam(steps=20000, lr=1e-3),)} if opts.get("stages") == ("adam",) else opts
 
 
 def setup(problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None, time_limit=None):
     """(problem parameters, TrainConfig) of a cell. ``time_limit``: the run's wall-clock limit in seconds
     (``TrainConfig.time_limit``; not part of the run's key: the record says whether it was reached)."""
     import cgmpinn_jax as cj
-
     params, name, opts = {}, preset, {}
     if preset == "pinnacle":
         params, name, opts = dict(PINNACLE_POINTS[problem]), "faithful", PINNACLE_CONFIG
     elif preset == "accurate":
         params, opts = dict(ACCURATE[problem][0]), ACCURATE[problem][1]
-    cfg = cj.TrainConfig.preset(name, **opts)
+    cfg = _stages(cj.TrainConfig.preset(name, **_options(opts)), second_steps=opts.get("second_steps"))
     if smoke:
         base = cj.get_problem(problem, **params)
         params = {f.name: max(8, getattr(base, f.name) // 64) for f in dataclasses.fields(base)
                   if f.name.startswith("n_")}
-        cfg = cfg.replace(**SMOKE)  # only the options SMOKE names change (Adam's lr stays)
-    if adam_steps is not None:
-        cfg = cfg.replace().with_steps(adam_steps, None)
-    if second_steps is not None:
-        cfg = cfg.replace().with_steps(None, second_steps)
+        cfg = _stages(cfg.replace(**_options(SMOKE)), SMOKE["adam_steps"], SMOKE["second_steps"])  # Adam's lr stays
+    cfg = _stages(cfg, adam_steps=adam_steps, second_steps=second_steps)
     if time_limit is not None:
         cfg = cfg.replace(time_limit=time_limit)
     if problem == "burgers1d_c":
@@ -153,7 +161,6 @@ def train_one(problem: str, preset: str, method: str, seed: int, **kw) -> dict:
 
     import cgmpinn_jax as cj
     from cgmpinn_jax.metrics import compare
-
     params, cfg = setup(problem, preset, **kw)
     prob = make_problem(problem, preset, params)
     t0 = time.perf_counter()
@@ -166,7 +173,7 @@ def train_one(problem: str, preset: str, method: str, seed: int, **kw) -> dict:
            "network": {"width": cfg.width or prob.defaults.width, "depth": cfg.depth or prob.defaults.depth,
                        "parameters": int(n_params)},
            "budgets": budgets(cfg), "config": cfg.to_dict(), "precision": cfg.precision,
-           "second_stage": cfg.second_stage,
+           "second_stage": cfg.stage_names[1] if len(cfg.stages) > 1 else None,
            "stages": [{"name": s.name, "label": s.label, "status": s.status.name, "iterations": s.iterations,
                        "budget": s.budget, "evaluations": s.evaluations, "seconds": s.seconds} for s in res.stages],
            "compile_seconds": res.compile_seconds, "run_seconds": res.run_seconds, "wall_seconds": wall,

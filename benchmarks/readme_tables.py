@@ -162,7 +162,6 @@ def _accuracy_medians(results: Path) -> dict:
     """{(problem, method): (median rel e2, seeds)} of the accurate preset's grid runs (the
     default number of Gauss-Newton iterations; the grid's seeds, as ``accuracy.py`` plans them)."""
     from benchmarks.accuracy import run_key, seeds_for
-
     path = results / "accuracy.json"
     out: dict = {}
     for key, r in (_load_record(path).items() if path.exists() else ()):

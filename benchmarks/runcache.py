@@ -103,7 +103,6 @@ def to_json(x: Any) -> Any:
         return x if math.isfinite(x) else str(x)
     if hasattr(x, "__array__"):  # numpy / jax arrays and scalars
         import numpy as np
-
         a = np.asarray(x)
         if a.dtype == bool:
             return a.tolist()
@@ -202,7 +201,6 @@ class Study:
         with open(lock, "a") as fh:
             try:
                 import fcntl
-
                 fcntl.flock(fh, fcntl.LOCK_EX)
             except ImportError:  # pragma: no cover - not POSIX: no lock
                 pass
@@ -303,7 +301,6 @@ def train_resumable(study: str, run_key: str, *args, **kw):
     latest checkpoint (``init`` dropped), a finished one removes them (the record holds the run)."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.training._checkpoint import latest
-
     ckpt = CACHE / f"{study}_checkpoints" / run_key
     resumed = latest(ckpt) is not None
     if resumed:

@@ -38,7 +38,6 @@ def rel_fn(problem, static):
     import equinox as eqx
     import jax
     import jax.numpy as jnp
-
     truth = problem.truth(jnp.float64)
     pts, exact = jnp.asarray(truth.points, jnp.float64), jnp.asarray(truth.values, jnp.float64)
 
@@ -59,11 +58,9 @@ def problem_of(spec: str):
 def adam_start(problem: str, seed: int, adam_steps, net: dict):
     """The accurate preset's Adam stage alone, PINN (its error tracked at chunk ends)."""
     import cgmpinn_jax as cj
-
-    over = {"second": {"steps": 0}, **net, **({} if adam_steps is None else {"adam": {"steps": adam_steps}})}
+    cfg = cj.TrainConfig.preset("accurate", **net).with_steps(adam_steps, 0)
     t0 = time.perf_counter()
-    res = cj.train(problem_of(problem), "pinn", cj.TrainConfig.preset("accurate", **over), key=seed, quiet=True,
-                   track_error_every=0)
+    res = cj.train(problem_of(problem), "pinn", cfg, key=seed, quiet=True, track_error_every=0)
     return res, time.perf_counter() - t0
 
 
@@ -78,7 +75,6 @@ def second_stage_start(problem_name: str, seed: int, adam_steps):
     from cgmpinn_jax.training import CompileCache
     from cgmpinn_jax.training._driver import init_state
     from cgmpinn_jax.training._schedule import resolve
-
     cfg = cj.TrainConfig.preset("accurate")
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
         setup = resolve(problem_of(problem_name), cj.get_method("pinn"), cfg)
@@ -93,7 +89,7 @@ def second_stage_start(problem_name: str, seed: int, adam_steps):
         else:
             res, wall = adam_start(problem_name, seed, adam_steps, {})
             model, batch = res.model, jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), res.batch)
-            meta = {"adam_steps": res.adam_steps, "adam_seconds": wall, "rel_e2_adam": float(res.metrics.rel_e2)}
+            meta = {"adam_steps": res.budgets["adam"], "adam_seconds": wall, "rel_e2_adam": float(res.metrics.rel_e2)}
             cache.parent.mkdir(parents=True, exist_ok=True)
             eqx.tree_serialise_leaves(cache.with_suffix(".eqx"), model)
             cache.with_suffix(".pkl").write_bytes(pickle.dumps(batch))

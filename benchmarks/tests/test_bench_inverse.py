@@ -36,7 +36,7 @@ def test_observation_weight_arguments(argv, msg, capsys):
 
 
 def test_budget_takes_the_presets_second_stage():
-    """``--preset accurate`` without ``--lbfgs-steps`` runs the preset's 1500 Gauss-Newton
+    """``--preset accurate`` without ``--second-steps`` runs the preset's 1500 Gauss-Newton
     iterations, not the problem's L-BFGS budget; given steps win over both."""
     assert ib.budget("fisher_kpp", None, None) == (8000, 12000)
     assert ib.budget("fisher_kpp", None, None, "accurate") == (8000, 1500)

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import burgers_reference as br
 
-DATA = Path(__file__).resolve().parents[1] / "cgmpinn_jax" / "data" / "burgers"
+DATA = Path(__file__).resolve().parents[2] / "cgmpinn_jax" / "data" / "burgers"
 CASES = {"0.01/pi": ("burgers_nu0.01pi.npz", 0.01 / math.pi), "0.01": ("burgers_nu0.01.npz", 0.01)}
 # Last output index at which the 255-point periodic output grid resolves u_x and u_xx
 # spectrally: for nu = 0.01/pi the front at x = 0 is far narrower than the grid spacing from

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import retired, tracking
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 RESULTS = BENCH / "results"
 

@@ -27,8 +27,8 @@ def test_cells_cover_the_registry_with_real_parameters():
         assert (cfg.width, cfg.depth, cfg.stage_names) == (100, 5, ("adam",))
         assert study.budgets(cfg)["adam_steps"] == 20000 and study.budgets(cfg)["adam_lr"] == 1e-3
         params, cfg = study.setup(p, "accurate")
-        assert cfg.precision == "float64" and cfg.second_stage == "gauss_newton"
-        assert study.budgets(cfg)["second_steps"] == study.ACCURATE[p][1]["second"]["steps"]
+        assert cfg.precision == "float64" and cfg.stage_names == ("adam", "gauss_newton")
+        assert study.budgets(cfg)["second_steps"] == study.ACCURATE[p][1]["second_steps"]
         assert study.setup(p, "faithful")[1] == cj.TrainConfig()
     assert study.setup("burgers1d_c", "faithful")[0] == {"reference_source": "pinnacle"}
     assert study.run_key("wave1d_c", "accurate", "pinn", 2, "adam200,second5") == \
