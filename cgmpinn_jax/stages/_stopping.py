@@ -8,6 +8,7 @@ of the engine's state; a solver reads and returns it as a `Guards` record."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -162,15 +163,17 @@ class Stopping:
 
 
 class Terminates:
-    """A solver's ``terminate`` by its `Stopping` (``self.stopping``; the factory,
-    each stage's `solver`, sets the run's rule)."""
+    """A solver's ``terminate`` by its `Stopping` (``self.stopping``; each stage object's
+    ``solver`` gives it the run's rule with `with_stopping`)."""
 
     fresh = False
     stopping: Stopping = Stopping(1e6)
 
     def with_stopping(self, stopping: Stopping):
-        self.stopping = stopping
-        return self
+        """A copy of this solver that stops by ``stopping`` (the solver itself is unchanged)."""
+        new = copy.copy(self)
+        new.stopping = stopping
+        return new
 
     def terminate(self, guards: Guards, params, raw_total, grad, value, step) -> Guards:
         return self.stopping.terminate(guards, params, raw_total, grad, value, step.value, step.status)
