@@ -56,7 +56,7 @@ def test_one_smoke_cell_end_to_end(tmp_path):
     assert (r["problem"], r["method"], r["preset"], r["seed"], r["variant"]) == ("burgers1d_c", "pinn", "pinnacle", 0,
                                                                                   "smoke")
     assert 0 < r["l2re"] < 10 and 0 < r["l2re_spectral"] < 10 and "burgers1d.dat" in r["against"]
-    assert [(s["name"], s["iterations"]) for s in r["stages"]] == [("adam", study.SMOKE["adam"]["steps"])]
+    assert [(s["name"], s["iterations"]) for s in r["stages"]] == [("adam", study.SMOKE["adam_steps"])]
     report = (tmp_path / "pinnacle.md").read_text()
     assert "| burgers1d_c | pinnacle (smoke) | pinn | 0 |" in report
     assert (tmp_path / "cache" / "pinnacle" / "burgers1d_c__pinnacle__pinn__seed0__smoke.json").exists()

@@ -117,12 +117,27 @@ def test_machine_description_and_thread_flags(monkeypatch):
     assert rc.threads_label() == "one XLA thread"
 
 
+def assert_same_run(a, b):
+    """Parameters, metrics and every history entry equal (the error tracker's seconds aside)."""
+    import jax
+    import numpy as np
+
+    for name in a.history._fields:
+        x, y = getattr(a.history, name), getattr(b.history, name)
+        if name == "snapshots":
+            assert set(x) == set(y) and all(np.array_equal(x[i], y[i]) for i in x)
+        elif name != "error_seconds" and not (x is None and y is None):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
+    for u, v in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+    assert a.metrics == b.metrics
+
+
 def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path, monkeypatch):
     """A run killed after a checkpoint resumes from it (equal to the uninterrupted run, ``init``
     ignored); a finished run leaves no checkpoints behind; a fresh run reports resumed=False."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.training import _checkpoint as ck
-    from test_checkpoint import assert_same_run
 
     monkeypatch.setattr(rc, "CACHE", tmp_path / "cache")
     cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, width=8, depth=2)
