@@ -95,11 +95,8 @@ def identity(problem, method, config, key: jax.Array | None, kind: str = "train"
     from .._version import __version__
     from ..io import _problem_record, to_jsonable
 
-    system = len(getattr(problem, "equations", ("pde",))) > 1  # else cgm.system_weighting does nothing: left out
     out = {"kind": kind, "version": __version__, "problem": _problem_record(problem), "method": method.name,
            "config": config.to_dict()}
-    if not system:
-        out["config"]["cgm"].pop("system_weighting", None)
     if key is not None:
         kd = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
         out["key"] = kd.tolist()
