@@ -18,7 +18,7 @@ from cgmpinn_jax.problems import (Box, Condition, Dirichlet, Disk, Neumann, Prob
                                   validate_problem)
 
 TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=60)), width=20, depth=2)
-GN = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.GaussNewton(steps=40)), width=20, depth=2, 
+GN = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.GaussNewton(steps=40)), width=20, depth=2,
                     precision="float64")
 
 
@@ -169,7 +169,7 @@ def test_system_residuals_shapes_and_exactness():
 @pytest.mark.parametrize("method,config", [pytest.param("pinn", TINY, marks=pytest.mark.slow), ("cgmpinn", TINY), ("pinn", GN)],
                          ids=["pinn", "cgmpinn", "pinn-gauss-newton"])
 def test_system_trains_every_method_family(method, config):
-    untrained = cj.train(FirstOrder(), method, config.replace().with_steps(0, 0), key=0, quiet=True)
+    untrained = cj.train(FirstOrder(), method, config.with_steps(0, 0), key=0, quiet=True)
     r = cj.train(FirstOrder(), method, config, key=0, quiet=True)
     names = [n for n, _ in r.metrics.per_field]
     assert names == ["u", "q"] and r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
@@ -229,7 +229,7 @@ def test_neumann_and_robin_pieces_vanish_on_the_exact_solution(robin):
 
 
 def test_annulus_trains_from_a_geometry():
-    untrained = cj.train(Annulus(), "pinn", TINY.replace().with_steps(0, 0), key=0, quiet=True)
+    untrained = cj.train(Annulus(), "pinn", TINY.with_steps(0, 0), key=0, quiet=True)
     r = cj.train(Annulus(), "pinn", TINY, key=0, quiet=True)
     assert r.metrics.rel_e2 < 0.2 * untrained.metrics.rel_e2
     assert Annulus().lower == (-1.0, -1.0) and Annulus().upper == (1.0, 1.0)  # the geometry's bounding box
@@ -260,28 +260,26 @@ def test_data_problem_saves_and_reloads_and_a_changed_reference_is_refused(tmp_p
         cj.load_model(tmp_path)
 
 
-def test_a_system_saved_under_the_old_default_weighting_keeps_it(tmp_path):
-    """Before ``CONFIG_DEFAULTS`` 2 a config left out ``cgm.system_weighting`` when it was "norm"
-    (the default then; "per_equation" now). A saved model or checkpoint of a system without
-    ``config_defaults`` reads as "norm"; resuming it with today's default is refused, naming the option."""
-    from cgmpinn_jax.training._resuming import recorded_run
+def test_a_system_records_its_weighting_and_a_resume_with_another_is_refused(tmp_path):
+    """A system's ``cgm.system_weighting`` is written into every saved model and checkpoint,
+    at its default too, and read back as written; resuming a "norm" run with the default
+    ("per_equation") is refused, naming the option."""
+    from cgmpinn_jax.training import recorded_run
 
     cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 10}, width=8, depth=1)
     norm = cfg.replace(cgm={"system_weighting": "norm"})
     r = cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True)
     cj.save_result(r, tmp_path / "model")
-    assert cj.load_model(tmp_path / "model", problem=FirstOrder()).config.cgm.system_weighting == "per_equation"
-    info = json.loads((tmp_path / "model" / "model.json").read_text())  # now as written before the switch
-    assert info.pop("config_defaults") == 2 and "system_weighting" not in info["config"]["cgm"]
-    (tmp_path / "model" / "model.json").write_text(json.dumps(info))
-    loaded = cj.load_model(tmp_path / "model", problem=FirstOrder())
-    assert loaded.info["config"]["cgm"]["system_weighting"] == "norm" == loaded.config.cgm.system_weighting
+    info = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert info["config"]["cgm"]["system_weighting"] == "per_equation" and "config_defaults" not in info
+    assert cj.load_model(tmp_path / "model", problem=FirstOrder()).config == cfg
     plain = cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True)
     cj.train(FirstOrder(), "cgmpinn", norm, key=0, quiet=True, checkpoint_dir=tmp_path / "run", checkpoint_every=0)
-    for ckpt in (tmp_path / "run" / "checkpoints").glob("ckpt-*"):  # as a run with the old default wrote them
-        meta = json.loads((ckpt / "meta.json").read_text())
-        assert meta["identity"].pop("config_defaults") == 2 and meta["identity"]["config"]["cgm"].pop("system_weighting") == "norm"
-        (ckpt / "meta.json").write_text(json.dumps(meta))
+    ckpts = list((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
+    assert ckpts
+    for ckpt in ckpts:
+        identity = json.loads((ckpt / "meta.json").read_text())["identity"]
+        assert identity["config"]["cgm"]["system_weighting"] == "norm" and "config_defaults" not in identity
     assert recorded_run(tmp_path / "run", problem=FirstOrder())["config"] == norm
     with pytest.raises(cj.CheckpointError, match="cgm.system_weighting: saved 'norm'"):
         cj.train(FirstOrder(), "cgmpinn", cfg, key=0, quiet=True, resume=tmp_path / "run")

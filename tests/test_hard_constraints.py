@@ -85,7 +85,7 @@ def test_the_satisfied_pieces_leave_the_loss_and_the_balancing():
 def test_training_says_so_keeps_the_pieces_exact_and_reduces_the_error():
     lines: list[str] = []
     prob = HardConstrained(cj.get_problem("heat"))
-    start = cj.train(prob, "cgmpinn", TINY.replace().with_steps(0, None), key=0, quiet=True)
+    start = cj.train(prob, "cgmpinn", TINY.with_steps(0, None), key=0, quiet=True)
     res = cj.train(prob, "cgmpinn", TINY, key=0, print_fn=lines.append)
     assert any("hard constraint" in s and "bc:0, bc:1, ic:0" in s and "dropped from the loss" in s for s in lines)
     assert isinstance(res.model, ConstrainedNetwork)
@@ -97,32 +97,32 @@ def test_training_says_so_keeps_the_pieces_exact_and_reduces_the_error():
 
 @pytest.mark.slow  # Gauss-Newton's compile: ~25 s on the 2-core machine, as without the constraint
 def test_gauss_newton():
-    cfg = TINY.replace(adam={"steps": 20}, second_stage="gauss_newton", second={"steps": 3})
+    cfg = TINY.replace(stages=(TINY.stage("adam").replace(steps=20), cj.stages.GaussNewton(steps=3)))
     res = cj.train(HardConstrained(cj.get_problem("poisson1d")), "pinn", cfg, key=0, quiet=True)
-    assert np.isfinite(res.metrics.rel_e2) and res.lbfgs_steps == 3
+    assert np.isfinite(res.metrics.rel_e2) and res.budgets == {"adam": 20, "gauss_newton": 3}
 
 
 def test_a_system():
-    cav = cj.train(HardConstrained(cj.get_problem("ns2d_c")), "pinn", TINY.replace().with_steps(5, None), key=0, quiet=True)
+    cav = cj.train(HardConstrained(cj.get_problem("ns2d_c")), "pinn", TINY.with_steps(5, None), key=0, quiet=True)
     assert cav.problem.terms == ("bc",) and cav.problem.pieces()["bc"][0].__class__.__name__ == "Condition"
     z = jnp.array([[0.0, 0.5], [0.5, 0.0], [1.0, 0.3]], jnp.float32)  # no-slip walls: u = v = 0 exactly
     np.testing.assert_allclose(jax.vmap(cav.model)(z)[:, :2], 0.0, atol=1e-7)
 
 
 def test_a_sweep():
-    sw = cj.sweep(HardConstrained(cj.get_problem("poisson1d")), "pinn", TINY.replace().with_steps(20, None), seeds=[0, 1], quiet=True)
+    sw = cj.sweep(HardConstrained(cj.get_problem("poisson1d")), "pinn", TINY.with_steps(20, None), seeds=[0, 1], quiet=True)
     assert sw.metrics["rel_e2"].shape == (2,) and sw.metrics["rel_e2"][0] != sw.metrics["rel_e2"][1]
 
 
 def test_a_network_of_the_users_choice_goes_inside_the_transform():
-    res = cj.train(HardConstrained(cj.get_problem("poisson1d")), "pinn", TINY.replace().with_steps(5, None), key=0, quiet=True,
+    res = cj.train(HardConstrained(cj.get_problem("poisson1d")), "pinn", TINY.with_steps(5, None), key=0, quiet=True,
                    network=cj.NetworkOptions("siren", {"width": 8, "depth": 2}))
     assert type(res.model.net).__name__ == "Siren"
     assert abs(float(res.model(jnp.array([0.0])) - res.problem.exact(jnp.array([0.0])))) < 1e-6
 
 
 def test_save_and_reload_built_lift(tmp_path):
-    res = cj.train(HardConstrained(cj.get_problem("heat"), satisfies=("ic",)), "pinn", TINY.replace().with_steps(30, None), key=0,
+    res = cj.train(HardConstrained(cj.get_problem("heat"), satisfies=("ic",)), "pinn", TINY.with_steps(30, None), key=0,
                    quiet=True)
     folder = cj.save_result(res, tmp_path / "hard")
     model, info = cj.load_model(folder)
@@ -151,7 +151,7 @@ def test_a_given_g_and_d(tmp_path, monkeypatch):
     prob = cj.get_problem("heat")  # u* = 0 at t = 0 and at x = 0: g = 0 and d = x t meet ic and bc:0
     hard = HardConstrained(prob, satisfies=("ic", "bc:0"), g=my_lift_mod.lift, d=my_lift_mod.dist)
     assert hard.terms == ("bc",) and "the given g and d" in hard.note
-    res = cj.train(hard, "pinn", TINY.replace().with_steps(10, None), key=0, quiet=True)
+    res = cj.train(hard, "pinn", TINY.with_steps(10, None), key=0, quiet=True)
     folder = cj.save_result(res, tmp_path / "given")
     model, _ = cj.load_model(folder)
     assert model.problem.g is my_lift_mod.lift and model.problem.satisfied == ("bc:0", "ic:0")
@@ -175,7 +175,7 @@ def test_a_closure_lift_reloads_only_when_the_problem_is_given_again(tmp_path):
     prob = cj.get_problem("heat")  # u*(x, 0) = 0 and u* at x = 0 is 0: g = 0, d = x t works for ic and bc:0
     hard = HardConstrained(prob, satisfies=("ic", "bc:0"), g=lambda z: jnp.zeros((), z.dtype),
                            d=lambda z: z[0] * z[1])
-    res = cj.train(hard, "pinn", TINY.replace().with_steps(10, None), key=0, quiet=True)
+    res = cj.train(hard, "pinn", TINY.with_steps(10, None), key=0, quiet=True)
     folder = cj.save_result(res, tmp_path / "closure")
     with pytest.raises(ValueError, match="not an importable module-level function"):
         cj.load_model(folder)

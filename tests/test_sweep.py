@@ -11,7 +11,7 @@ import pytest
 
 import cgmpinn_jax as cj
 
-CFG = dict(adam={"steps": 10}, second={"steps": 4}, cgm={"k_upd": 5})
+CFG = dict(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5})
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent(
     import cgmpinn_jax as cj
     assert len(jax.devices()) == 4, jax.devices()
     p = cj.get_problem("poisson1d", n_pde=64)
-    cfg = cj.TrainConfig(adam_steps=10, lbfgs_steps=4, k_upd=5)
+    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5})
     kw = dict(seeds=[0, 1, 2, 3], grid={"beta": [0.5, 2.0]}, quiet=True)
     a = cj.sweep(p, "cgmpinn", cfg, shard=True, **kw)
     b = cj.sweep(p, "cgmpinn", cfg, shard=False, **kw)

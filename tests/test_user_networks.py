@@ -57,7 +57,7 @@ def user_nets(tmp_path, monkeypatch):
 
 
 def _before_training(problem, method, network, config=TINY):
-    return cj.train(problem, method, config.replace().with_steps(0, None), network=network, key=0, quiet=True)
+    return cj.train(problem, method, config.with_steps(0, None), network=network, key=0, quiet=True)
 
 
 def test_a_users_factory_trains_and_is_saved_by_name(user_nets, tmp_path):
@@ -97,7 +97,7 @@ def test_options_of_a_factory_and_a_changed_factory(user_nets, tmp_path):
 
 def test_a_module_object_runs_and_reloads_only_when_given_again(user_nets, tmp_path):
     net = user_nets.sine_net(jax.random.key(3), 1, 1)
-    res = cj.train("poisson1d", "pinn", TINY.replace().with_steps(5, None), network=net, key=0, quiet=True)
+    res = cj.train("poisson1d", "pinn", TINY.with_steps(5, None), network=net, key=0, quiet=True)
     assert res.config.network.name is None  # a module cannot be saved by name
     folder = cj.save_result(res, tmp_path / "run")
     with pytest.raises(ValueError, match="pass it again"):
@@ -107,9 +107,9 @@ def test_a_module_object_runs_and_reloads_only_when_given_again(user_nets, tmp_p
     np.testing.assert_allclose(loaded.predict(pts), np.asarray(res.predict(pts)), rtol=1e-6, atol=1e-7)
 
 
-METHOD_CASES = [("pinn", TINY.replace().with_steps(3, 2)),
+METHOD_CASES = [("pinn", TINY.with_steps(3, 2)),
                 ("cgmpinn", cj.TrainConfig.preset("accurate", cgm={"k_upd": 2}).with_steps(3, 2)),
-                pytest.param("gpinn", TINY.replace().with_steps(3, 2), marks=pytest.mark.slow)]
+                pytest.param("gpinn", TINY.with_steps(3, 2), marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("method, cfg", METHOD_CASES, ids=["pinn-lbfgs", "cgmpinn-gauss_newton", "gpinn-lbfgs"])
@@ -122,7 +122,7 @@ def test_every_method_with_an_mlp_and_both_second_stage_families(user_nets, meth
 
 
 def test_a_system_gets_one_output_per_field(user_nets):
-    res = cj.train("cavity", "pinn", TINY.replace().with_steps(2, None), network=user_nets.sine_net, key=0, quiet=True)
+    res = cj.train("cavity", "pinn", TINY.with_steps(2, None), network=user_nets.sine_net, key=0, quiet=True)
     assert res.model.outer.weight.shape[0] == 3  # u, v, p
 
 
@@ -132,7 +132,7 @@ def test_a_vmapped_sweep_over_seeds(user_nets):
     assert res.metrics["rel_e2"].shape == (2,)
     assert res.metrics["rel_e2"][0] != res.metrics["rel_e2"][1]  # each seed its own network
     # the same through sweep's own network argument
-    by_arg = cj.sweep("poisson1d", "pinn", TINY.replace().with_steps(5, None), seeds=[0, 1], quiet=True,
+    by_arg = cj.sweep("poisson1d", "pinn", TINY.with_steps(5, None), seeds=[0, 1], quiet=True,
                       network=user_nets.sine_net)
     np.testing.assert_allclose(by_arg.metrics["rel_e2"], res.metrics["rel_e2"], rtol=1e-5)
 

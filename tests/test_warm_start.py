@@ -34,7 +34,7 @@ def test_second_stage_alone_from_an_adam_run_lowers_the_error():
     gn = cj.train(cj.get_problem("heat", n_pde=800, n_ic=100, n_bc=100), "pinn",
                   cj.TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.GaussNewton(steps=30)), **cfg),
                   key=0, quiet=True, init=adam)
-    assert gn.adam_steps == 0 and gn.lbfgs_steps == 30
+    assert gn.budgets == {"adam": 0, "gauss_newton": 30} and list(gn.statuses) == ["adam", "gauss_newton"]
     assert gn.metrics.rel_e2 < adam.metrics.rel_e2 / 10
 
 
