@@ -85,9 +85,9 @@ def test_doc_block_runs(capsys):
     """Execute the docs' code block as a user would, with the training budget cut to a
     tiny one (the block's own budget is exercised by test_cgmpinn_cuts_the_error)."""
     code = doc_code_block()
-    tiny, n = re.subn(r"AdamOptions\(steps=\d+\),\s*second=cj\.SecondStageOptions\(steps=\d+\)",
-                      "AdamOptions(steps=20), second=cj.SecondStageOptions(steps=0)", code)
-    assert n == 1, "the docs example should state its budget as adam=cj.AdamOptions(steps=...), second=..."
+    tiny, n = re.subn(r"stages=\(cj\.stages\.Adam\(steps=\d+\),\s*cj\.stages\.LBFGS\(steps=\d+\)\)",
+                      "stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0))", code)
+    assert n == 1, "the docs example should state its budget as stages=(cj.stages.Adam(steps=...), cj.stages.LBFGS(steps=...))"
     ns = {"__name__": "__doc_example__"}
     exec(compile(tiny, str(DOC), "exec"), ns)
     assert "Metrics(" in capsys.readouterr().out

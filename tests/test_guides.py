@@ -36,12 +36,8 @@ def code_blocks(page: Path) -> list[str]:
 
 def _tiny_config(config):
     cfg = config if config is not None else cj.TrainConfig()
-    small = dict(adam={"steps": min(cfg.adam.steps or ADAM, ADAM)},
-                 second={"steps": min(cfg.second.steps or SECOND, SECOND)})
-    if cfg.stage_steps is not None:
-        small["stage_steps"] = tuple(min(s or ADAM, ADAM if i == 0 else SECOND)
-                                     for i, s in enumerate(cfg.stage_steps))
-    return cfg.replace(**small)
+    caps = [ADAM if st.name == "adam" else SECOND for st in cfg.stages]
+    return cfg.with_steps(*(cap if st.steps is None else min(st.steps, cap) for st, cap in zip(cfg.stages, caps)))
 
 
 def _tiny_problem(problem):

@@ -11,7 +11,7 @@ import pytest
 
 import cgmpinn_jax as cj
 
-TINY = dict(adam={"steps": 5}, second={"steps": 0}, width=8, depth=2)  # no second stage: one program less to compile
+TINY = dict(stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2)  # no second stage: one program less to compile
 RUNS = {  # name -> (problem, method, precision)
     "f32_pinn": ("poisson1d", "pinn", "float32"),
     "f64_cgmpinn": ("heat", "cgmpinn", "float64"),
@@ -29,7 +29,7 @@ def _flat(model):
 
 def _train(problem, method, precision):
     # mixed precision ends in float64 only after a second stage has run
-    cfg = cj.TrainConfig(precision=precision, **{**TINY, "second": {"steps": 2 if precision == "mixed" else 0}})
+    cfg = cj.TrainConfig(precision=precision, **TINY).with_steps(None, 2 if precision == "mixed" else 0)
     if problem == "inverse_heat":
         return cj.infer("heat", method, cfg, noise=0.01, key=0, quiet=True)
     return cj.train(problem, method, cfg, key=0, quiet=True)

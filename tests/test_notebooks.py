@@ -25,7 +25,7 @@ DOC = ROOT / "docs" / "own-pde.md"  # the "Your own PDE" page
 
 # Tiny budgets: 20 Adam steps and no L-BFGS stage (its compilation alone costs ~15 s on a
 # small CPU; the stage is covered by tests/test_train.py), a 1 x 2 sweep.
-BUDGET = 'BUDGET = dict(adam={"steps": 20}, second={"steps": 0}, cgm={"k_upd": 10})'
+BUDGET = 'BUDGET = dict(stages=({"name": "adam", "steps": 20}, {"name": "lbfgs", "steps": 0}), cgm={"k_upd": 10})'
 TINY = {
     "01_quickstart.ipynb": BUDGET,
     "02_sweeps.ipynb": BUDGET + "\nSEEDS = [0]\nBETAS = [0.5, 2.0]",
@@ -76,7 +76,7 @@ def test_notebooks_match_generator():
         assert gen.sources(nb) == gen.sources(gen.build(cells)), f"{name} is stale: run python notebooks/make_notebooks.py"
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert "parameters" in code[0].metadata.get("tags", [])
-        assert code[0].source.startswith("BUDGET = dict(adam={")
+        assert code[0].source.startswith('BUDGET = dict(stages=({"name": "adam", "steps": ')
         assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), f"{name} was not stored executed"
         for c in code:
             assert all(o.output_type != "error" for o in c.outputs), f"{name}: a cell failed"
