@@ -314,6 +314,9 @@ def stored_config(d: Any) -> Any:
     writes it after a JSON round trip, so that two records of the same settings compare equal;
     ``d`` itself when it is not a config this version reads.
 
+    Args:
+        d: a config dict (or anything else, returned as it is).
+
     Examples:
         >>> stored_config({"stages": [{"name": "adam", "steps": 10}]})["stages"]
         [{'name': 'adam', 'steps': 10, 'lr': 0.001}]
@@ -327,7 +330,16 @@ def stored_config(d: Any) -> Any:
 
 def without_time_limits(d: Any) -> Any:
     """A config dict without its time limits (the run's and each stage's): what a run's
-    identity compares."""
+    identity compares.
+
+    Args:
+        d: a config dict as [`TrainConfig.to_dict`][cgmpinn_jax.TrainConfig.to_dict] writes it
+            (anything else is returned as it is).
+
+    Examples:
+        >>> without_time_limits({"time_limit": 60.0, "stages": [{"name": "adam", "time_limit": 5.0}]})
+        {'stages': [{'name': 'adam'}]}
+    """
     if not isinstance(d, Mapping):
         return d
     out = {k: v for k, v in d.items() if k != "time_limit"}

@@ -185,7 +185,13 @@ class _Iterative(StageOptions):
         raise NotImplementedError
 
 
-_ITERATIVE_ARGS = """
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LBFGS(_Iterative):
+    """L-BFGS with a line search: optax's ``lbfgs`` with its zoom (strong-Wolfe) search
+    (``backend="optax"``, the default) or ``jaxopt.LBFGS`` (``backend="jaxopt"``). Stop rule
+    defaults: float32 ``gtol=1e-7, ftol=1e-3, patience=1000``; float64 ``1e-12, 1e-9, 2000``.
+
+    Args:
         steps: the stage's budget, in iterations (paper: 10000 L-BFGS; Fisher-KPP 12000); ``0``
             skips the stage. ``None``: the problem's default for a stage after Adam.
         time_limit: wall-clock seconds for the stage (``None``: no limit), as for
@@ -197,16 +203,7 @@ _ITERATIVE_ARGS = """
         ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
             as progress and resets the stall count (``None``: the solver's default).
         patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
-            such an improvement (``None``: the solver's default)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LBFGS(_Iterative):
-    """L-BFGS with a line search: optax's ``lbfgs`` with its zoom (strong-Wolfe) search
-    (``backend="optax"``, the default) or ``jaxopt.LBFGS`` (``backend="jaxopt"``). Stop rule
-    defaults: float32 ``gtol=1e-7, ftol=1e-3, patience=1000``; float64 ``1e-12, 1e-9, 2000``.
-
-    Args:{iterative}
+            such an improvement (``None``: the solver's default).
         backend: ``"optax"`` or ``"jaxopt"``.
         lr: the line search's first trial step, as a multiple of the L-BFGS direction (1.0;
             jaxopt also caps every step at it).
@@ -302,36 +299,101 @@ class _Dense(_Iterative):
                                 max_linesearch=self.max_linesearch)
 
 
-_DENSE_DOC = """{what}: a full n x n inverse-Hessian approximation over the raveled parameters with a
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BFGS(_Dense):
+    """BFGS: a full n x n inverse-Hessian approximation over the raveled parameters with a
     strong-Wolfe line search, for small networks. Stop rule defaults as for
     [`LBFGS`][cgmpinn_jax.stages.LBFGS].
 
-    Args:{iterative}
+    Args:
+        steps: the stage's budget, in iterations (paper: 10000 L-BFGS; Fisher-KPP 12000); ``0``
+            skips the stage. ``None``: the problem's default for a stage after Adam.
+        time_limit: wall-clock seconds for the stage (``None``: no limit), as for
+            [`Adam`][cgmpinn_jax.stages.Adam]: the stage stops with ``TIME_LIMIT`` and keeps its
+            best point.
+        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
+            turns the test off. ``None``: the solver's default for the stage's precision.
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count (``None``: the solver's default).
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
+            such an improvement (``None``: the solver's default).
         max_params: the largest network, in parameters, the stage accepts (20000: an n x n
             matrix of 4e8 entries); a larger one is refused before anything is compiled.
         max_linesearch: at most this many loss+gradient evaluations in one iteration's line
             search (10).
 
     Examples:
-        >>> {cls}(steps=100).max_params
+        >>> BFGS(steps=100).max_params
         20000
     """
 
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class BFGS(_Dense):
     name: ClassVar[str] = "bfgs"
     label: ClassVar[str] = "dense bfgs"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SSBFGS(_Dense):
+    """Self-scaled BFGS: a full n x n inverse-Hessian approximation over the raveled parameters with a
+    strong-Wolfe line search, for small networks. Stop rule defaults as for
+    [`LBFGS`][cgmpinn_jax.stages.LBFGS].
+
+    Args:
+        steps: the stage's budget, in iterations (paper: 10000 L-BFGS; Fisher-KPP 12000); ``0``
+            skips the stage. ``None``: the problem's default for a stage after Adam.
+        time_limit: wall-clock seconds for the stage (``None``: no limit), as for
+            [`Adam`][cgmpinn_jax.stages.Adam]: the stage stops with ``TIME_LIMIT`` and keeps its
+            best point.
+        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
+            turns the test off. ``None``: the solver's default for the stage's precision.
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count (``None``: the solver's default).
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
+            such an improvement (``None``: the solver's default).
+        max_params: the largest network, in parameters, the stage accepts (20000: an n x n
+            matrix of 4e8 entries); a larger one is refused before anything is compiled.
+        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
+            search (10).
+
+    Examples:
+        >>> SSBFGS(steps=100).max_params
+        20000
+    """
+
     name: ClassVar[str] = "ssbfgs"
     label: ClassVar[str] = "dense ssbfgs"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SSBroyden(_Dense):
+    """Self-scaled Broyden: a full n x n inverse-Hessian approximation over the raveled parameters with a
+    strong-Wolfe line search, for small networks. Stop rule defaults as for
+    [`LBFGS`][cgmpinn_jax.stages.LBFGS].
+
+    Args:
+        steps: the stage's budget, in iterations (paper: 10000 L-BFGS; Fisher-KPP 12000); ``0``
+            skips the stage. ``None``: the problem's default for a stage after Adam.
+        time_limit: wall-clock seconds for the stage (``None``: no limit), as for
+            [`Adam`][cgmpinn_jax.stages.Adam]: the stage stops with ``TIME_LIMIT`` and keeps its
+            best point.
+        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
+            turns the test off. ``None``: the solver's default for the stage's precision.
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count (``None``: the solver's default).
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
+            such an improvement (``None``: the solver's default).
+        max_params: the largest network, in parameters, the stage accepts (20000: an n x n
+            matrix of 4e8 entries); a larger one is refused before anything is compiled.
+        max_linesearch: at most this many loss+gradient evaluations in one iteration's line
+            search (10).
+
+    Examples:
+        >>> SSBroyden(steps=100).max_params
+        20000
+    """
+
     name: ClassVar[str] = "ssbroyden"
     label: ClassVar[str] = "dense ssbroyden"
 
@@ -349,7 +411,19 @@ class GaussNewton(_Iterative):
     defaults: float32 ``gtol=0, ftol=1e-6, patience=100``; float64 ``0, 1e-10, 200`` (an
     iteration costs about a hundred L-BFGS iterations; the gradient test is off).
 
-    Args:{iterative}
+    Args:
+        steps: the stage's budget, in iterations (paper: 10000 L-BFGS; Fisher-KPP 12000); ``0``
+            skips the stage. ``None``: the problem's default for a stage after Adam.
+        time_limit: wall-clock seconds for the stage (``None``: no limit), as for
+            [`Adam`][cgmpinn_jax.stages.Adam]: the stage stops with ``TIME_LIMIT`` and keeps its
+            best point.
+        gtol: the gradient tolerance: the stage stops with ``GRAD_TOL`` when
+            ``max|g| <= gtol * max(1, |objective|)``, ``g`` the objective's gradient; ``0``
+            turns the test off. ``None``: the solver's default for the stage's precision.
+        ftol: the relative improvement of the best unweighted loss (PDE + IC + BC) that counts
+            as progress and resets the stall count (``None``: the solver's default).
+        patience: the stage stops with ``LOSS_TOL`` after this many iterations in a row without
+            such an improvement (``None``: the solver's default).
         form: how the damped system is solved: ``"auto"`` (in float32 ``"svd"`` up to 4096
             rows or parameters; else the Gramian ``J^T J`` when rows exceed parameters,
             ``"pcg"`` from 2048 rows on, the exact kernel ``J J^T`` below; ``"matfree"``
@@ -428,17 +502,15 @@ class GaussNewton(_Iterative):
                                  limit_bytes=self.memory_limit_gb * 2**30)
 
 
-for _cls, _what in ((BFGS, "BFGS"), (SSBFGS, "Self-scaled BFGS"), (SSBroyden, "Self-scaled Broyden")):
-    _cls.__doc__ = _DENSE_DOC.format(what=_what, iterative=_ITERATIVE_ARGS, cls=_cls.__name__)
-for _cls in (LBFGS, GaussNewton):
-    _cls.__doc__ = _cls.__doc__.replace("{iterative}", _ITERATIVE_ARGS)
-
 STAGES: dict[str, type] = {c.name: c for c in (Adam, LBFGS, BFGS, SSBFGS, SSBroyden, GaussNewton)}
 """Every stage class by its name (the key in results and records)."""
 
 
 def stage_from_dict(d: Mapping[str, Any]) -> StageOptions:
     """A stage from its [`to_dict`][cgmpinn_jax.stages.StageOptions.to_dict] dict.
+
+    Args:
+        d: the stage's ``name`` and its options.
 
     Raises:
         ValueError: no or an unknown ``name``, or an option the stage does not have (the

@@ -47,8 +47,16 @@ def _tree_max_abs(t) -> jax.Array:
 
 def accepts(status) -> jax.Array:
     """Whether an iteration that ended with ``status`` keeps its new point: it does unless a
-    guard or a member's own stop fired (LOSS_TOL still keeps it, GRAD_TOL does not: the
-    gradient at the start point was already small)."""
+    guard or the solver's own stop fired (LOSS_TOL still keeps it, GRAD_TOL does not: the
+    gradient at the start point was already small).
+
+    Args:
+        status: int32 array of [`StageStatus`][cgmpinn_jax.StageStatus] codes.
+
+    Examples:
+        >>> bool(accepts(StageStatus.LOSS_TOL)), bool(accepts(StageStatus.DIVERGED))
+        (True, False)
+    """
     return (status == StageStatus.COMPLETED) | (status == StageStatus.LOSS_TOL)
 
 

@@ -47,6 +47,9 @@ def resolve(option: str | None) -> Path | None:
     """The directory the command should use: ``option`` (a path, or ``off``), else the
     environment's setting, else `default_dir`; ``None`` when disabled.
 
+    Args:
+        option: a directory, ``"off"``, or ``None`` for the environment's or the default one.
+
     Examples:
         >>> resolve("off") is None
         True

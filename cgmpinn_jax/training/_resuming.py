@@ -22,9 +22,14 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     """The problem, method, config and key (``key``: the int seed, or the PRNG key) that the
     newest readable checkpoint in ``folder`` records, as keyword arguments of ``train``.
 
-    ``problem``: for a problem class that cannot be imported from its module (defined in a
-    notebook or a script's ``__main__``), pass the instance, as for
-    [`load_model`][cgmpinn_jax.load_model]."""
+    Args:
+        folder: the run's ``checkpoint_dir``.
+        problem: the problem instance, for a problem class that cannot be imported from its
+            module (defined in a notebook or a script's ``__main__``), as for
+            [`load_model`][cgmpinn_jax.load_model].
+
+    Raises:
+        CheckpointError: no readable checkpoint, or one of a run other than ``train``'s."""
     meta = ckpt_lib.read_meta(folder)
     ident = meta["identity"]
     if ident.get("kind") != "train":
