@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
+from cgmpinn_jax.stages import LBFGS, Adam, GaussNewton
 from cgmpinn_jax.training import _checkpoint as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 # a small network: what is checked (bit-identical resume) does not depend on its size, and
 # the paper's 4 x 50 would spend most of this file's time in float64 Gauss-Newton solves
 SMALL = dict(width=16, depth=2)
-TINY = dict(adam={"steps": 60}, second={"steps": 40}, cgm={"k_upd": 20}, **SMALL)
+TINY = dict(stages=(Adam(steps=60), LBFGS(steps=40)), cgm={"k_upd": 20}, **SMALL)
 
 
 def assert_same_run(a, b):
@@ -55,13 +56,16 @@ def only(folder: Path, ckpt: Path) -> Path:
 
 CASES = {
     "poisson1d-cgmpinn-float32-optax": ("poisson1d", "cgmpinn", {}),
-    "poisson1d-pinn-float64-gauss_newton": ("poisson1d", "pinn", {"precision": "float64", "second_stage": "gauss_newton",
-                                                                  "adam": {"steps": 40}, "second": {"steps": 10},
+    "poisson1d-pinn-float64-gauss_newton": ("poisson1d", "pinn", {"precision": "float64",
+                                                                  "stages": (Adam(steps=40), GaussNewton(steps=10)),
                                                                   "cgm": {"k_upd": 5}}),
-    "poisson1d-cgmpinn-mixed-jaxopt": ("poisson1d", "cgmpinn", {"precision": "mixed", "second_stage": "jaxopt"}),
+    "poisson1d-cgmpinn-mixed-jaxopt": ("poisson1d", "cgmpinn", {"precision": "mixed",
+                                                                "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))}),
     # slow (minutes on 2 cores): python -m pytest -m slow tests/test_checkpoint.py
-    "heat-pinn-float64-gauss_newton": ("heat", "pinn", {"precision": "float64", "second_stage": "gauss_newton"}),
-    "fisher_kpp-cgmpinn-mixed-jaxopt": ("fisher_kpp", "cgmpinn", {"precision": "mixed", "second_stage": "jaxopt"}),
+    "heat-pinn-float64-gauss_newton": ("heat", "pinn", {"precision": "float64",
+                                                        "stages": (Adam(steps=60), GaussNewton(steps=40))}),
+    "fisher_kpp-cgmpinn-mixed-jaxopt": ("fisher_kpp", "cgmpinn", {"precision": "mixed",
+                                                                  "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))}),
 }
 
 
@@ -94,7 +98,7 @@ def test_resume_is_bit_identical_from_adam_the_hand_off_and_the_second_stage(cas
 @pytest.mark.slow  # CI time (about 54 s on one core); run with -m slow
 def test_inverse_run_resumes_with_its_observations(tmp_path):
     problem = cj.inverse.inverse_problem("heat", n_obs=40, noise=0.01, key=1)
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
+    cfg = cj.TrainConfig(stages=(Adam(steps=40), LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
     plain = cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, track_error_every=10)
     folder = tmp_path / "inv"
     cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0, track_error_every=10)
@@ -179,7 +183,7 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
                 os.kill(os.getpid(), signal.SIGKILL)
             return path
         ck.Checkpointer.write = write_then_die
-        cj.train("poisson1d", "cgmpinn", cj.TrainConfig(**{TINY!r}), key=2, quiet=True,
+        cj.train("poisson1d", "cgmpinn", cj.TrainConfig.from_dict({cj.TrainConfig(**TINY).to_dict()!r}), key=2, quiet=True,
                  checkpoint_dir={str(folder)!r}, checkpoint_every=0)
         print("finished")
     """)
@@ -195,7 +199,7 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
 def two_checkpoints(tmp_path_factory):
     """A finished tiny run's folder with its last two checkpoints, and the run."""
     folder = tmp_path_factory.mktemp("ck") / "run"
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(Adam(steps=60), LBFGS(steps=0)), cgm={"k_upd": 20})
     res = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
     return folder, cfg, res
 
@@ -222,25 +226,9 @@ def test_a_corrupted_checkpoint_falls_back_to_the_previous_with_a_warning(damage
     assert_same_run(res, resumed)
 
 
-def test_a_checkpoint_of_0_2_with_a_flat_config_resumes(two_checkpoints, tmp_path):
-    """Checkpoints written before the options moved into groups record the flat config of 0.2
-    (``lbfgs_steps``, ...): they resume, by ``resume`` and by ``train(..., resume=)``."""
-    src, cfg, res = two_checkpoints
-    folder = tmp_path / "run"
-    shutil.copytree(src, folder)
-    for c in (folder / ck.SUBDIR).iterdir():
-        meta = json.loads((c / "meta.json").read_text())
-        meta["identity"]["config"] = json.loads(json.dumps(cj.config.flat_dict(cfg)))
-        (c / "meta.json").write_text(json.dumps(meta))
-    assert_same_run(res, cj.resume(folder, quiet=True))
-    assert_same_run(res, cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, resume=folder))
-    with pytest.raises(cj.CheckpointError, match=r"config\.cgm\.k_upd: saved 20, now 10"):
-        cj.train("poisson1d", "pinn", cfg.replace(cgm={"k_upd": 10}), key=1, quiet=True, resume=folder)
-
-
 def test_a_checkpoint_of_another_run_is_refused_naming_the_fields(two_checkpoints, tmp_path):
     src, cfg, _ = two_checkpoints
-    other = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, precision="float64")
+    other = cj.TrainConfig(stages=(Adam(steps=60), LBFGS(steps=0)), cgm={"k_upd": 20}, precision="float64")
     with pytest.raises(cj.CheckpointError, match=r"config\.precision: saved 'float32', now 'float64'"):
         cj.train("poisson1d", "pinn", other, key=1, quiet=True, resume=src)
     with pytest.raises(cj.CheckpointError, match=r"method: saved 'pinn', now 'cgmpinn'"):
@@ -267,12 +255,12 @@ def test_missing_or_empty_folders_and_bad_options(tmp_path):
     with pytest.raises(cj.CheckpointError, match="holds no checkpoint"):
         cj.resume(tmp_path / "empty")
     with pytest.raises(ValueError, match="checkpoint_every"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0))), quiet=True,
+        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(Adam(steps=20), LBFGS(steps=0))), quiet=True,
                  checkpoint_dir=tmp_path / "x", checkpoint_every=-1)
 
 
 def test_checkpoint_interval_limits_the_writes(tmp_path):
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=100), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
+    cfg = cj.TrainConfig(stages=(Adam(steps=100), LBFGS(steps=0)), cgm={"k_upd": 20})
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path, checkpoint_every=1e9)
     assert res.checkpoint_seconds == 0.0 and ck.latest(tmp_path) is None  # the interval never came
     cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path / "b", checkpoint_every=0)
@@ -311,7 +299,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     assert 0 < done_at < 4000
     assert cli.main(["run", "--resume", str(out), "--adam-steps", "10"]) == 2  # settings come from the checkpoint
     assert cli.main(["run", "--resume", str(out), "--quiet", "--no-plots", "--compile-cache", "off"]) == 0
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=4000), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 200}, **SMALL)
+    cfg = cj.TrainConfig(stages=(Adam(steps=4000), LBFGS(steps=0)), cgm={"k_upd": 200}, **SMALL)
     plain = cj.train("poisson1d", "cgmpinn", cfg, key=3, quiet=True)
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["rel_e2"] == plain.metrics.rel_e2
@@ -322,7 +310,7 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
 @pytest.mark.slow  # CI time (about 35 s on one core); run with -m slow
 def test_sweep_resumes_its_vmapped_state_bit_identical(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
+    cfg = cj.TrainConfig(stages=(Adam(steps=40), LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
     kw = dict(seeds=[0], grid={"beta": [0.5, 2.0]}, quiet=True, keep_histories=True)
     plain = cj.sweep("poisson1d", "cgmpinn", cfg, **kw)
     folder = tmp_path / "sweep"

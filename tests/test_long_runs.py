@@ -9,14 +9,20 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
+from cgmpinn_jax.stages import LBFGS, Adam, GaussNewton
 from cgmpinn_jax.training import _checkpoint as ck
 from cgmpinn_jax.training import _loop
 from test_checkpoint import SMALL, assert_same_run, ctrl_c_raises, only, sigint_at  # noqa: F401 (a fixture)
 
 # one chunk per stage (k_upd larger than either budget): without pieces, nothing would happen
 # between the stage's first and last iteration
-ONE_CHUNK = dict(adam={"steps": 30}, second={"steps": 24}, cgm={"k_upd": 1000}, **SMALL)
+ONE_CHUNK = dict(stages=(Adam(steps=30), LBFGS(steps=24)), cgm={"k_upd": 1000}, **SMALL)
 TINY_CALL = 1e-9  # every call runs one iteration
+
+
+def gn_chunk(steps: int) -> dict:
+    """ONE_CHUNK with a float64 Gauss-Newton stage of ``steps`` iterations after Adam."""
+    return {**ONE_CHUNK, "precision": "float64", "stages": (Adam(steps=30), GaussNewton(steps=steps))}
 
 
 def test_call_sizer_aims_at_call_seconds_and_grows_at_most_4x():
@@ -34,17 +40,17 @@ def test_call_sizer_aims_at_call_seconds_and_grows_at_most_4x():
     assert _loop._CallSizer(None).size(37) == 37  # None: the whole chunk
 
 
-@pytest.mark.parametrize("extra", [{}, pytest.param({"precision": "float64", "second_stage": "gauss_newton",
-                                                     "second": {"steps": 8}}, marks=pytest.mark.slow)],
+@pytest.mark.parametrize("extra", [ONE_CHUNK, pytest.param(gn_chunk(8), marks=pytest.mark.slow)],
                          ids=["float32-optax", "float64-gauss_newton"])  # CI: Gauss-Newton's pieces in the test below
 def test_calls_of_one_iteration_give_the_same_run_and_a_progress_report_after_each(extra):
-    cfg = cj.TrainConfig(**{**ONE_CHUNK, **extra})
+    cfg = cj.TrainConfig(**extra)
     whole = cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True, call_seconds=None)
     seen = []
     pieces = cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True, call_seconds=TINY_CALL,
                       progress=lambda p: seen.append((p.stage, p.done)))
     assert_same_run(whole, pieces)
-    for stage, budget in (("adam", whole.adam_steps), ("lbfgs", whole.lbfgs_steps)):
+    assert list(whole.budgets) == list(cfg.stage_names)
+    for stage, budget in whole.budgets.items():
         done = [d for s, d in seen if s == stage]
         assert done == list(range(1, budget + 1)), (stage, done)  # a report after every iteration
 
@@ -68,7 +74,7 @@ def test_ctrl_c_inside_a_chunk_stops_at_the_next_call_and_resume_is_bit_identica
 @pytest.mark.slow  # CI time (15 s); the Ctrl-C tests resume from inside a chunk too
 def test_every_piece_boundary_is_a_resumable_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "_KEEP", 1000)
-    cfg = cj.TrainConfig(**{**ONE_CHUNK, "precision": "float64", "second_stage": "gauss_newton", "second": {"steps": 6}})
+    cfg = cj.TrainConfig(**gn_chunk(6))
     plain = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True)
     folder = tmp_path / "run"
     cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, checkpoint_dir=folder, checkpoint_every=0,
@@ -116,7 +122,7 @@ def test_a_time_limit_reached_before_a_stage_skips_it_resumably(tmp_path):
 
 
 def test_a_stage_time_limit_ends_that_stage_and_the_run_goes_on():
-    cfg = cj.TrainConfig(**{**ONE_CHUNK, "adam": {"steps": 30, "time_limit": 1e-6}})
+    cfg = cj.TrainConfig(**{**ONE_CHUNK, "stages": (Adam(steps=30, time_limit=1e-6), LBFGS(steps=24))})
     res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, call_seconds=TINY_CALL)
     assert res.statuses["adam"] == cj.StageStatus.TIME_LIMIT and not res.time_limited
     assert res.stages[0].iterations == 1  # stopped at the first call boundary
@@ -124,24 +130,25 @@ def test_a_stage_time_limit_ends_that_stage_and_the_run_goes_on():
 
 
 def test_time_limits_are_options_left_out_of_the_run_identity_and_of_to_dict():
-    cfg = cj.TrainConfig(time_limit=60, stages=(cj.stages.Adam(), cj.stages.LBFGS(time_limit=30)))
+    cfg = cj.TrainConfig(time_limit=60, stages=(Adam(), LBFGS(time_limit=30)))
     d = cfg.to_dict()
-    assert d["time_limit"] == 60 and d["second"]["time_limit"] == 30
+    assert d["time_limit"] == 60 and d["stages"][1]["time_limit"] == 30
     assert "time_limit" not in cj.TrainConfig().to_dict()
-    assert "time_limit" not in cj.TrainConfig().to_dict()["adam"]
+    assert "time_limit" not in cj.TrainConfig().to_dict()["stages"][0]
     assert cj.TrainConfig.from_dict(d) == cfg
-    for bad, where in ((dict(time_limit=0), "TrainConfig.time_limit"), (dict(time_limit=-1.0), "TrainConfig.time_limit"),
-                       (dict(adam={"time_limit": float("nan")}), "AdamOptions.time_limit"),
-                       (dict(second={"time_limit": "1h"}), "SecondStageOptions.time_limit")):
+    for bad, where in ((lambda: cj.TrainConfig(time_limit=0), "TrainConfig.time_limit"),
+                       (lambda: cj.TrainConfig(time_limit=-1.0), "TrainConfig.time_limit"),
+                       (lambda: cj.TrainConfig(stages=(Adam(time_limit=float("nan")),)), "Adam.time_limit"),
+                       (lambda: cj.TrainConfig(stages=(Adam(), LBFGS(time_limit="1h"))), "LBFGS.time_limit")):
         with pytest.raises(ValueError, match=where):
-            cj.TrainConfig(**bad)
+            bad()
     with pytest.raises(ValueError, match="call_seconds"):
         cj.train("poisson1d", "pinn", cj.TrainConfig(**ONE_CHUNK), quiet=True, call_seconds=0)
 
 
 def test_a_long_stage_gets_one_line_with_its_estimate_and_what_cuts_it(monkeypatch):
     monkeypatch.setattr(_loop, "LONG_STAGE_SECONDS", 0.0)
-    cfg = cj.TrainConfig(**{**ONE_CHUNK, "precision": "float64", "second_stage": "gauss_newton", "second": {"steps": 8}})
+    cfg = cj.TrainConfig(**gn_chunk(8))
     lines = []
     cj.train("poisson1d", "pinn", cfg, key=0, print_fn=lines.append, call_seconds=TINY_CALL)
     est = [line for line in lines if "an iteration measured" in line]
@@ -180,13 +187,13 @@ def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_a
     within that bound, and the resumed run bit-identical to the uninterrupted one."""
     import time
 
-    cfg = cj.TrainConfig.preset("accurate", adam={"steps": 20}, second={"steps": 24}, cgm={"k_upd": 1000}, width=24,
-                                depth=3, gauss_newton={"form": "gramian"})
+    cfg = cj.TrainConfig.preset("accurate", cgm={"k_upd": 1000}, width=24, depth=3)
+    cfg = cfg.replace(stages=(cfg.stages[0].replace(steps=20), cfg.stages[1].replace(steps=24, form="gramian")))
     prob = cj.get_problem("heat", n_pde=3000)
     marks = []
     plain = cj.train(prob, "pinn", cfg, key=0, quiet=True, call_seconds=TINY_CALL,
                      progress=lambda p: marks.append((p.stage, time.perf_counter())))
-    gn = [t for s, t in marks if s == "lbfgs"]
+    gn = [t for s, t in marks if s == "gauss_newton"]
     iteration = max(b - a for a, b in zip(gn, gn[1:]))  # one call was one iteration
     bound = 1.0 + 2 * iteration + 1.0  # call_seconds, an iteration either side, slack for a loaded machine
     seen, sent = [], {}
@@ -195,7 +202,7 @@ def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_a
     def progress(p):
         now = time.perf_counter()
         seen.append((p.stage, p.done, now, len(list((folder / ck.SUBDIR).glob("ckpt-*")))))
-        if p.stage == "lbfgs" and p.done >= 12 and not sent:
+        if p.stage == "gauss_newton" and p.done >= 12 and not sent:
             sent["at"] = now
             signal.raise_signal(signal.SIGINT)
 
@@ -203,7 +210,7 @@ def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_a
         cj.train(prob, "pinn", cfg, key=0, quiet=True, call_seconds=1.0, checkpoint_dir=folder,
                  checkpoint_every=0.5, progress=progress)
     answered = time.perf_counter() - sent["at"]
-    gn = [(d, t, n) for s, d, t, n in seen if s == "lbfgs"]
+    gn = [(d, t, n) for s, d, t, n in seen if s == "gauss_newton"]
     assert gn[-1][0] < 24  # stopped inside the chunk, not at its end
     assert max(b[1] - a[1] for a, b in zip(gn, gn[1:])) <= bound
     assert answered <= bound, (answered, bound)

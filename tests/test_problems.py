@@ -165,7 +165,7 @@ def test_wrong_point_dimension():
         p.exact_on(jnp.ones((10,)))
 
 
-# ---- validation, point helpers, naming (issue 21) -----------------------------------------
+# ---- validation, point helpers, naming ---------------------------------------------------
 
 from cgmpinn_jax.problems import box_edges, edge_pair, initial_line, validate_problem  # noqa: E402
 
@@ -252,23 +252,11 @@ def test_edge_pair_and_initial_line():
 
 
 def test_test_grid_is_the_one_name():
-    """Subclasses define test_grid(); a subclass written with the former name test_points()
-    still works, and test_points() stays callable."""
-    import dataclasses
-
-    from cgmpinn_jax.problems import Poisson1D, grid
-
+    """Every built-in problem defines test_grid(), and no problem has test_points()."""
     for cls in (type(get_problem(n)) for n in NAMES):
         assert "test_grid" in cls.__dict__ and "test_points" not in cls.__dict__, cls
-
-    @dataclasses.dataclass(frozen=True)
-    class Legacy(Poisson1D):
-        def test_points(self):
-            return grid(self.lower, self.upper, (7,))
-
-    assert Legacy().test_grid().points.shape == (7, 1)
-    assert Legacy().test_points().points.shape == (7, 1)
-    assert get_problem("heat").test_points().points.shape == (10000, 2)
+    assert get_problem("heat").test_grid().points.shape == (10000, 2)
+    assert not hasattr(get_problem("heat"), "test_points")
 
 
 def test_get_problem_by_class_path_and_class():

@@ -39,7 +39,7 @@ from test_schedule import _reference_refreshes
 SEED = 0
 NET = dict(width=8, depth=1)
 ADAM, LBFGS, K_UPD = 390, 200, 20
-BUDGET = dict(adam={"steps": ADAM}, second={"steps": LBFGS}, cgm={"k_upd": K_UPD}, **NET)
+BUDGET = dict(stages=(cj.stages.Adam(steps=ADAM), cj.stages.LBFGS(steps=LBFGS)), cgm={"k_upd": K_UPD}, **NET)
 EASY = dict(n_pde=64, alpha1=1.0, alpha2=1.0, s=1.0)  # u* = sin(pi x) cos(pi x) + tanh(x)
 CACHE = cj.CompileCache()  # this module's compilations, shared by its tests only
 
@@ -271,7 +271,7 @@ RATIO, GTOL = 1.5, 1.0
 @pytest.fixture(scope="module")
 def guarded_run():
     """PINN, 60 Adam steps at lr 0.05 with divergence_ratio 1.5 (Adam overshoots: measured
-    DIVERGED at step 44), then dense BFGS with lbfgs_gtol 1.0 (measured: GRAD_TOL at its 4th
+    DIVERGED at step 44), then dense BFGS with gtol 1.0 (measured: GRAD_TOL at its 4th
     iteration)."""
     cfg = TrainConfig(stages=(cj.stages.Adam(steps=60, lr=0.05), cj.stages.BFGS(steps=30, gtol=GTOL)), cgm={"k_upd": 20},
                       divergence_ratio=RATIO, **NET)
@@ -305,7 +305,7 @@ def test_grad_tol_keeps_the_start_point(guarded_run):
     rule max|g| <= gtol max(1, |f|) holds there with the gradient by central differences (and
     max|g| > gtol: the tolerance is relative)."""
     res, h = guarded_run, guarded_run.history
-    assert res.statuses["lbfgs"] == StageStatus.GRAD_TOL
+    assert res.statuses["bfgs"] == StageStatus.GRAD_TOL
     second = h.k > 60
     assert 1 < second.sum() < 30
     objective = _np_objective(res.problem, res.batch, np.ones(EASY["n_pde"]), np.ones(2))  # PINN: w = 1, lam = 1
@@ -320,14 +320,14 @@ def test_grad_tol_keeps_the_start_point(guarded_run):
 
 
 def test_loss_tol_takes_its_last_step():
-    """PINN, no Adam, dense BFGS (its line search never accepts a rise) with lbfgs_ftol 0.9 and
+    """PINN, no Adam, dense BFGS (its line search never accepts a rise) with ftol 0.9 and
     patience 3: the stall rule replayed on the recorded unweighted losses fires at the last
     iteration, and that iteration's step is kept: the model returned is below every recorded
     loss (neither the start point, as for GRAD_TOL, nor a restored best)."""
     cfg = TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.BFGS(steps=30, ftol=0.9, patience=3)), cgm={"k_upd": 20},
                       **NET)
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
-    assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["lbfgs"] == StageStatus.LOSS_TOL
+    assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["bfgs"] == StageStatus.LOSS_TOL
     raw = res.history.raw.sum(1)
     fired = loss_tol_fires_at(raw, ftol=0.9, patience=3)
     assert fired == len(raw) - 1, (fired, raw)

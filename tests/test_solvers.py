@@ -1,6 +1,6 @@
-"""The stages' solvers through the adapters the engine drives (cgmpinn_jax/solvers/): every
-L-BFGS and dense member reaches Rosenbrock's minimum, jaxopt's curvature filter, and the stage
-factory's members and rules. The dense members' internals: tests/test_ssbfgs.py; Gauss-Newton:
+"""The stages' solvers through the adapters the engine drives (cgmpinn_jax/stages/): every
+L-BFGS and dense solver reaches Rosenbrock's minimum, jaxopt's curvature filter, and each stage
+object's solver with its rule. The dense members' internals: tests/test_ssbfgs.py; Gauss-Newton:
 tests/test_gauss_newton.py; the stop rules and Adam: tests/test_stopping.py."""
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
-from cgmpinn_jax import TrainConfig
-from cgmpinn_jax.config import stop_rule
-from cgmpinn_jax.solvers import make_stage
-from cgmpinn_jax.solvers._second_stage import JaxoptLBFGS, make_second_stage
+from cgmpinn_jax.stages import BFGS, LBFGS, SSBFGS, Adam, GaussNewton, SSBroyden
+from cgmpinn_jax.stages._second_stage import JaxoptLBFGS
 from cgmpinn_jax.training._objective import TermValues
 
 
@@ -29,12 +27,16 @@ def _rosenbrock(params, w, lam, batch):
     return v, TermValues(v[None], v[None], jnp.zeros_like(v))
 
 
-@pytest.mark.parametrize("member", ["optax", "jaxopt", "bfgs", "ssbfgs", "ssbroyden"])
+_MEMBERS = {"optax": LBFGS(), "jaxopt": LBFGS(backend="jaxopt"), "bfgs": BFGS(), "ssbfgs": SSBFGS(),
+            "ssbroyden": SSBroyden()}
+
+
+@pytest.mark.parametrize("member", list(_MEMBERS))
 def test_second_stage_member_reaches_the_minimum(x64, member):
     """Driven as the engine drives it (init, set_point, then stored -> step), 300 iterations at
     most; float64. Gauss-Newton is left out: tests/test_gauss_newton.py solves Rosenbrock
     through its adapter (test_levenberg_marquardt_solves_rosenbrock)."""
-    stage = make_second_stage(TrainConfig(second_stage=member), _rosenbrock, n_steps=300, n_params=2)
+    stage = _MEMBERS[member].solver(_rosenbrock, n_steps=300, n_params=2, dtype="float32", divergence_ratio=1e6)
     w, lam, batch = jnp.asarray([2.0]), jnp.asarray([0.75]), {"c": jnp.asarray(0.7)}
     p0 = {"xy": jnp.asarray([-1.2]), "y": jnp.asarray(1.0)}
 
@@ -65,15 +67,15 @@ def test_second_stage_member_reaches_the_minimum(x64, member):
     assert int(evals) >= int(it)  # every iteration counts at least one evaluation
 
 
-@pytest.mark.parametrize("name, kind", [("adam", "Adam"), ("lbfgs", "OptaxLBFGS"), ("optax", "OptaxLBFGS"),
-                                        ("jaxopt", "JaxoptLBFGS"), ("bfgs", "DenseQuasiNewton"),
-                                        ("gauss_newton", "GaussNewton")])
-def test_make_stage_builds_each_member_with_its_own_rule(name, kind):
-    cfg = cj.TrainConfig(precision="float64", stages=("adam", "lbfgs") if name in ("adam", "lbfgs") else ("adam", name))
-    solver = make_stage(name, cfg, lambda *a: (0.0, None), n_steps=5, n_params=10, lsq=object())
+@pytest.mark.parametrize("stage, kind", [(Adam(), "AdamSolver"), (LBFGS(), "OptaxLBFGS"),
+                                         (LBFGS(backend="jaxopt"), "JaxoptLBFGS"), (BFGS(), "DenseQuasiNewton"),
+                                         (GaussNewton(), "GaussNewtonSolver")], ids=lambda x: getattr(x, "name", x))
+def test_each_stage_builds_its_solver_with_its_own_rule(stage, kind):
+    cfg = cj.TrainConfig(precision="float64", stages=(Adam(), stage) if stage.name != "adam" else (Adam(), LBFGS()))
+    solver = cfg.stage(stage.name).solver(lambda *a: (0.0, None), n_steps=5, n_params=10, dtype=cfg.second_stage_dtype,
+                                          divergence_ratio=cfg.divergence_ratio, lsq=object())
     assert type(solver).__name__ == kind
-    member = cfg.second_stage if name == "lbfgs" else name
-    assert solver.stopping.rule == (None if name == "adam" else stop_rule(cfg, member))
+    assert solver.stopping.rule == (None if stage.name == "adam" else stage.stop_rule(cfg.second_stage_dtype))
     assert solver.stopping.divergence_ratio == cfg.divergence_ratio
 
 

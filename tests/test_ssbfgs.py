@@ -1,4 +1,4 @@
-"""Tests for the dense self-scaled quasi-Newton optimizer (cgmpinn_jax.solvers._ssbfgs).
+"""Tests for the dense self-scaled quasi-Newton optimizer (cgmpinn_jax.stages._ssbfgs).
 
 Compilations dominate the run time, so problems are passed to a few shared
 jitted drivers as traced data (one driver per method and dimension).
@@ -13,8 +13,9 @@ import pytest
 import scipy.optimize as so
 from jax import lax
 
-from cgmpinn_jax.solvers import _ssbfgs as ssbfgs_mod
-from cgmpinn_jax.solvers._ssbfgs import line_search, ssbfgs
+from cgmpinn_jax.stages import _ssbfgs as ssbfgs_mod
+from cgmpinn_jax.stages._linesearch import line_search
+from cgmpinn_jax.stages._ssbfgs import ssbfgs
 
 
 @pytest.fixture

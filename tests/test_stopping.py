@@ -1,4 +1,4 @@
-"""A stage's stop rule and guards (cgmpinn_jax/solvers/_stopping.py) on hand-made iterations,
+"""A stage's stop rule and guards (cgmpinn_jax/stages/_stopping.py) on hand-made iterations,
 and the Adam stage's solver against optax."""
 
 import jax
@@ -7,9 +7,9 @@ import numpy as np
 import optax
 
 import cgmpinn_jax as cj
-from cgmpinn_jax.config import StopRule
-from cgmpinn_jax.solvers import Adam, Guards, Stopping, StageStatus, StepResult
-from cgmpinn_jax.solvers._stopping import accepts
+from cgmpinn_jax.stages import StageStatus, StepResult, StopRule
+from cgmpinn_jax.stages._adam import AdamSolver
+from cgmpinn_jax.stages._stopping import Guards, Stopping, accepts
 
 RULE = StopRule(gtol=1e-6, ftol=0.1, patience=3)
 P0 = {"w": jnp.array([1.0, 2.0])}
@@ -70,7 +70,7 @@ def test_accepts_keeps_the_new_point_unless_a_guard_or_a_member_stopped():
 def test_adam_stage_is_optax_adam_and_has_no_tolerances():
     params = {"a": jnp.array([0.3, -1.2]), "b": jnp.array(2.0)}
     grad = {"a": jnp.array([0.5, 0.1]), "b": jnp.array(-3.0)}
-    solver = Adam(1e-2)
+    solver = AdamSolver(1e-2)
     state = solver.init(params)
     step = solver.step(params, state, None, None, None, jnp.asarray(1.0), grad)
     upd, ref_state = optax.adam(1e-2).update(grad, optax.adam(1e-2).init(params), params)
