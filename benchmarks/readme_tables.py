@@ -26,7 +26,7 @@ Usage::
     python -m benchmarks.readme_tables            # rewrite the generated blocks of every page
     python -m benchmarks.readme_tables --check    # exit 1 if a block is stale or a number unsourced
 
-``tests/test_readme_numbers.py`` runs the check.
+``benchmarks/tests/test_readme_numbers.py`` runs the check.
 """
 
 from __future__ import annotations

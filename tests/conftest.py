@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,3 +85,12 @@ def built_site(tmp_path_factory) -> Path:
     warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")]
     assert warnings == []
     return out
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test, whatever the launching shell left (a job
+    started with ``&`` from a script inherits SIGINT ignored); the handler is put back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

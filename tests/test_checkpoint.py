@@ -12,46 +12,18 @@ import sys
 import textwrap
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax.stages import LBFGS, Adam, GaussNewton
 from cgmpinn_jax.training import _checkpoint as ck
+from helpers import SMALL, assert_same_run, only, sigint_at
 
 ROOT = Path(__file__).resolve().parents[1]
 # a small network: what is checked (bit-identical resume) does not depend on its size, and
 # the paper's 4 x 50 would spend most of this file's time in float64 Gauss-Newton solves
-SMALL = dict(width=16, depth=2)
 TINY = dict(stages=(Adam(steps=60), LBFGS(steps=40)), cgm={"k_upd": 20}, **SMALL)
-
-
-def assert_same_run(a, b):
-    """Parameters, metrics and every history entry equal (the error tracker's seconds aside)."""
-    for name in a.history._fields:
-        x, y = getattr(a.history, name), getattr(b.history, name)
-        if name == "snapshots":
-            assert set(x) == set(y)
-            for i in x:
-                np.testing.assert_array_equal(x[i], y[i])
-        elif name == "error_seconds" or (x is None and y is None):
-            continue
-        else:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
-    for u, v in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
-        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
-    assert a.metrics == b.metrics
-    assert a.e_loss == b.e_loss
-    assert a.statuses == b.statuses
-
-
-def only(folder: Path, ckpt: Path) -> Path:
-    """A copy of ``folder`` holding only the checkpoint ``ckpt`` (a run killed right after it)."""
-    dst = folder.parent / f"{folder.name}-{ckpt.name}"
-    (dst / ck.SUBDIR).mkdir(parents=True)
-    shutil.copytree(ckpt, dst / ck.SUBDIR / ckpt.name)
-    return dst
 
 
 CASES = {
@@ -109,27 +81,6 @@ def test_inverse_run_resumes_with_its_observations(tmp_path):
     np.testing.assert_array_equal(plain.history.error_rel_e2, resumed.history.error_rel_e2)
 
 
-@pytest.fixture
-def ctrl_c_raises():
-    """Python's own Ctrl-C handler for the test, whatever the launching shell left (a job
-    started with ``&`` from a script inherits SIGINT ignored); the handler is put back after."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
-
-
-def sigint_at(stage: str, done: int):
-    """A ``progress`` callback that sends Ctrl-C (SIGINT) once, when ``stage`` has run ``done`` steps."""
-    sent = []
-
-    def progress(p):
-        if p.stage == stage and p.done == done and not sent:
-            sent.append(1)
-            signal.raise_signal(signal.SIGINT)
-
-    return progress
-
-
 def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_raises):
     cfg = cj.TrainConfig(**TINY)
     plain = cj.train("poisson1d", "pinn", cfg, key=5, quiet=True)
@@ -176,6 +127,7 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
         import os, signal
         import cgmpinn_jax as cj
         from cgmpinn_jax.training import _checkpoint as ck
+from helpers import SMALL, assert_same_run, only, sigint_at
         write = ck.Checkpointer.write
         def write_then_die(self, snap):
             path = write(self, snap)

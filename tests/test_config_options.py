@@ -13,7 +13,7 @@ from importlib.machinery import PathFinder
 import pytest
 
 import cgmpinn_jax as cj
-from benchmarks import bitwise
+from helpers import assert_same_run
 from cgmpinn_jax import CGMOptions, ReLoBRaLoOptions, TrainConfig
 from cgmpinn_jax.config import stored_config, without_time_limits
 from cgmpinn_jax.stages import BFGS, LBFGS, SSBFGS, Adam, GaussNewton, SSBroyden, stage_from_dict
@@ -264,7 +264,7 @@ def test_preset_and_explicit_stages_train_bit_identically():
     a = cj.train(problem, "cgmpinn", preset, key=0, quiet=True, cache=cache)
     b = cj.train(problem, "cgmpinn", spelt, key=0, quiet=True, cache=cache)
     assert list(a.statuses) == ["adam", "gauss_newton"]
-    assert bitwise.compare({"runs": {"r": bitwise.fingerprint(a)}}, {"runs": {"r": bitwise.fingerprint(b)}}) == []
+    assert_same_run(a, b)
 
 
 def test_command_line_old_flags_are_errors(capsys):

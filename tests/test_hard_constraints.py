@@ -163,7 +163,7 @@ def test_a_given_g_and_d(tmp_path, monkeypatch):
 
 
 def test_checkpoint_and_resume(tmp_path):
-    from test_checkpoint import assert_same_run
+    from helpers import assert_same_run
 
     prob, cfg = HardConstrained(cj.get_problem("heat")), TINY.replace(cgm={"k_upd": 5}).with_steps(20, None)
     plain = cj.train(prob, "pinn", cfg, key=0, quiet=True)

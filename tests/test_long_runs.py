@@ -5,14 +5,13 @@ time limit (TIME_LIMIT, resumable with a larger limit), and the estimate before 
 import json
 import signal
 
-import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
 from cgmpinn_jax.stages import LBFGS, Adam, GaussNewton
 from cgmpinn_jax.training import _checkpoint as ck
 from cgmpinn_jax.training import _loop
-from test_checkpoint import SMALL, assert_same_run, ctrl_c_raises, only, sigint_at  # noqa: F401 (a fixture)
+from helpers import SMALL, assert_same_run, only, sigint_at
 
 # one chunk per stage (k_upd larger than either budget): without pieces, nothing would happen
 # between the stage's first and last iteration

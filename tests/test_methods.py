@@ -146,7 +146,7 @@ def _method_cases():
 @pytest.mark.slow
 @pytest.mark.parametrize("method,problem", list(_method_cases()))
 def test_each_method_cuts_error(method, problem):
-    from test_train import _initial_rel_e2, tiny_budget
+    from helpers import initial_rel_e2 as _initial_rel_e2, tiny_budget
 
     p = cj.get_problem(problem)
     before = _initial_rel_e2(p, method, 0)

@@ -34,7 +34,7 @@ from cgmpinn_jax.methods import build_model
 from cgmpinn_jax.nn._nets import MLP
 from cgmpinn_jax.training._objective import Objective, Trainable, make_term_fn
 from stop_rules import loss_tol_fires_at
-from test_schedule import _reference_refreshes
+from helpers import reference_refreshes as _reference_refreshes
 
 SEED = 0
 NET = dict(width=8, depth=1)

@@ -5,6 +5,7 @@ import pytest
 
 from cgmpinn_jax import refresh_schedule
 from cgmpinn_jax.training._schedule import stage_schedule
+from helpers import reference_refreshes
 
 
 def test_refresh_schedule_reference_counts():
@@ -24,38 +25,12 @@ def test_refresh_schedule_reference_counts():
     assert [c.tau_k for c in f if c.stage == "lbfgs"][:2] == [8001, 8101]
 
 
-def _reference_refreshes(adam: int, lbfgs: int, k_upd: int, refit_before_step: bool = False):
-    """A step-by-step replay of the reference loop (docs/reference-code.md §6): the tau_k of
-    every refit in order, and for every global step k the tau_k of the weights it uses."""
-    refits, active, uses = [], None, {}
-    for e in range(adam):  # Adam: refit before epoch e when e % k_upd == 0, at tau(e + 1)
-        if e % k_upd == 0:
-            active = e + 1
-            refits.append(active)
-        uses[e + 1] = active
-    if lbfgs and refit_before_step:  # Fisher-KPP CGMPINN: refit before iteration i % k_upd == 0
-        for i in range(lbfgs):
-            if i % k_upd == 0:
-                active = adam + i + 1
-                refits.append(active)
-            uses[adam + i + 1] = active
-    elif lbfgs:  # refit at the stage start with Adam's last tau, then after iteration i % k_upd == 0
-        active = adam
-        refits.append(active)
-        for i in range(lbfgs):
-            uses[adam + i + 1] = active
-            if i % k_upd == 0 and i + 1 < lbfgs:  # (a refit after the last iteration is never used)
-                active = adam + i + 1
-                refits.append(active)
-    return refits, uses
-
-
 @pytest.mark.parametrize("adam,lbfgs,k_upd", [(50, 30, 20), (40, 20, 20), (45, 1, 20), (7, 0, 3), (0, 5, 2),
                                               (3, 4, 10), (5000, 10000, 200)])
 @pytest.mark.parametrize("before", [False, True])
 def test_refresh_schedule_replays_the_reference_loop(adam, lbfgs, k_upd, before):
     chunks = refresh_schedule(adam, lbfgs, k_upd, refit_before_step=before)
-    refits, uses = _reference_refreshes(adam, lbfgs, k_upd, before)
+    refits, uses = reference_refreshes(adam, lbfgs, k_upd, before)
     assert [c.tau_k for c in chunks] == refits
     got = {}
     for c in chunks:

@@ -12,7 +12,7 @@ import pytest
 import cgmpinn_jax as cj
 from cgmpinn_jax.training import _checkpoint as ck
 
-from test_checkpoint import assert_same_run, only
+from helpers import assert_same_run, only
 
 F64 = dict(precision="float64", cgm={"k_upd": 5}, width=16, depth=2)  # small: Gauss-Newton solves stay cheap
 

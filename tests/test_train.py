@@ -11,19 +11,11 @@ import numpy as np
 import pytest
 
 import cgmpinn_jax as cj
+from helpers import tiny_budget
 from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.problems import Poisson1D
 from cgmpinn_jax import StageStatus, TrainConfig, refresh_schedule
-
-
-def _initial_rel_e2(problem, method, key):
-    """Relative e2 of the untrained network that train() builds from the same key."""
-    from cgmpinn_jax.methods import build_model
-
-    _, k_net, _ = jax.random.split(jax.random.key(key), 3)
-    d = problem.defaults
-    model = build_model(problem, cj.get_method(method), k_net, width=d.width, depth=d.depth)
-    return cj.evaluate(problem, model).rel_e2
+from helpers import initial_rel_e2
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
@@ -159,12 +151,6 @@ def test_readme_example_runs():
 # the paper's 5000 Adam steps + 2000 L-BFGS iterations, k_upd 200). Each
 # compiles its own engine (~10-20 s), so all but heat are marked slow and run outside CI:
 # `python -m pytest -m slow tests/test_train.py`.
-TINY = dict(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=300)), cgm={"k_upd": 100})
-TINY_POISSON1D = dict(stages=(cj.stages.Adam(steps=5000), cj.stages.LBFGS(steps=2000)), cgm={"k_upd": 200})
-
-
-def tiny_budget(problem_name: str) -> dict:
-    return TINY_POISSON1D if problem_name == "poisson1d" else TINY
 
 
 @pytest.mark.parametrize(
@@ -173,7 +159,7 @@ def tiny_budget(problem_name: str) -> dict:
 )
 def test_tiny_run_cuts_error(name):
     p = cj.get_problem(name)
-    before = _initial_rel_e2(p, "cgmpinn", 0)
+    before = initial_rel_e2(p, "cgmpinn", 0)
     res = cj.train(p, "cgmpinn", TrainConfig(**tiny_budget(name)), key=0, quiet=True)
     assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)
 

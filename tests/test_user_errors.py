@@ -185,8 +185,8 @@ NAN, INF = float("nan"), float("inf")
 CASES = [
     # ---- TrainConfig and train() arguments
     ("config_beta_nan", lambda: lambda: cj.TrainConfig(cgm={"beta": NAN}), ValueError, r"beta"),
-    ("config_adam_lr_inf", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(lr=INF), cj.stages.LBFGS())), ValueError, r"AdamOptions\.lr"),
-    ("config_negative_steps", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(steps=-5), cj.stages.LBFGS())), ValueError, r"AdamOptions\.steps"),
+    ("config_adam_lr_inf", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(lr=INF), cj.stages.LBFGS())), ValueError, r"Adam\.lr"),
+    ("config_negative_steps", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(steps=-5), cj.stages.LBFGS())), ValueError, r"Adam\.steps"),
     ("config_not_a_trainconfig", lambda: train_tiny(Good(), config={"adam_steps": 5}), (TypeError, ValueError), r"config"),
     ("key_string", lambda: train_tiny(Good(), key="0"), (TypeError, ValueError), r"key"),
     ("key_float", lambda: train_tiny(Good(), key=1.5), (TypeError, ValueError), r"key"),

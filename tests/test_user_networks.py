@@ -138,7 +138,7 @@ def test_a_vmapped_sweep_over_seeds(user_nets):
 
 
 def test_checkpoint_and_resume(user_nets, tmp_path):
-    from test_checkpoint import assert_same_run
+    from helpers import assert_same_run
 
     cfg = TINY.replace(cgm={"k_upd": 5}).with_steps(20, 0)
     plain = cj.train("poisson1d", "cgmpinn", cfg, network=user_nets.sine_net, key=0, quiet=True)

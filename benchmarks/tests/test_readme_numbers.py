@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import readme_tables as rt
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXTS = {name: p.read_text() for name, p in rt.pages(ROOT).items()}
 
 
