@@ -27,7 +27,7 @@ class _Bars:
         if p.stage != self.stage:
             self.close()
             self.stage = p.stage
-            name = STAGES[p.stage].label if p.stage in STAGES else p.stage
+            name = STAGES[p.stage].label
             self.bar = tqdm(total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True)
         post = {"loss": f"{p.loss:.3e}"}
         if p.coeffs:

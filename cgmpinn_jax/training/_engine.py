@@ -169,9 +169,10 @@ class Engine:
                         for st, n in setup.plan}
         later = [name for name in setup.stage_names if name != "adam"]
         self.second_name = later[0] if later else None  # the first stage after Adam
-        adam = setup.spec("adam") if "adam" in setup.stage_names else Adam()
-        self.adam_init = adam.solver(self.objective, n_steps=0, n_params=n_params, dtype=cfg.second_stage_dtype,
-                                     divergence_ratio=cfg.divergence_ratio).init
+        adam = self.solvers.get("adam") or Adam().solver(  # a run without Adam still starts from its state
+            self.objective, n_steps=0, n_params=n_params, dtype=cfg.second_stage_dtype,
+            divergence_ratio=cfg.divergence_ratio)
+        self.adam_init = adam.init
 
     def initial_w(self, lead: tuple, n: int, dtype) -> jax.Array:
         """Uniform PDE weights before the first refresh: ``lead + (N,)``, or ``lead + (N, E)``

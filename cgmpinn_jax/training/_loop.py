@@ -50,14 +50,14 @@ def _program(kind: str, stage: str) -> str:
     return f"{kind}_{stage}"
 
 
-def _label(name: str, shown: dict) -> str | None:
-    """How the progress lines name a program when it compiles (None: not named); ``shown``:
-    stage key -> its name in the progress lines."""
+def _label(name: str, stages: tuple) -> str | None:
+    """How the progress lines name a program when it compiles (None: not named); ``stages``:
+    the run's stage names."""
     if name == "refresh":
         return "the weight refresh"
     if name.startswith("rebase_"):
-        return f"the {shown.get(name[7:], name[7:])} stage's re-basing"
-    return f"the {shown[name]} chunk" if name in shown else None
+        return f"the {name[7:]} stage's re-basing"
+    return f"the {name} chunk" if name in stages else None
 
 
 class RunOutput(NamedTuple):
@@ -117,7 +117,6 @@ class _Loop:
         self.compile_s = 0.0
         self.tag = f"[{setup.problem.name}/{setup.method.name}]"
         self.stages = setup.stage_names
-        self.shown = {st: st for st in self.stages}
         self.begin = vm(eng.begin_chunk, (0, 0, 0, 0, None))
         self.rebase = {st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"}
         self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
@@ -134,7 +133,7 @@ class _Loop:
         compiled, seconds = self.cache.compiled(self.setup, name, fn, args, batched=self.batched)
         self.compile_s += seconds
         background = self.cache.last_background_seconds
-        label = _label(name, self.shown)
+        label = _label(name, self.stages)
         if label and background is not None:
             self.emit(f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)")
         elif seconds > 0.0 and label:  # compile time is real time: say where it went
@@ -294,7 +293,7 @@ class _Loop:
         if need <= (LONG_STAGE_SECONDS if left is None else left):
             return
         beyond = "more than an hour" if left is None else f"more than the {format_seconds(left)} its time limit leaves"
-        self.emit(f"{self.tag} {self.shown[stage]}: {self.sizer.rate:.3g} s an iteration measured; its "
+        self.emit(f"{self.tag} {stage}: {self.sizer.rate:.3g} s an iteration measured; its "
                   f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. {self.knobs(stage)}")
 
     def knobs(self, stage) -> str:
@@ -320,11 +319,10 @@ class _Loop:
         now = time.perf_counter()
         elapsed = now - pace_clock.t_stage
         left = pace_clock.left(now, self.compile_s, done, total, n)
-        shown = self.shown[stage]
-        where = f" [{shown} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        where = f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
         setup, rec = self.setup, self.rec
         if n:
-            progress_line(self.emit, self.tag, shown, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
+            progress_line(self.emit, self.tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
                           setup.problem.loss_terms, self.batched, setup.method.weights_points, where)
         self.last_line = now
         if self.progress is not None:
@@ -350,15 +348,14 @@ class _Loop:
         loss = self.lead(h.loss)[:, n - 1]
         elapsed = now - clock.t_stage
         left = clock.left(now, self.compile_s, done, total, n)
-        shown = self.shown[stage]
-        where = f" [{shown} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        where = f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
         if self.batched:
-            self.emit(f"{self.tag} {shown:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
+            self.emit(f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
                       f"{np.nanmedian(loss):.3e}{where}")
         else:
             raw = self.lead(h.raw)[0, n - 1]
             terms = " ".join(f"{name}={float(v):.3e}" for name, v in zip(self.setup.problem.loss_terms, raw))
-            self.emit(f"{self.tag} {shown:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}")
+            self.emit(f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}")
         if self.progress is not None:
             self.progress(Progress(stage, done, total, float(np.nanmedian(loss)), elapsed, None))
 
@@ -402,7 +399,7 @@ class _Loop:
                 st = self.lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not self.batched:
-                        self.emit(f"{self.tag} {self.shown[stage]} stage stopped at k={chunk.first_k + n - 1}: "
+                        self.emit(f"{self.tag} {stage} stage stopped at k={chunk.first_k + n - 1}: "
                                   f"{StageStatus(int(st[0])).name}")
                     break
             state = arrays[0]

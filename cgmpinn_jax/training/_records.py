@@ -25,7 +25,7 @@ __all__ = ["StageStatus", "StageRecord", "ChunkHistory", "History", "TrainResult
 
 def stage_label(name: str) -> str:
     """How summaries name a stage: its class's ``label`` ("Adam", "L-BFGS", "Gauss-Newton", ...)."""
-    return STAGES[name].label if name in STAGES else name
+    return STAGES[name].label
 
 
 @dataclasses.dataclass(frozen=True)
