@@ -26,5 +26,7 @@ def _mathml(tex: str, display: str, page) -> str:
 
 
 def on_page_content(content: str, page, config, files) -> str:  # noqa: ARG001 (the hook's signature)
-    content = _BLOCK.sub(lambda m: f'<div class="math">{_mathml(m.group(1), "block", page)}</div>', content)
+    content = _BLOCK.sub(
+        lambda m: f'<div class="math">{_mathml(m.group(1), "block", page)}</div>', content
+    )
     return _INLINE.sub(lambda m: _mathml(m.group(1), "inline", page), content)

@@ -24,7 +24,9 @@ import json
 import os
 import sys
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
 
 import numpy as np  # noqa: E402
 
@@ -39,20 +41,65 @@ def _runs():
 
     a = Adam(steps=200)
     return (
-        ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, LBFGS(steps=40)), {}),
-        ("f32-jaxopt-pinn-heat", "heat", "pinn", (a, LBFGS(steps=40, backend="jaxopt")), {}),
-        ("f64-bfgs-cgmpinn-heat", "heat", "cgmpinn", (a, BFGS(steps=40)), dict(precision="float64")),
-        ("mixed-ssbroyden-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, SSBroyden(steps=40)),
-         dict(precision="mixed")),
-        ("f64-gauss_newton-cgmpinn-heat", "heat", "cgmpinn", (a, GaussNewton(steps=10)), dict(precision="float64")),
-        ("f32-optax-cgmpinn-fisher_kpp", "fisher_kpp", "cgmpinn", (Adam(steps=60), LBFGS(steps=10)),
-         dict(cgm={"k_upd": 20})),
-        ("f32-ssbfgs-cgmpinn-inverse-heat", "inverse-heat", "cgmpinn", (a, SSBFGS(steps=40)), {}),
-        ("accurate-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, GaussNewton(steps=10)), {}, "accurate"),
-    ) + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
-        (f"accurate-pinn-poisson1d-{form}", "poisson1d", "pinn", (a, GaussNewton(steps=10, form=form)),
-         dict(width=16, depth=2), "accurate")
-        for form in ("kernel", "gramian", "pcg", "matfree", "svd"))
+        (
+            ("f32-optax-cgmpinn-poisson1d", "poisson1d", "cgmpinn", (a, LBFGS(steps=40)), {}),
+            ("f32-jaxopt-pinn-heat", "heat", "pinn", (a, LBFGS(steps=40, backend="jaxopt")), {}),
+            (
+                "f64-bfgs-cgmpinn-heat",
+                "heat",
+                "cgmpinn",
+                (a, BFGS(steps=40)),
+                dict(precision="float64"),
+            ),
+            (
+                "mixed-ssbroyden-cgmpinn-poisson1d",
+                "poisson1d",
+                "cgmpinn",
+                (a, SSBroyden(steps=40)),
+                dict(precision="mixed"),
+            ),
+            (
+                "f64-gauss_newton-cgmpinn-heat",
+                "heat",
+                "cgmpinn",
+                (a, GaussNewton(steps=10)),
+                dict(precision="float64"),
+            ),
+            (
+                "f32-optax-cgmpinn-fisher_kpp",
+                "fisher_kpp",
+                "cgmpinn",
+                (Adam(steps=60), LBFGS(steps=10)),
+                dict(cgm={"k_upd": 20}),
+            ),
+            (
+                "f32-ssbfgs-cgmpinn-inverse-heat",
+                "inverse-heat",
+                "cgmpinn",
+                (a, SSBFGS(steps=40)),
+                {},
+            ),
+            (
+                "accurate-cgmpinn-poisson1d",
+                "poisson1d",
+                "cgmpinn",
+                (a, GaussNewton(steps=10)),
+                {},
+                "accurate",
+            ),
+        )
+        + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
+            (
+                f"accurate-pinn-poisson1d-{form}",
+                "poisson1d",
+                "pinn",
+                (a, GaussNewton(steps=10, form=form)),
+                dict(width=16, depth=2),
+                "accurate",
+            )
+            for form in ("kernel", "gramian", "pcg", "matfree", "svd")
+        )
+    )
 
 
 def _hex(a) -> list:
@@ -62,8 +109,11 @@ def _hex(a) -> list:
 def fingerprint(result) -> dict:
     """Every history array and the metrics of one run, as exact hexadecimal floats."""
     h = result.history
-    out = {name: _hex(getattr(h, name)) for name in h._fields
-           if name not in ("snapshots", "error_seconds") and getattr(h, name) is not None}
+    out = {
+        name: _hex(getattr(h, name))
+        for name in h._fields
+        if name not in ("snapshots", "error_seconds") and getattr(h, name) is not None
+    }
     out["snapshots"] = {str(k): _hex(v) for k, v in sorted(h.snapshots.items())}
     out["metrics"] = {k: float(v).hex() for k, v in result.metrics.as_dict().items()}
     out["statuses"] = [status.name for status in result.statuses.values()]
@@ -78,13 +128,17 @@ def run_all(names=None) -> dict:
     for name, problem, method, stages, over, *preset in _runs():
         if names and name not in names:
             continue
-        cfg = cj.TrainConfig.preset(preset[0] if preset else "faithful", stages=stages, **{**TINY, **over})
+        cfg = cj.TrainConfig.preset(
+            preset[0] if preset else "faithful", stages=stages, **{**TINY, **over}
+        )
         if problem == "inverse-heat":
             problem = inverse.inverse_problem("heat", n_obs=100, noise=0.01, key=0)
         res = cj.train(problem, method, cfg, key=0, quiet=True)
         out["runs"][name] = fingerprint(res)
-        print(f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({', '.join(s.name for s in res.statuses.values())})",
-              flush=True)
+        print(
+            f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({', '.join(s.name for s in res.statuses.values())})",
+            flush=True,
+        )
     return out
 
 
@@ -111,8 +165,12 @@ def main(argv=None) -> int:
     if args.compare:
         a, b = (json.loads(open(p).read()) for p in args.compare)
         diffs = compare(a, b)
-        print("\n".join(diffs) if diffs else f"bit for bit the same: {len(a['runs'])} runs "
-              f"({a['package']} against {b['package']})")
+        print(
+            "\n".join(diffs)
+            if diffs
+            else f"bit for bit the same: {len(a['runs'])} runs "
+            f"({a['package']} against {b['package']})"
+        )
         return 1 if diffs else 0
     if not args.out:
         ap.error("--out or --compare is required")

@@ -74,8 +74,9 @@ def _phi123(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(np.where(small, s, b) for s, b in zip(out, big))
 
 
-def solve(nu: float, n: int, steps_per_output: int, n_out: int = 100,
-          dt_out: float = DT_OUT) -> np.ndarray:
+def solve(
+    nu: float, n: int, steps_per_output: int, n_out: int = 100, dt_out: float = DT_OUT
+) -> np.ndarray:
     """Sine coefficients ``b[k-1, j]`` (k = 1..K, K = n // 3) of u(., j dt_out), j = 0..n_out.
 
     ``u(x, t_j) = sum_k b[k-1, j] sin(pi k x)``; ETDRK4 with step h = dt_out / steps_per_output
@@ -89,14 +90,14 @@ def solve(nu: float, n: int, steps_per_output: int, n_out: int = 100,
     e, e2 = np.exp(h * lin), np.exp(h * lin / 2.0)
     p1h = _phi123(h * lin / 2.0)[0]
     p1, p2, p3 = _phi123(h * lin)
-    q = (h / 2.0) * p1h                               # (e^{Lh/2} - 1) / L
+    q = (h / 2.0) * p1h  # (e^{Lh/2} - 1) / L
     f1 = h * (p1 - 3.0 * p2 + 4.0 * p3)
     f2 = h * 2.0 * (p2 - 2.0 * p3)
     f3 = h * (4.0 * p3 - p2)
-    g = -0.5j * math.pi * k                           # -(1/2) d/dx
+    g = -0.5j * math.pi * k  # -(1/2) d/dx
 
     def nonlin(v):
-        u = np.fft.irfft(v, n)                        # zero-padded: modes above K are zero
+        u = np.fft.irfft(v, n)  # zero-padded: modes above K are zero
         return g * np.fft.rfft(u * u)[: kmax + 1]
 
     x = -1.0 + 2.0 * np.arange(n) / n
@@ -155,8 +156,9 @@ def cole_hopf(nu: float, x: np.ndarray, t: float, refine: int = 8) -> np.ndarray
     return -(np.sin(np.pi * y) * w).sum(axis=1) / w.sum(axis=1)
 
 
-def cole_hopf_grid(nu: float, x: np.ndarray = X_OUT, t: np.ndarray = T_OUT,
-                   refine: int = 8) -> np.ndarray:
+def cole_hopf_grid(
+    nu: float, x: np.ndarray = X_OUT, t: np.ndarray = T_OUT, refine: int = 8
+) -> np.ndarray:
     """:func:`cole_hopf` at every (x_i, t_j); the t = 0 column is the initial value."""
     out = np.empty((len(x), len(t)))
     for j, tj in enumerate(t):
@@ -173,14 +175,21 @@ def read_comsol(path: str | None) -> np.ndarray | None:
         text = Path(path).read_text()
     elif (COMSOL_MIRROR / "HEAD").exists() or (COMSOL_MIRROR / ".git").exists():
         try:
-            text = subprocess.run(["git", "-C", str(COMSOL_MIRROR), "show", "HEAD:ref/burgers1d.dat"],
-                                  capture_output=True, text=True, check=True).stdout
+            text = subprocess.run(
+                ["git", "-C", str(COMSOL_MIRROR), "show", "HEAD:ref/burgers1d.dat"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
         except (OSError, subprocess.CalledProcessError):
             return None
     else:
         return None
-    rows = [list(map(float, ln.split())) for ln in text.splitlines()
-            if ln.strip() and not ln.lstrip().startswith("%")]
+    rows = [
+        list(map(float, ln.split()))
+        for ln in text.splitlines()
+        if ln.strip() and not ln.lstrip().startswith("%")
+    ]
     return np.array(rows)
 
 
@@ -198,15 +207,24 @@ def check(key: str, comsol: str | None = None) -> tuple[dict, np.ndarray]:
     coef = solve(nu, n, s)
     wall = time.perf_counter() - t0
     u = evaluate(coef, X_OUT)
-    rec = {"nu": key, "nu_value": nu, "modes": n, "kept_modes": n // 3, "method": METHOD,
-           "step": DT_OUT / s, "rtol": RTOL, "wall_s": round(wall, 2)}
+    rec = {
+        "nu": key,
+        "nu_value": nu,
+        "modes": n,
+        "kept_modes": n // 3,
+        "method": METHOD,
+        "step": DT_OUT / s,
+        "rtol": RTOL,
+        "wall_s": round(wall, 2),
+    }
     print(f"nu={key}: N={n}, h={DT_OUT / s:g}: {wall:.1f} s", flush=True)
     runs = {"space_2N": (2 * n, s), "time_2h": (n, s // 2), "time_h/2": (n, 2 * s)}
     for name, (nn, ss) in runs.items():
         t0 = time.perf_counter()
         other = reference(nu, nn, ss)
-        rec[name] = dict(_diff(u, other), modes=nn, step=DT_OUT / ss,
-                         wall_s=round(time.perf_counter() - t0, 2))
+        rec[name] = dict(
+            _diff(u, other), modes=nn, step=DT_OUT / ss, wall_s=round(time.perf_counter() - t0, 2)
+        )
         print(f"  vs {name} (N={nn}, h={DT_OUT / ss:g}): {rec[name]}", flush=True)
     # error estimates of the shipped u: space from 2N; time: ETDRK4 is fourth order, so the error
     # of step h is about |u_h - u_{2h}| / 15 (and |u_h - u_{h/2}| * 16/15)
@@ -215,9 +233,12 @@ def check(key: str, comsol: str | None = None) -> tuple[dict, np.ndarray]:
     t0 = time.perf_counter()
     ch = cole_hopf_grid(nu)
     ch2 = cole_hopf_grid(nu, refine=16)
-    rec["cole_hopf"] = dict(_diff(u, ch), points=int(ch.size),
-                            quadrature_self=_diff(ch, ch2)["max"],
-                            wall_s=round(time.perf_counter() - t0, 2))
+    rec["cole_hopf"] = dict(
+        _diff(u, ch),
+        points=int(ch.size),
+        quadrature_self=_diff(ch, ch2)["max"],
+        wall_s=round(time.perf_counter() - t0, 2),
+    )
     print(f"  vs Cole-Hopf: {rec['cole_hopf']}", flush=True)
     if key == "0.01/pi":
         data = read_comsol(comsol)
@@ -227,14 +248,17 @@ def check(key: str, comsol: str | None = None) -> tuple[dict, np.ndarray]:
             front = np.abs(xc) >= 0.1
             odd = np.allclose(xc[::-1], -xc, atol=1e-12)
             imax, jmax = np.unravel_index(np.abs(ours - uc).argmax(), uc.shape)
-            rec["comsol"] = dict(_diff(ours, uc), points=int(uc.size),
-                                 away_from_front=_diff(ours[front], uc[front]),
-                                 t01=_diff(ours[:, 1], uc[:, 1]),
-                                 t0=_diff(ours[:, 0], uc[:, 0]),
-                                 own_oddness_defect=float(np.abs(uc[::-1] + uc).max()) if odd else None,
-                                 cole_hopf_vs_comsol=_diff(cole_hopf_grid(nu, xc, T_OUT[::10]), uc),
-                                 max_at={"x": float(xc[imax]), "t": float(T_OUT[::10][jmax])},
-                                 source="PINNacle ref/burgers1d.dat (COMSOL 6.0)")
+            rec["comsol"] = dict(
+                _diff(ours, uc),
+                points=int(uc.size),
+                away_from_front=_diff(ours[front], uc[front]),
+                t01=_diff(ours[:, 1], uc[:, 1]),
+                t0=_diff(ours[:, 0], uc[:, 0]),
+                own_oddness_defect=float(np.abs(uc[::-1] + uc).max()) if odd else None,
+                cole_hopf_vs_comsol=_diff(cole_hopf_grid(nu, xc, T_OUT[::10]), uc),
+                max_at={"x": float(xc[imax]), "t": float(T_OUT[::10][jmax])},
+                source="PINNacle ref/burgers1d.dat (COMSOL 6.0)",
+            )
             print(f"  vs PINNacle COMSOL: {rec['comsol']}", flush=True)
     return rec, u
 
@@ -244,9 +268,17 @@ def write_npz(key: str, u: np.ndarray) -> Path:
     n, s = SETTINGS[key]
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / FILES[key]
-    np.savez_compressed(path, x=X_OUT, t=T_OUT, u=u, nu=np.float64(VISCOSITIES[key]),
-                        modes=np.int64(n), method=np.str_(METHOD), rtol=np.float64(RTOL),
-                        step=np.float64(DT_OUT / s))
+    np.savez_compressed(
+        path,
+        x=X_OUT,
+        t=T_OUT,
+        u=u,
+        nu=np.float64(VISCOSITIES[key]),
+        modes=np.int64(n),
+        method=np.str_(METHOD),
+        rtol=np.float64(RTOL),
+        step=np.float64(DT_OUT / s),
+    )
     return path
 
 
@@ -263,15 +295,22 @@ def write_results(records: dict, command: str | None) -> None:
     rows = dict(old.get("rows", {}))
     rows.update(records)
     if records or not old:
-        doc = {"study": "burgers_reference", "date": _dt.date.today().isoformat(),
-               "machine": machine.machine_text("{cpu_model}, {cpu_count} cores")
-               + f", one thread (numpy {np.__version__})", "command": command, "commit": machine.code_commit(), "rows": rows}
+        doc = {
+            "study": "burgers_reference",
+            "date": _dt.date.today().isoformat(),
+            "machine": machine.machine_text("{cpu_model}, {cpu_count} cores")
+            + f", one thread (numpy {np.__version__})",
+            "command": command,
+            "commit": machine.code_commit(),
+            "rows": rows,
+        }
         jpath.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     else:
         doc = old
     command = doc["command"]
     lines = [
-        "# Burgers reference solutions", "",
+        "# Burgers reference solutions",
+        "",
         "u_t + u u_x = nu u_xx on [-1, 1] x [0, 1], u(x, 0) = -sin(pi x), u(+-1, t) = 0; shipped as",
         "`cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz` and `burgers_nu0.01.npz` (x = linspace(-1, 1, 256),",
         "t = linspace(0, 1, 101)). Made by `benchmarks/burgers_reference.py`: Fourier pseudo-spectral in x",
@@ -283,9 +322,11 @@ def write_results(records: dict, command: str | None) -> None:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, r in ((k, rows[k]) for k in ("0.01/pi", "0.01") if k in rows):
-        lines.append(f"| {key} | {r['modes']} ({r['kept_modes']}) | ETDRK4 | {r['step']:g} "
-                     f"| {_fmt(r['space_2N'])} | {_fmt(r['time_2h'])} | {_fmt(r['time_h/2'])} "
-                     f"| {r['estimated_rel_l2']:.1e} | {_fmt(r['cole_hopf'])} | {r['wall_s']:.1f} |")
+        lines.append(
+            f"| {key} | {r['modes']} ({r['kept_modes']}) | ETDRK4 | {r['step']:g} "
+            f"| {_fmt(r['space_2N'])} | {_fmt(r['time_2h'])} | {_fmt(r['time_h/2'])} "
+            f"| {r['estimated_rel_l2']:.1e} | {_fmt(r['cole_hopf'])} | {r['wall_s']:.1f} |"
+        )
     lines += [
         "",
         "Estimated error: difference to 2N plus the time-step error of ETDRK4 (fourth order: the",
@@ -293,8 +334,12 @@ def write_results(records: dict, command: str | None) -> None:
         "computation alone (numpy, one thread; the machine is shared, so timings vary by up to 2x).",
         "Cole-Hopf: the integral formula (heat-kernel convolution, trapezoidal rule) at every grid point",
         "with t > 0, an independent solution; its own quadrature (spacing halved) changes it by at most "
-        + ", ".join(f"{rows[k]['cole_hopf']['quadrature_self']:.0e} (nu = {k})" for k in ("0.01/pi", "0.01")
-                    if k in rows) + ".",
+        + ", ".join(
+            f"{rows[k]['cole_hopf']['quadrature_self']:.0e} (nu = {k})"
+            for k in ("0.01/pi", "0.01")
+            if k in rows
+        )
+        + ".",
     ]
     c = rows.get("0.01/pi", {}).get("comsol")
     if c:
@@ -316,22 +361,37 @@ def write_results(records: dict, command: str | None) -> None:
             f"x = {c['max_at']['x']:g}, t = {c['max_at']['t']:g}, next to the front (and, COMSOL's",
             "solution being odd to the last column's size, at -x too).",
         ]
-    lines += ["", f"Machine: {doc['machine']}. Date: {doc['date']}.", "",
-              f"Command: `{command}`", ""]
+    lines += [
+        "",
+        f"Machine: {doc['machine']}. Date: {doc['date']}.",
+        "",
+        f"Command: `{command}`",
+        "",
+    ]
     (RESULTS / "burgers_reference.md").write_text("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--nu", choices=sorted(VISCOSITIES), action="append",
-                   help="viscosity (repeatable; default both)")
-    p.add_argument("--check", action="store_true",
-                   help="also run the convergence study, Cole-Hopf and COMSOL comparisons and "
-                        "write benchmarks/results/burgers_reference.{md,json}")
+    p.add_argument(
+        "--nu",
+        choices=sorted(VISCOSITIES),
+        action="append",
+        help="viscosity (repeatable; default both)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the convergence study, Cole-Hopf and COMSOL comparisons and "
+        "write benchmarks/results/burgers_reference.{md,json}",
+    )
     p.add_argument("--comsol", default=None, help="PINNacle's ref/burgers1d.dat (text)")
     p.add_argument("--no-write", action="store_true", help="write no npz")
-    p.add_argument("--build-only", action="store_true",
-                   help="only rebuild burgers_reference.md from burgers_reference.json")
+    p.add_argument(
+        "--build-only",
+        action="store_true",
+        help="only rebuild burgers_reference.md from burgers_reference.json",
+    )
     args = p.parse_args(argv)
     if args.build_only:
         write_results({}, None)
@@ -349,7 +409,12 @@ def main(argv: list[str] | None = None) -> int:
             print("  wrote", write_npz(key, u).relative_to(ROOT), flush=True)
     if args.check:
         argv = sys.argv[1:] if argv is None else argv
-        write_results(records, ("OMP_NUM_THREADS=1 python -m benchmarks.burgers_reference " + shlex.join(argv)).strip())
+        write_results(
+            records,
+            (
+                "OMP_NUM_THREADS=1 python -m benchmarks.burgers_reference " + shlex.join(argv)
+            ).strip(),
+        )
     return 0
 
 

@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from benchmarks import runcache
 
@@ -31,19 +30,39 @@ IMG = runcache.BENCH.parent / "docs" / "img"
 ACCURACY = runcache.BENCH / "results" / "accuracy.json"
 # name: (problem factory path, problem parameters, Adam steps, second-stage iterations, method, preset)
 FIELDS = {
-    "burgers_from_data": ("cgmpinn_jax.problems:BurgersFromData", {}, 2000, 100, "pinn", "accurate"),
+    "burgers_from_data": (
+        "cgmpinn_jax.problems:BurgersFromData",
+        {},
+        2000,
+        100,
+        "pinn",
+        "accurate",
+    ),
     "lid_driven_cavity": ("cgmpinn_jax.problems:LidDrivenCavity", {}, 2000, 30, "pinn", "accurate"),
     "square_with_holes": ("cgmpinn_jax.problems:SquareWithHoles", {}, 2000, 50, "pinn", "accurate"),
-    "own_pde_viscous_burgers": ("cgmpinn_jax.examples:ViscousBurgers", {}, 2000, 100, "pinn", "accurate"),
+    "own_pde_viscous_burgers": (
+        "cgmpinn_jax.examples:ViscousBurgers",
+        {},
+        2000,
+        100,
+        "pinn",
+        "accurate",
+    ),
     # the inverse page's example as it is written there (the default settings, L-BFGS): also unknowns.png
-    "inverse_fisher_kpp": ("cgmpinn_jax.inverse:inverse_problem", {"problem": "fisher_kpp", "n_obs": 200,
-                                                                   "noise": 0.01, "key": 0}, 3000, 3000, "cgmpinn",
-                           "faithful"),
+    "inverse_fisher_kpp": (
+        "cgmpinn_jax.inverse:inverse_problem",
+        {"problem": "fisher_kpp", "n_obs": 200, "noise": 0.01, "key": 0},
+        3000,
+        3000,
+        "cgmpinn",
+        "faithful",
+    ),
 }
 
 
 def _problem(path: str, params: dict):
     import importlib
+
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)(**params)
 
@@ -53,6 +72,7 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
     returns ``{name: facts}`` (error, budget, seconds), also written to ``fields.json``."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.plots import plot_result
+
     facts = {}
     for name in names:
         path, params, adam, second, method, preset = FIELDS[name]
@@ -66,11 +86,19 @@ def draw_fields(names=tuple(FIELDS), out: Path = IMG) -> dict:
                 if png.stem in ("solution", "error", "unknowns"):
                     shutil.copy(png, out / f"{name}_{png.stem}.png")
         m = res.metrics.as_dict()
-        facts[name] = {"problem": type(prob).__name__, "method": method, "preset": preset, "seed": 0,
-                       "adam_steps": adam, "second_steps": second, "rel_e2": m["rel_e2"],
-                       "against": m.get("against", "exact"), "wall_seconds": round(wall, 1),
-                       "commit": runcache.code_commit(),
-                       **({"unknowns": res.unknowns.as_dict()} if res.unknowns is not None else {})}
+        facts[name] = {
+            "problem": type(prob).__name__,
+            "method": method,
+            "preset": preset,
+            "seed": 0,
+            "adam_steps": adam,
+            "second_steps": second,
+            "rel_e2": m["rel_e2"],
+            "against": m.get("against", "exact"),
+            "wall_seconds": round(wall, 1),
+            "commit": runcache.code_commit(),
+            **({"unknowns": res.unknowns.as_dict()} if res.unknowns is not None else {}),
+        }
         print(f"{name}: relative e2 {m['rel_e2']:.2e} ({wall:.0f} s)", flush=True)
         record = out / "fields.json"  # after each example: a stopped run keeps what it drew
         old = json.loads(record.read_text()) if record.exists() else {}
@@ -82,25 +110,43 @@ def draw_curves(record: Path = ACCURACY, out: Path = IMG) -> Path:
     """``accuracy_reach.png``: per problem of the accuracy study, the seconds to reach each level
     (one line per run, PINN and CGMPINN), from the record's ``reach`` entries."""
     from cgmpinn_jax.plots import require_matplotlib
+
     plt = require_matplotlib()
     runs = json.loads(record.read_text())["runs"]
     problems = sorted({r["problem"] for r in runs.values()})
     from matplotlib.ticker import NullFormatter
+
     cols = 3
     rows = -(-len(problems) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.0 * rows), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.4 * cols, 3.0 * rows), sharey=True, squeeze=False
+    )
     axes = axes.ravel()
-    for ax in axes[len(problems):]:
+    for ax in axes[len(problems) :]:
         ax.set_visible(False)
     colors = {"pinn": "tab:blue", "cgmpinn": "tab:orange"}
     for ax, prob in zip(axes, problems):
-        for r in sorted((r for r in runs.values() if r["problem"] == prob), key=lambda q: q["method"]):
-            pts = sorted((v["seconds"], float(lvl)) for lvl, v in r.get("reach", {}).items() if v and v["seconds"])
+        for r in sorted(
+            (r for r in runs.values() if r["problem"] == prob), key=lambda q: q["method"]
+        ):
+            pts = sorted(
+                (v["seconds"], float(lvl))
+                for lvl, v in r.get("reach", {}).items()
+                if v and v["seconds"]
+            )
             if pts:
                 s, e = zip(*pts)
-                ax.plot(s, e, "o-", color=colors.get(r["method"], "gray"), alpha=0.6, ms=3,
-                        label=r["method"].upper() if r["seed"] == min(q["seed"] for q in runs.values()
-                                                                       if q["problem"] == prob) else None)
+                ax.plot(
+                    s,
+                    e,
+                    "o-",
+                    color=colors.get(r["method"], "gray"),
+                    alpha=0.6,
+                    ms=3,
+                    label=r["method"].upper()
+                    if r["seed"] == min(q["seed"] for q in runs.values() if q["problem"] == prob)
+                    else None,
+                )
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("log")
@@ -110,7 +156,9 @@ def draw_curves(record: Path = ACCURACY, out: Path = IMG) -> Path:
     for ax in axes[::cols]:
         ax.set_ylabel("relative e2 reached")
     axes[0].legend(fontsize=8)
-    fig.suptitle("The accurate preset: seconds to each error level (one line per seed)", fontsize=10)
+    fig.suptitle(
+        "The accurate preset: seconds to each error level (one line per seed)", fontsize=10
+    )
     fig.tight_layout()
     path = out / "accuracy_reach.png"
     fig.savefig(path, dpi=110)
@@ -122,7 +170,13 @@ def draw_curves(record: Path = ACCURACY, out: Path = IMG) -> Path:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--curves", action="store_true", help="the curves only (no training)")
-    ap.add_argument("--fields", nargs="*", default=None, choices=list(FIELDS), help="the fields only (default: all)")
+    ap.add_argument(
+        "--fields",
+        nargs="*",
+        default=None,
+        choices=list(FIELDS),
+        help="the fields only (default: all)",
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("XLA_FLAGS", runcache.ONE_THREAD_XLA_FLAGS)
     IMG.mkdir(parents=True, exist_ok=True)

@@ -53,23 +53,25 @@ def _cpu_model() -> str:
 
 def _jax():
     import jax
+
     return jax
 
 
 def _jaxlib_version() -> str:
     import jaxlib
+
     return getattr(jaxlib, "__version__", "?")
 
 
 # every fact of this machine a study records, by name; the jax ones import jax when asked for
 _HOST: dict[str, Callable[[], Any]] = {
-    "platform": platform.platform,                                  # Linux-6.1...-x86_64-with-glibc2.36
+    "platform": platform.platform,  # Linux-6.1...-x86_64-with-glibc2.36
     "processor": lambda: platform.processor() or platform.machine(),
-    "arch": platform.machine,                                       # x86_64
-    "system": platform.system,                                      # Linux
-    "cpu_model": _cpu_model,                                        # AMD EPYC ..., Intel Xeon ...
+    "arch": platform.machine,  # x86_64
+    "system": platform.system,  # Linux
+    "cpu_model": _cpu_model,  # AMD EPYC ..., Intel Xeon ...
     "cpu_count": os.cpu_count,
-    "cpus_available": _cpus_available,                              # this process's CPU affinity
+    "cpus_available": _cpus_available,  # this process's CPU affinity
     "python": platform.python_version,
     "jax": lambda: _jax().__version__,
     "jaxlib": _jaxlib_version,
@@ -94,8 +96,11 @@ def machine_text(template: str) -> str:
     """``template`` with its ``{fact}`` fields (:func:`host`) filled in, e.g.
     ``machine_text("{arch}, {cpu_count} cores, {system}")``; jax is imported only when the
     template names a jax fact."""
-    names = {field.split(".")[0].split("[")[0]
-             for _, field, _, _ in string.Formatter().parse(template) if field}
+    names = {
+        field.split(".")[0].split("[")[0]
+        for _, field, _, _ in string.Formatter().parse(template)
+        if field
+    }
     return template.format(**host(*sorted(names)))
 
 
@@ -114,9 +119,19 @@ def code_commit() -> str:
     """The commit of this checkout (short hash), with ``+dirty`` when the package's tracked
     files differ from it; ``"unknown"`` outside a git checkout."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=BENCH).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ":(top)cgmpinn_jax"], cwd=BENCH).returncode != 0
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=BENCH,
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "diff", "--quiet", "HEAD", "--", ":(top)cgmpinn_jax"], cwd=BENCH
+            ).returncode
+            != 0
+        )
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

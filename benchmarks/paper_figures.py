@@ -16,7 +16,9 @@ import numpy as np
 from benchmarks import tables_lib as tl
 
 
-def median_curve(runs: list[dict], series: str = "raw_total", min_fraction: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def median_curve(
+    runs: list[dict], series: str = "raw_total", min_fraction: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """Median over runs of a downsampled loss curve, aligned on k (missing / None -> NaN).
 
     Only steps where at least ``min_fraction`` of the runs still have a value get a median (NaN
@@ -43,10 +45,12 @@ def median_curve(runs: list[dict], series: str = "raw_total", min_fraction: floa
 def make_figures(selected: dict, folder: Path) -> list[Path]:
     """The figures of every problem in ``selected`` (:func:`benchmarks.tables_lib.select_runs`) in ``folder``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     import cgmpinn_jax as cj
+
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     problems = [p for p in tl.PROBLEM_ORDER if any(k[0] == p for k in selected)]
@@ -54,7 +58,12 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
         title = tl.PROBLEM_TITLES.get(p, p)
         paths.append(_rel_e2_figure(plt, selected, p, title, folder))
         # loss curves (full run files only): method table variants | optimizer variants
-        if not any((r.get("loss_curve") or {}).get("k") for (q, _v), rs in selected.items() if q == p for r in rs):
+        if not any(
+            (r.get("loss_curve") or {}).get("k")
+            for (q, _v), rs in selected.items()
+            if q == p
+            for r in rs
+        ):
             continue
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
         for ax, tname in zip(axes, ("methods", "optimizers")):
@@ -67,8 +76,13 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
                 if k.size == 0:
                     continue
                 pos = np.where(med > 0, med, np.nan)
-                ax.semilogy(k, pos, lw=1.0, label=f"{label} ({len(rs)})",
-                            ls="-" if variant.startswith("cgmpinn") else "--")
+                ax.semilogy(
+                    k,
+                    pos,
+                    lw=1.0,
+                    label=f"{label} ({len(rs)})",
+                    ls="-" if variant.startswith("cgmpinn") else "--",
+                )
                 res = rs[0].get("resolved") or {}
                 if tname == "methods" and res.get("adam_steps") and res.get("lbfgs_steps"):
                     boundary = res["adam_steps"]
@@ -87,8 +101,13 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
             continue
         run = runs[0]
         try:
-            problem = cj.get_problem(p, **{k: (tuple(v) if isinstance(v, list) else v)
-                                           for k, v in run["spec"].get("problem_params", {}).items()})
+            problem = cj.get_problem(
+                p,
+                **{
+                    k: (tuple(v) if isinstance(v, list) else v)
+                    for k, v in run["spec"].get("problem_params", {}).items()
+                },
+            )
         except (TypeError, ValueError):
             problem = cj.get_problem(p)
         g = problem.test_grid()
@@ -97,7 +116,9 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
             continue
         exact = np.asarray(problem.exact_on(g.points), dtype=np.float64)
         err = np.abs(pred - exact)
-        scale_txt = "" if run["spec"]["budget_scale"] == 1 else f", scale {run['spec']['budget_scale']:g}"
+        scale_txt = (
+            "" if run["spec"]["budget_scale"] == 1 else f", scale {run['spec']['budget_scale']:g}"
+        )
         sub = f"CGMPINN seed {run['seed']}{scale_txt}, rel e2 = {tl.fmt_sci(run['metrics']['rel_e2'])}"
         if problem.dim == 1:
             x = g.points[:, 0]
@@ -116,10 +137,21 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
             fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
             lims = (float(np.min(exact)), float(np.max(exact)))
             for ax, values, t, cmap, (lo, hi) in zip(
-                    axes, (pred, exact, err), ("CGMPINN prediction", "exact solution", "absolute error"),
-                    ("viridis", "viridis", "magma"), (lims, lims, (None, None))):
-                im = ax.pcolormesh(g.axes[0], g.axes[1], values.reshape(g.shape).T, shading="auto", cmap=cmap,
-                                   vmin=lo, vmax=hi)
+                axes,
+                (pred, exact, err),
+                ("CGMPINN prediction", "exact solution", "absolute error"),
+                ("viridis", "viridis", "magma"),
+                (lims, lims, (None, None)),
+            ):
+                im = ax.pcolormesh(
+                    g.axes[0],
+                    g.axes[1],
+                    values.reshape(g.shape).T,
+                    shading="auto",
+                    cmap=cmap,
+                    vmin=lo,
+                    vmax=hi,
+                )
                 ax.set_xlabel(problem.coords[0])
                 ax.set_ylabel(problem.coords[1])
                 ax.set_title(t)
@@ -143,7 +175,9 @@ def _rel_e2_figure(plt, selected: dict, p: str, title: str, folder: Path) -> Pat
         if not vals:
             continue
         shown = [x if np.isfinite(x) else np.nan for x in vals]
-        ax.scatter([i] * len(shown), shown, s=14, color="C0" if v.startswith("cgmpinn") else "C1", zorder=3)
+        ax.scatter(
+            [i] * len(shown), shown, s=14, color="C0" if v.startswith("cgmpinn") else "C1", zorder=3
+        )
         med = tl.stats(vals)["median"]
         if np.isfinite(med):
             ax.hlines(med, i - 0.3, i + 0.3, color="k", lw=1.2, zorder=4)

@@ -49,12 +49,24 @@ RUNS = runcache.CACHE / STUDY  # benchmarks/cache/paper_runs: full run files (gi
 CURVE_EVERY = 10
 
 # variant order of execution: the verdict pair first, so a partial reproduction is useful early
-RUN_ORDER = ("cgmpinn", "pinn", "cgmpinn_relobralo_off", "lbpinn", "gpinn", "lnn_pinn", "star_pinn",
-             "gmmpinn", "clpinn", "cgmpinn_adam", "cgmpinn_lbfgs")
+RUN_ORDER = (
+    "cgmpinn",
+    "pinn",
+    "cgmpinn_relobralo_off",
+    "lbpinn",
+    "gpinn",
+    "lnn_pinn",
+    "star_pinn",
+    "gmmpinn",
+    "clpinn",
+    "cgmpinn_adam",
+    "cgmpinn_lbfgs",
+)
 
 
 def _cj():
     import cgmpinn_jax as cj
+
     return cj
 
 
@@ -78,10 +90,14 @@ def variant_config(problem, variant: str, scale: float = 1.0):
     if variant == "cgmpinn_adam":
         return cj.TrainConfig(stages=(Adam(steps=total), LBFGS(steps=0)))
     if variant == "cgmpinn_lbfgs":
-        return cj.TrainConfig(stages=(Adam(steps=0), LBFGS(steps=total, lr=LBFGS_ONLY_LR.get(problem.name, 1.0))),
-                              balancing={"stages": "none"})
+        return cj.TrainConfig(
+            stages=(Adam(steps=0), LBFGS(steps=total, lr=LBFGS_ONLY_LR.get(problem.name, 1.0))),
+            balancing={"stages": "none"},
+        )
     if variant == "cgmpinn_relobralo_off":
-        return cj.TrainConfig(stages=(Adam(steps=adam), LBFGS(steps=lbfgs)), balancing={"stages": "none"})
+        return cj.TrainConfig(
+            stages=(Adam(steps=adam), LBFGS(steps=lbfgs)), balancing={"stages": "none"}
+        )
     if variant not in tl.VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     return cj.TrainConfig(stages=(Adam(steps=adam), LBFGS(steps=lbfgs)))
@@ -92,10 +108,18 @@ def _config_for_key(cfg) -> dict:
     return json.loads(json.dumps(cfg.to_dict()))
 
 
-def run_spec(problem_name: str, variant: str, seed: int, scale: float = 1.0, *, problem_params: dict | None = None) -> dict:
+def run_spec(
+    problem_name: str,
+    variant: str,
+    seed: int,
+    scale: float = 1.0,
+    *,
+    problem_params: dict | None = None,
+) -> dict:
     """The dict that identifies a run (hashed into its cache key)."""
     cj = _cj()
     import jax
+
     problem = cj.get_problem(problem_name, **(problem_params or {}))
     cfg = variant_config(problem, variant, scale)
     return {
@@ -123,13 +147,17 @@ def run_key(spec: dict) -> str:
 def study(runs_dir: Path = RUNS, record: Path | None = None) -> runcache.Study:
     """The ``paper_runs`` study: compact record ``record`` (default
     ``benchmarks/results/paper_runs.json``), full files in ``runs_dir``."""
-    return runcache.Study(STUDY, record=record if record is not None else RESULTS / RECORD_NAME, folder=runs_dir)
+    return runcache.Study(
+        STUDY, record=record if record is not None else RESULTS / RECORD_NAME, folder=runs_dir
+    )
 
 
 def all_runs(runs_dir: Path = RUNS, record: Path | None = None) -> list[dict]:
     """Every run: the compact record's, with the full file from ``runs_dir`` in place of the
     compact entry where the cache has one (same run key = file name)."""
-    by_key = {k: r for k, r in study(runs_dir, record).load().items() if r.get("format") == tl.RUN_FORMAT}
+    by_key = {
+        k: r for k, r in study(runs_dir, record).load().items() if r.get("format") == tl.RUN_FORMAT
+    }
     for r in tl.load_runs(runs_dir):
         by_key[Path(r["_path"]).stem] = r
     return [by_key[k] for k in sorted(by_key)]
@@ -160,7 +188,7 @@ def downsample_curve(k: Iterable, *series: Iterable, every: int = 10, digits: in
     k = np.asarray(list(k), dtype=np.int64)
     if k.size == 0:
         return {"every": every, "k": [], **{f"s{i}": [] for i in range(len(series))}}
-    keep = ((k - k[0]) % every == 0)
+    keep = (k - k[0]) % every == 0
     keep[-1] = True
     out = {"every": every, "k": k[keep].tolist()}
     for i, s in enumerate(series):
@@ -176,33 +204,51 @@ def _curve(history) -> dict:
     return {"every": c["every"], "k": c["k"], "raw_total": c["s0"], "objective": c["s1"]}
 
 
-def _record(spec, *, resolved, metrics, e_loss, statuses, compile_s, run_s, timing, history, prediction,
-            machine, sweep_info=None) -> dict:
-    return tl.enc({
-        "format": tl.RUN_FORMAT,
-        "key": tl.cache_key(spec),
-        "spec": spec,
-        "label": tl.VARIANTS[spec["variant"]][0],
-        "seed": spec["seed"],
-        "resolved": resolved,
-        "metrics": metrics,
-        "e_loss": e_loss,
-        "statuses": statuses,
-        "compile_seconds": compile_s,
-        "run_seconds": run_s,
-        "wall_seconds": compile_s + run_s,
-        "timing": timing,
-        "timing_note": ("single cj.train call" if timing == "single" else
-                        "seeds trained together in one vmapped cj.sweep call: its compile and run seconds divided "
-                        "by the number of seeds (totals in 'sweep')"),
-        "sweep": sweep_info,
-        "evals_per_lbfgs_iteration": _evals_per_lbfgs(history, resolved["adam_steps"]),
-        "loss_curve": _curve(history),
-        "prediction": prediction,
-        "machine": machine,
-        "command": command_line(),
-        "finished_at": _now(),
-    })
+def _record(
+    spec,
+    *,
+    resolved,
+    metrics,
+    e_loss,
+    statuses,
+    compile_s,
+    run_s,
+    timing,
+    history,
+    prediction,
+    machine,
+    sweep_info=None,
+) -> dict:
+    return tl.enc(
+        {
+            "format": tl.RUN_FORMAT,
+            "key": tl.cache_key(spec),
+            "spec": spec,
+            "label": tl.VARIANTS[spec["variant"]][0],
+            "seed": spec["seed"],
+            "resolved": resolved,
+            "metrics": metrics,
+            "e_loss": e_loss,
+            "statuses": statuses,
+            "compile_seconds": compile_s,
+            "run_seconds": run_s,
+            "wall_seconds": compile_s + run_s,
+            "timing": timing,
+            "timing_note": (
+                "single cj.train call"
+                if timing == "single"
+                else "seeds trained together in one vmapped cj.sweep call: its compile and run seconds divided "
+                "by the number of seeds (totals in 'sweep')"
+            ),
+            "sweep": sweep_info,
+            "evals_per_lbfgs_iteration": _evals_per_lbfgs(history, resolved["adam_steps"]),
+            "loss_curve": _curve(history),
+            "prediction": prediction,
+            "machine": machine,
+            "command": command_line(),
+            "finished_at": _now(),
+        }
+    )
 
 
 class _Throttle:
@@ -214,14 +260,29 @@ class _Throttle:
 
     def __call__(self, line: str) -> None:
         now = time.time()
-        if self.seconds <= 0 or "stopped" in line or " done" in line or now - self.last >= self.seconds:
+        if (
+            self.seconds <= 0
+            or "stopped" in line
+            or " done" in line
+            or now - self.last >= self.seconds
+        ):
             self.last = now
             print(f"{self.prefix}{line}", flush=True)
 
 
-def train_group(problem_name: str, variant: str, seeds: list[int], scale: float, *, vmap: bool,
-                figure_seed: int | None, machine: dict, progress_seconds: float = 60.0, runs_dir: Path = RUNS,
-                record: Path | None = None) -> list[dict]:
+def train_group(
+    problem_name: str,
+    variant: str,
+    seeds: list[int],
+    scale: float,
+    *,
+    vmap: bool,
+    figure_seed: int | None,
+    machine: dict,
+    progress_seconds: float = 60.0,
+    runs_dir: Path = RUNS,
+    record: Path | None = None,
+) -> list[dict]:
     """Train ``seeds`` of one (problem, variant); write each run's full JSON to ``runs_dir`` and
     its compact form to the record; return the full records."""
     cj = _cj()
@@ -229,9 +290,14 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
     method = cj.get_method(tl.VARIANTS[variant][1])
     cfg = variant_config(problem, variant, scale)
     from cgmpinn_jax.training._schedule import resolve
+
     setup = resolve(problem, method, cfg)  # the budgets, k_upd and ReLoBRaLo stages the run uses
-    resolved = {"adam_steps": setup.adam_steps, "lbfgs_steps": setup.second_steps, "k_upd": setup.k_upd,
-                "relobralo": setup.relobralo_stages}
+    resolved = {
+        "adam_steps": setup.adam_steps,
+        "lbfgs_steps": setup.second_steps,
+        "k_upd": setup.k_upd,
+        "relobralo": setup.relobralo_stages,
+    }
     emit = _Throttle(progress_seconds, "    ")
     grid = problem.test_grid()
     records = []
@@ -249,10 +315,19 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
         if method.name == "cgmpinn" and seed == figure_seed:
             vals = np.asarray(res.predict(grid.points), dtype=np.float32).reshape(-1)
             pred = {"shape": list(grid.shape), "values": [float(f"{v:.7g}") for v in vals.tolist()]}
-        rec = _record(spec, resolved=resolved, metrics=res.metrics.as_dict(), e_loss=res.e_loss,
-                      statuses={"adam": res.statuses["adam"].name, "lbfgs": res.statuses["lbfgs"].name},
-                      compile_s=res.compile_seconds, run_s=res.run_seconds, timing="single",
-                      history=res.history, prediction=pred, machine=machine)
+        rec = _record(
+            spec,
+            resolved=resolved,
+            metrics=res.metrics.as_dict(),
+            e_loss=res.e_loss,
+            statuses={"adam": res.statuses["adam"].name, "lbfgs": res.statuses["lbfgs"].name},
+            compile_s=res.compile_seconds,
+            run_s=res.run_seconds,
+            timing="single",
+            history=res.history,
+            prediction=pred,
+            machine=machine,
+        )
         save(seed, rec)
 
     # the figure seed of a CGMPINN variant is trained alone (for its predictions); a lone seed too
@@ -267,26 +342,53 @@ def train_group(problem_name: str, variant: str, seeds: list[int], scale: float,
         train_one(seed)
     if batch:
         try:
-            sw = cj.sweep(problem, method, cfg, seeds=batch, quiet=False, keep_histories=True, print_fn=emit)
+            sw = cj.sweep(
+                problem, method, cfg, seeds=batch, quiet=False, keep_histories=True, print_fn=emit
+            )
         except Exception as e:  # noqa: BLE001 - only out-of-memory falls back, anything else is re-raised
-            if not (isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in str(e) or "out of memory" in str(e).lower()):
+            if not (
+                isinstance(e, MemoryError)
+                or "RESOURCE_EXHAUSTED" in str(e)
+                or "out of memory" in str(e).lower()
+            ):
                 raise
-            print(f"    vmapped call ran out of memory ({type(e).__name__}); training seeds {batch} one by one", flush=True)
+            print(
+                f"    vmapped call ran out of memory ({type(e).__name__}); training seeds {batch} one by one",
+                flush=True,
+            )
             for seed in batch:
                 train_one(seed)
             return sorted(records, key=lambda r: r["seed"])
         n = len(batch)
-        info = {"seeds": batch, "compile_seconds": sw.compile_seconds, "run_seconds": sw.run_seconds,
-                "n_devices": sw.n_devices}
+        info = {
+            "seeds": batch,
+            "compile_seconds": sw.compile_seconds,
+            "run_seconds": sw.run_seconds,
+            "n_devices": sw.n_devices,
+        }
         for i, seed in enumerate(batch):
             spec = run_spec(problem_name, variant, seed, scale)
-            metrics = {f: float(np.asarray(sw.metrics[f]).reshape(-1)[i]) for f in ("e2", "rel_e2", "e_inf", "l2")}
-            rec = _record(spec, resolved=resolved, metrics=metrics,
-                          e_loss=float(np.asarray(sw.metrics["e_loss"]).reshape(-1)[i]),
-                          statuses={"adam": _status_name(np.asarray(sw.statuses["adam"]).reshape(-1)[i]),
-                                    "lbfgs": _status_name(np.asarray(sw.statuses["lbfgs"]).reshape(-1)[i])},
-                          compile_s=sw.compile_seconds / n, run_s=sw.run_seconds / n, timing="vmapped-share",
-                          history=sw.histories[i], prediction=None, machine=machine, sweep_info=info)
+            metrics = {
+                f: float(np.asarray(sw.metrics[f]).reshape(-1)[i])
+                for f in ("e2", "rel_e2", "e_inf", "l2")
+            }
+            rec = _record(
+                spec,
+                resolved=resolved,
+                metrics=metrics,
+                e_loss=float(np.asarray(sw.metrics["e_loss"]).reshape(-1)[i]),
+                statuses={
+                    "adam": _status_name(np.asarray(sw.statuses["adam"]).reshape(-1)[i]),
+                    "lbfgs": _status_name(np.asarray(sw.statuses["lbfgs"]).reshape(-1)[i]),
+                },
+                compile_s=sw.compile_seconds / n,
+                run_s=sw.run_seconds / n,
+                timing="vmapped-share",
+                history=sw.histories[i],
+                prediction=None,
+                machine=machine,
+                sweep_info=info,
+            )
             save(seed, rec)
     return sorted(records, key=lambda r: r["seed"])
 
@@ -304,11 +406,25 @@ def run_identity(spec: dict) -> tuple:
     """What a table cell's run is, whatever the package version or TrainConfig fields it was
     trained under: (problem, variant, seed, budget scale, dtype)."""
     dtype = "float64" if spec.get("x64") else (spec.get("config") or {}).get("precision", "float32")
-    return (spec["problem"], spec["variant"], int(spec["seed"]), float(spec.get("budget_scale", 1.0)), dtype)
+    return (
+        spec["problem"],
+        spec["variant"],
+        int(spec["seed"]),
+        float(spec.get("budget_scale", 1.0)),
+        dtype,
+    )
 
 
-def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS, record: Path | None = None, *,
-         exact_keys: bool = False):
+def plan(
+    problems,
+    variants,
+    seeds,
+    scale,
+    runs_dir: Path = RUNS,
+    record: Path | None = None,
+    *,
+    exact_keys: bool = False,
+):
     """[(problem, variant, [missing seeds], [cached seeds])] in execution order. A run counts as
     cached when the compact record or ``runs_dir`` holds a run of the same problem, variant,
     seed, budget scale and dtype (:func:`run_identity`), so a package version or a TrainConfig
@@ -322,7 +438,11 @@ def plan(problems, variants, seeds, scale, runs_dir: Path = RUNS, record: Path |
             missing, cached = [], []
             for s in seeds:
                 spec = run_spec(p, v, s, scale)
-                hit = run_key(spec) in done or run_path(spec, runs_dir).exists() or run_identity(spec) in ids
+                hit = (
+                    run_key(spec) in done
+                    or run_path(spec, runs_dir).exists()
+                    or run_identity(spec) in ids
+                )
                 (cached if hit else missing).append(s)
             out.append((p, v, missing, cached))
     return out

@@ -44,8 +44,22 @@ import numpy as np
 from benchmarks import runcache
 from benchmarks import tables_lib as tl
 from benchmarks import tables_render as tr
-from benchmarks.paper_runs import (RECORD_NAME, RESULTS, RUN_ORDER, RUNS, _cj, _now, all_runs, command_line,
-                                   expected_keys, plan, planned_variants, study, train_group, variant_config)
+from benchmarks.paper_runs import (
+    RECORD_NAME,
+    RESULTS,
+    RUN_ORDER,
+    RUNS,
+    _cj,
+    _now,
+    all_runs,
+    command_line,
+    expected_keys,
+    plan,
+    planned_variants,
+    study,
+    train_group,
+    variant_config,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES_JSON = runcache.CACHE / "paper_tables.json"  # git-ignored
@@ -66,13 +80,25 @@ def reproduce_command(selected: dict) -> str:
     if len(scales) == 1 and scales != [1.0]:
         cmd += f" --budget-scale {scales[0]:g}"
     elif len(scales) > 1:
-        cmd += "  # (runs at budget scales " + ", ".join(f"{s:g}" for s in scales) + ": one call per scale)"
+        cmd += (
+            "  # (runs at budget scales "
+            + ", ".join(f"{s:g}" for s in scales)
+            + ": one call per scale)"
+        )
     return cmd
 
 
-def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, runs_dir: Path = RUNS,
-                  results: Path = RESULTS, record: Path | None = None, figures_dir: Path = FIGURES,
-                  tables_json: Path = TABLES_JSON, quiet: bool = False) -> dict:
+def build_outputs(
+    *,
+    expected: set[str] = frozenset(),
+    figures: bool = True,
+    runs_dir: Path = RUNS,
+    results: Path = RESULTS,
+    record: Path | None = None,
+    figures_dir: Path = FIGURES,
+    tables_json: Path = TABLES_JSON,
+    quiet: bool = False,
+) -> dict:
     """Tables (``results/{methods,optimizers,ablation}.md``, ``tables_json``) and figures
     (``figures_dir``) from the compact record (default ``results/paper_runs.json``) and the full
     files of ``runs_dir``; full files missing from the record are added to it first."""
@@ -99,9 +125,14 @@ def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, run
     results.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         (results / f"{name}.md").write_text(tr.render_markdown(name, table, header))
-    doc = {"header": header, "tables": tables, "authors_rerun": tl.AUTHORS_RERUN, "authors_rerun_note": tl.AUTHORS_RERUN_NOTE,
-           "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); wall_seconds = compile + run "
-                    "seconds (vmapped runs: share of the sweep); paper numbers: one PyTorch CPU run each."}
+    doc = {
+        "header": header,
+        "tables": tables,
+        "authors_rerun": tl.AUTHORS_RERUN,
+        "authors_rerun_note": tl.AUTHORS_RERUN_NOTE,
+        "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); wall_seconds = compile + run "
+        "seconds (vmapped runs: share of the sweep); paper numbers: one PyTorch CPU run each.",
+    }
     tables_json = Path(tables_json)
     tables_json.parent.mkdir(parents=True, exist_ok=True)
     tables_json.write_text(json.dumps(tl.enc(doc), indent=1, allow_nan=False))
@@ -109,13 +140,17 @@ def build_outputs(*, expected: set[str] = frozenset(), figures: bool = True, run
     if figures and used:
         try:
             from benchmarks.paper_figures import make_figures
+
             fig_paths = make_figures(selected, Path(figures_dir))
         except ImportError as e:  # matplotlib missing
             print(f"(no figures: {e})", file=sys.stderr)
     if not quiet:
-        print(f"tables: {len(used)} runs used of {len(runs)} recorded -> "
-              + ", ".join(str(results / f'{n}.md') for n in tables)
-              + f", {tables_json}; {len(fig_paths)} figures in {figures_dir}", flush=True)
+        print(
+            f"tables: {len(used)} runs used of {len(runs)} recorded -> "
+            + ", ".join(str(results / f"{n}.md") for n in tables)
+            + f", {tables_json}; {len(fig_paths)} figures in {figures_dir}",
+            flush=True,
+        )
     return {"tables": tables, "header": header, "figures": fig_paths}
 
 
@@ -133,8 +168,12 @@ def cpu_minutes_per_run(runs: list[dict]) -> dict:
         spec = r.get("spec", {})
         machine = r.get("machine") or {}
         sec = r.get("wall_seconds")
-        if (float(spec.get("budget_scale", 1.0)) != 1.0 or machine.get("backend") != "cpu"
-                or r.get("timing") != "single" or not isinstance(sec, (int, float))):
+        if (
+            float(spec.get("budget_scale", 1.0)) != 1.0
+            or machine.get("backend") != "cpu"
+            or r.get("timing") != "single"
+            or not isinstance(sec, (int, float))
+        ):
             continue
         for key in ((spec["problem"], spec["variant"]), (spec["problem"], None)):
             groups.setdefault(key, []).append(sec / 60.0)
@@ -146,32 +185,82 @@ def _csv(s: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--problems", default=",".join(tl.PROBLEM_ORDER), help="comma list (default: all six)")
-    p.add_argument("--methods", default=None,
-                   help="comma list of method names (cgmpinn covers its four variants) or variant ids "
-                        f"({', '.join(tl.VARIANTS)}); default: all")
-    p.add_argument("--variants", default=None,
-                   help="comma list of exact variant ids (e.g. cgmpinn without cgmpinn_relobralo_off); overrides --methods")
-    p.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)), help="comma list of integer seeds (default 0-4)")
-    p.add_argument("--tables", default="methods,optimizers,ablation", help="which tables' runs to train")
-    p.add_argument("--budget-scale", type=float, default=1.0, help="scale Adam and L-BFGS steps (tables mark scaled runs)")
-    p.add_argument("--build-only", action="store_true", help="no training: rebuild tables and figures from the cache")
-    p.add_argument("--list", action="store_true", help="print the planned runs, whether they are cached, and the estimated CPU time of the missing ones (median wall time of cached CPU runs), then exit")
-    p.add_argument("--no-vmap", action="store_true", help="train seeds one by one with cj.train instead of cj.sweep")
-    p.add_argument("--max-vmap", type=int, default=0, help="at most this many seeds per vmapped call (0 = all)")
-    p.add_argument("--figure-seed", type=int, default=None,
-                   help="seed whose CGMPINN runs are trained alone and keep predictions (default: first of --seeds)")
-    p.add_argument("--timeout-hours", type=float, default=None, help="start no new group after this many hours")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--problems", default=",".join(tl.PROBLEM_ORDER), help="comma list (default: all six)"
+    )
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma list of method names (cgmpinn covers its four variants) or variant ids "
+        f"({', '.join(tl.VARIANTS)}); default: all",
+    )
+    p.add_argument(
+        "--variants",
+        default=None,
+        help="comma list of exact variant ids (e.g. cgmpinn without cgmpinn_relobralo_off); overrides --methods",
+    )
+    p.add_argument(
+        "--seeds",
+        default=",".join(map(str, DEFAULT_SEEDS)),
+        help="comma list of integer seeds (default 0-4)",
+    )
+    p.add_argument(
+        "--tables", default="methods,optimizers,ablation", help="which tables' runs to train"
+    )
+    p.add_argument(
+        "--budget-scale",
+        type=float,
+        default=1.0,
+        help="scale Adam and L-BFGS steps (tables mark scaled runs)",
+    )
+    p.add_argument(
+        "--build-only",
+        action="store_true",
+        help="no training: rebuild tables and figures from the cache",
+    )
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="print the planned runs, whether they are cached, and the estimated CPU time of the missing ones (median wall time of cached CPU runs), then exit",
+    )
+    p.add_argument(
+        "--no-vmap",
+        action="store_true",
+        help="train seeds one by one with cj.train instead of cj.sweep",
+    )
+    p.add_argument(
+        "--max-vmap", type=int, default=0, help="at most this many seeds per vmapped call (0 = all)"
+    )
+    p.add_argument(
+        "--figure-seed",
+        type=int,
+        default=None,
+        help="seed whose CGMPINN runs are trained alone and keep predictions (default: first of --seeds)",
+    )
+    p.add_argument(
+        "--timeout-hours", type=float, default=None, help="start no new group after this many hours"
+    )
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--x64", action="store_true", help="train in float64 (a different cache key)")
-    p.add_argument("--retrain-stale", action="store_true",
-                   help="a recorded run counts as done only under the current cache key (package version and "
-                        "TrainConfig); default: any recorded run of the same problem, variant, seed, scale and dtype")
-    p.add_argument("--progress-seconds", type=float, default=60.0,
-                   help="print the engine's progress lines at most this often (0 = every chunk)")
+    p.add_argument(
+        "--retrain-stale",
+        action="store_true",
+        help="a recorded run counts as done only under the current cache key (package version and "
+        "TrainConfig); default: any recorded run of the same problem, variant, seed, scale and dtype",
+    )
+    p.add_argument(
+        "--progress-seconds",
+        type=float,
+        default=60.0,
+        help="print the engine's progress lines at most this often (0 = every chunk)",
+    )
     p.add_argument("--runs-dir", default=str(RUNS), help=argparse.SUPPRESS)
-    p.add_argument("--results-dir", default=str(RESULTS), help=argparse.SUPPRESS)  # .md tables and the record
+    p.add_argument(
+        "--results-dir", default=str(RESULTS), help=argparse.SUPPRESS
+    )  # .md tables and the record
     p.add_argument("--figures-dir", default=str(FIGURES), help=argparse.SUPPRESS)
     return p
 
@@ -179,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import jax
+
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     cj = _cj()
@@ -193,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     methods = _csv(args.methods) if args.methods else None
     for m in methods or []:
         if m not in cj.METHODS and m not in tl.VARIANTS:
-            raise SystemExit(f"unknown method/variant {m!r}; valid: {', '.join(list(cj.METHODS) + list(tl.VARIANTS))}")
+            raise SystemExit(
+                f"unknown method/variant {m!r}; valid: {', '.join(list(cj.METHODS) + list(tl.VARIANTS))}"
+            )
     seeds = [int(s) for s in _csv(args.seeds)]
     if not seeds:
         raise SystemExit("--seeds is empty")
@@ -202,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     scale = float(args.budget_scale)
     runs_dir, results = Path(args.runs_dir), Path(args.results_dir)
     record = results / RECORD_NAME
-    out_kw = dict(runs_dir=runs_dir, results=results, record=record, figures_dir=Path(args.figures_dir))
+    out_kw = dict(
+        runs_dir=runs_dir, results=results, record=record, figures_dir=Path(args.figures_dir)
+    )
     figure_seed = seeds[0] if args.figure_seed is None else args.figure_seed
     variants = planned_variants(tables, methods)
     if args.variants:
@@ -220,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     todo = plan(problems, variants, seeds, scale, runs_dir, record, exact_keys=args.retrain_stale)
     n_missing = sum(len(m) for _, _, m, _ in todo)
     n_cached = sum(len(c) for _, _, _, c in todo)
-    print(f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "
-          f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
-          f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); record {record}, cache {runs_dir}",
-          flush=True)
+    print(
+        f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "
+        f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
+        f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); record {record}, cache {runs_dir}",
+        flush=True,
+    )
     if args.list:
         est = cpu_minutes_per_run(all_runs(runs_dir, record)) if scale == 1.0 else {}
         total, unknown = 0.0, 0
@@ -240,8 +336,14 @@ def main(argv: list[str] | None = None) -> int:
                     note = f"  ~{m:.0f} CPU min/run (median of {n} cached, {src})"
             print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}{note}")
         if est:
-            print(f"missing runs: ~{total / 60:.1f} CPU core-hours at the cached runs' median wall times"
-                  + (f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)" if unknown else ""))
+            print(
+                f"missing runs: ~{total / 60:.1f} CPU core-hours at the cached runs' median wall times"
+                + (
+                    f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)"
+                    if unknown
+                    else ""
+                )
+            )
         return 0
 
     machine = runcache.machine_info()
@@ -251,24 +353,45 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for gi, (p, v, missing) in enumerate(groups, 1):
             if args.timeout_hours is not None and time.time() - t0 > args.timeout_hours * 3600:
-                print(f"timeout ({args.timeout_hours} h) reached: {len(groups) - gi + 1} group(s) left; rerun to resume", flush=True)
+                print(
+                    f"timeout ({args.timeout_hours} h) reached: {len(groups) - gi + 1} group(s) left; rerun to resume",
+                    flush=True,
+                )
                 break
             chunks = [missing]
             if args.max_vmap and not args.no_vmap:
-                chunks = [missing[i:i + args.max_vmap] for i in range(0, len(missing), args.max_vmap)]
+                chunks = [
+                    missing[i : i + args.max_vmap] for i in range(0, len(missing), args.max_vmap)
+                ]
             for chunk in chunks:
                 cfg = variant_config(cj.get_problem(p), v, scale)
-                print(f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.stages[0].steps} + "
-                      f"L-BFGS {cfg.stages[1].steps}) ... elapsed {(time.time() - t0) / 60:.1f} min", flush=True)
+                print(
+                    f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.stages[0].steps} + "
+                    f"L-BFGS {cfg.stages[1].steps}) ... elapsed {(time.time() - t0) / 60:.1f} min",
+                    flush=True,
+                )
                 tg = time.time()
-                recs = train_group(p, v, chunk, scale, vmap=not args.no_vmap, figure_seed=figure_seed, machine=machine,
-                                   progress_seconds=args.progress_seconds, runs_dir=runs_dir, record=record)
+                recs = train_group(
+                    p,
+                    v,
+                    chunk,
+                    scale,
+                    vmap=not args.no_vmap,
+                    figure_seed=figure_seed,
+                    machine=machine,
+                    progress_seconds=args.progress_seconds,
+                    runs_dir=runs_dir,
+                    record=record,
+                )
                 done_runs += len(recs)
                 rel = ", ".join(f"s{r['seed']}={tl.fmt_sci(r['metrics']['rel_e2'])}" for r in recs)
                 print(f"    done in {time.time() - tg:.1f} s: rel_e2 {rel}", flush=True)
             build_outputs(expected=expected, figures=False, quiet=True, **out_kw)
     finally:
-        print(f"trained {done_runs} run(s) in {(time.time() - t0) / 60:.1f} min; rebuilding tables", flush=True)
+        print(
+            f"trained {done_runs} run(s) in {(time.time() - t0) / 60:.1f} min; rebuilding tables",
+            flush=True,
+        )
         build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
     return 0
 

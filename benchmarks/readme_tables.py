@@ -76,10 +76,16 @@ def _e(x: float) -> str:
 def headline_table(results: Path = RESULTS) -> str:
     """The 1D Poisson headline table: our five seeds (median [min - max]), the paper's single
     run, the authors' code over five seeds (reference-code.md §13)."""
-    runs = [r for r in _load_record(results / "headline.json").values()
-            if r["problem"] == "poisson1d" and r.get("backend", "optax") == "optax"]
+    runs = [
+        r
+        for r in _load_record(results / "headline.json").values()
+        if r["problem"] == "poisson1d" and r.get("backend", "optax") == "optax"
+    ]
     paper = _paper()
-    lines = ["| variant | ours | paper (1 run) | authors' code, 5 seeds (reference-code.md §13) |", "|---|---|---|---|"]
+    lines = [
+        "| variant | ours | paper (1 run) | authors' code, 5 seeds (reference-code.md §13) |",
+        "|---|---|---|---|",
+    ]
     for label, rec_label, variant, goal in HEADLINE_ROWS:
         rel = [tl.dec(r["rel_e2"]) for r in runs if r["label"] == rec_label]
         if not rel:
@@ -97,11 +103,17 @@ def headline_table(results: Path = RESULTS) -> str:
 
 def overview_table(results: Path = RESULTS) -> str:
     """Median relative e2 over seeds of every method on the six problems (paper in parentheses)."""
-    runs = [r for r in _load_record(results / "paper_runs.json").values() if r.get("format") == tl.RUN_FORMAT]
+    runs = [
+        r
+        for r in _load_record(results / "paper_runs.json").values()
+        if r.get("format") == tl.RUN_FORMAT
+    ]
     table = tl.build_methods_table(tl.select_runs(runs), _paper())
     probs = list(table)
-    lines = ["| method | " + " | ".join(tl.PROBLEM_TITLES[p] for p in probs) + " |",
-             "|---|" + "|".join("---" for _ in probs) + "|"]
+    lines = [
+        "| method | " + " | ".join(tl.PROBLEM_TITLES[p] for p in probs) + " |",
+        "|---|" + "|".join("---" for _ in probs) + "|",
+    ]
     for i, row in enumerate(table[probs[0]]["rows"]):
         cells = []
         for p in probs:
@@ -121,8 +133,12 @@ def precision_goals_table(results: Path = RESULTS) -> str:
     text = (results / "precision.md").read_text()
     head = "## The accurate preset against float32 and the goals"
     if head not in text:
-        raise ValueError(f"precision.md has no section {head!r}: run `python -m benchmarks.retired precision -- --build-only`")
-    lines = [ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")]
+        raise ValueError(
+            f"precision.md has no section {head!r}: run `python -m benchmarks.retired precision -- --build-only`"
+        )
+    lines = [
+        ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +149,9 @@ def accuracy_table(results: Path = RESULTS) -> str:
     body = text.split("\n## ", 1)[0]
     lines = [ln for ln in body.splitlines() if ln.startswith("|")]
     if not lines:
-        raise ValueError("accuracy.md has no table: run `python -m benchmarks.accuracy --report-only`")
+        raise ValueError(
+            "accuracy.md has no table: run `python -m benchmarks.accuracy --report-only`"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -148,12 +166,17 @@ def own_pde_table(results: Path = RESULTS) -> str:
         a = r["after_second"].get(str(m))
         return "-" if a is None else f"{_e(a['rel_e2'])} at {a['seconds']:.0f} s"
 
-    lines = ["| problem | preset | rel. e2 after 100 second-stage it. | after 300 | at the end | wall |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| problem | preset | rel. e2 after 100 second-stage it. | after 300 | at the end | wall |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in sorted(runs.values(), key=lambda r: (order[r["problem"]], order[r["preset"]])):
-        lines.append(f"| {r['problem']} | {r['preset']} | {after(r, 100)} | {after(r, 300)} | "
-                     f"{_e(r['metrics']['rel_e2'])} | {r['wall_seconds']:.0f} s |")
+        lines.append(
+            f"| {r['problem']} | {r['preset']} | {after(r, 100)} | {after(r, 300)} | "
+            f"{_e(r['metrics']['rel_e2'])} | {r['wall_seconds']:.0f} s |"
+        )
     return "\n".join(lines) + "\n"
+
 
 SUMMARY_METHODS = (("CGMPINN", "cgmpinn"), ("PINN", "pinn"))
 
@@ -162,11 +185,14 @@ def _accuracy_medians(results: Path) -> dict:
     """{(problem, method): (median rel e2, seeds)} of the accurate preset's grid runs (the
     default number of Gauss-Newton iterations; the grid's seeds, as ``accuracy.py`` plans them)."""
     from benchmarks.accuracy import run_key, seeds_for
+
     path = results / "accuracy.json"
     out: dict = {}
-    for key, r in (_load_record(path).items() if path.exists() else ()):
+    for key, r in _load_record(path).items() if path.exists() else ():
         # the preset's own iteration count: the key has no "__gn<n>" override
-        if r["seed"] in seeds_for(r["problem"]) and key == run_key(r["problem"], r["method"], r["seed"]):
+        if r["seed"] in seeds_for(r["problem"]) and key == run_key(
+            r["problem"], r["method"], r["seed"]
+        ):
             out.setdefault((r["problem"], r["method"]), []).append(r["metrics"]["rel_e2"])
     return {k: (tl.stats([tl.dec(x) for x in v])["median"], len(v)) for k, v in out.items()}
 
@@ -175,31 +201,50 @@ def summary_table(results: Path = RESULTS) -> str:
     """The README's one results table: per problem, the paper's CGMPINN, our CGMPINN and PINN
     at the paper's budget (float32, the faithful default; median over seeds) and with the
     accurate preset (float64 Gauss-Newton; median over the seeds run, ``-`` where none ran)."""
-    runs = [r for r in _load_record(results / "paper_runs.json").values() if r.get("format") == tl.RUN_FORMAT]
+    runs = [
+        r
+        for r in _load_record(results / "paper_runs.json").values()
+        if r.get("format") == tl.RUN_FORMAT
+    ]
     table = tl.build_methods_table(tl.select_runs(runs), _paper())
     acc = _accuracy_medians(results)
-    lines = ["| problem | paper CGMPINN | CGMPINN, faithful | PINN, faithful | CGMPINN, accurate | PINN, accurate |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| problem | paper CGMPINN | CGMPINN, faithful | PINN, faithful | CGMPINN, accurate | PINN, accurate |",
+        "|---|---|---|---|---|---|",
+    ]
     for p, body in table.items():
         rows = {r["label"]: r for r in body["rows"]}
         paper = (rows["CGMPINN"]["paper"] or {}).get("rel_e2")
         cells = [tl.fmt_sci(paper)]
         for label, _ in SUMMARY_METHODS:
             c = rows[label]["ours"]
-            cells.append("-" if c is None else f"{tl.fmt_sci(c['rel_e2']['median'])} ({c['rel_e2']['n']} seeds)")
+            cells.append(
+                "-"
+                if c is None
+                else f"{tl.fmt_sci(c['rel_e2']['median'])} ({c['rel_e2']['n']} seeds)"
+            )
         for _, m in SUMMARY_METHODS:
             a = acc.get((p, m))
-            cells.append("-" if a is None else f"{tl.fmt_sci(a[0])} ({a[1]} seed{'s' if a[1] > 1 else ''})")
+            cells.append(
+                "-" if a is None else f"{tl.fmt_sci(a[0])} ({a[1]} seed{'s' if a[1] > 1 else ''})"
+            )
         lines.append(f"| {tl.PROBLEM_TITLES[p]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"summary": summary_table, "headline": headline_table, "paper-overview": overview_table, "precision-goals": precision_goals_table,
-          "accuracy": accuracy_table, "own-pde": own_pde_table}
+BLOCKS = {
+    "summary": summary_table,
+    "headline": headline_table,
+    "paper-overview": overview_table,
+    "precision-goals": precision_goals_table,
+    "accuracy": accuracy_table,
+    "own-pde": own_pde_table,
+}
 
 
 def render(readme: str, results: Path = RESULTS) -> str:
     """``readme`` with every generated block rebuilt; an unknown block name is an error."""
+
     def sub(m):
         name = m.group(2)
         if name not in BLOCKS:
@@ -240,8 +285,8 @@ def readme_numbers(text: str) -> list[str]:
     ``about 4 s``)."""
     out = []
     for m in NUMBER_RE.finditer(text):
-        tok, after = m.group(1), text[m.end():m.end() + 12]
-        before = text[max(0, m.start() - 6):m.start()]
+        tok, after = m.group(1), text[m.end() : m.end() + 12]
+        before = text[max(0, m.start() - 6) : m.start()]
         if RATIO_AFTER.match(after) or before.endswith(("~", "about ")):
             continue
         if "e" in tok or "." in tok or re.match(r" s\b", after):
@@ -281,16 +326,25 @@ def check(texts: dict[str, str], results: Path = RESULTS) -> list[str]:
             problems.append(f"no page has the generated block {name!r}")
     for page, text in texts.items():
         if render(text, results) != text:
-            problems.append(f"{page}: generated tables are stale: run `python -m benchmarks.readme_tables`")
+            problems.append(
+                f"{page}: generated tables are stale: run `python -m benchmarks.readme_tables`"
+            )
         missing = unsourced_numbers(text, results)
         if missing:
-            problems.append(f"{page}: sourced numbers found in no file of benchmarks/results/: " + ", ".join(missing))
+            problems.append(
+                f"{page}: sourced numbers found in no file of benchmarks/results/: "
+                + ", ".join(missing)
+            )
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="only check; exit 1 on a stale table or an unsourced number")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="only check; exit 1 on a stale table or an unsourced number",
+    )
     args = ap.parse_args(argv)
     paths = pages()
     texts = {name: p.read_text() for name, p in paths.items()}

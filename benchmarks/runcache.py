@@ -68,8 +68,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 # the machine facts live in benchmarks.machine; re-exported here for the studies that read them from the record module
-from benchmarks.machine import (ONE_THREAD_XLA_FLAGS, code_commit, host, machine_info, machine_text,  # noqa: F401
-                                threads_label)
+from benchmarks.machine import (
+    code_commit,
+    machine_info,
+    machine_text,  # noqa: F401
+    threads_label,
+)
 
 BENCH = Path(__file__).resolve().parent
 # committed compact records and the ignored full per-run files; CGMPINN_BENCH_OUT=DIR sends both
@@ -80,8 +84,19 @@ RESULTS = Path(_OUT) / "results" if _OUT else BENCH / "results"
 CACHE = Path(_OUT) / "cache" if _OUT else BENCH / "cache"
 
 RECORD_FORMAT = "cgmpinn-jax/study-record/1"
-BULKY_KEYS = frozenset({"loss_curve", "loss_curves", "history", "histories", "prediction", "predictions",
-                        "curve", "curves", "refreshes"})
+BULKY_KEYS = frozenset(
+    {
+        "loss_curve",
+        "loss_curves",
+        "history",
+        "histories",
+        "prediction",
+        "predictions",
+        "curve",
+        "curves",
+        "refreshes",
+    }
+)
 
 
 # ------------------------------------------------------------------------------------------
@@ -103,6 +118,7 @@ def to_json(x: Any) -> Any:
         return x if math.isfinite(x) else str(x)
     if hasattr(x, "__array__"):  # numpy / jax arrays and scalars
         import numpy as np
+
         a = np.asarray(x)
         if a.dtype == bool:
             return a.tolist()
@@ -114,10 +130,17 @@ def to_json(x: Any) -> Any:
 
 def _dumps_record(doc: dict) -> str:
     head = {k: v for k, v in doc.items() if k != "runs"}
-    lines = ["{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v, allow_nan=False)}" for k, v in head.items())
-             + (", " if head else "") + '"runs": {']
+    lines = [
+        "{"
+        + ", ".join(f"{json.dumps(k)}: {json.dumps(v, allow_nan=False)}" for k, v in head.items())
+        + (", " if head else "")
+        + '"runs": {'
+    ]
     runs = doc.get("runs", {})
-    items = [f"{json.dumps(k)}: {json.dumps(runs[k], separators=(',', ':'), allow_nan=False)}" for k in sorted(runs)]
+    items = [
+        f"{json.dumps(k)}: {json.dumps(runs[k], separators=(',', ':'), allow_nan=False)}"
+        for k in sorted(runs)
+    ]
     lines.append(",\n".join(items))
     lines.append("}}")
     return "\n".join(line for line in lines if line) + "\n"
@@ -150,16 +173,27 @@ class Study:
     ``record`` / ``folder`` override the default paths ``results_dir/<name>.json`` and
     ``cache_dir/<name>/``."""
 
-    def __init__(self, name: str, *, results_dir: Path | str = RESULTS, cache_dir: Path | str = CACHE,
-                 record: Path | str | None = None, folder: Path | str | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        results_dir: Path | str = RESULTS,
+        cache_dir: Path | str = CACHE,
+        record: Path | str | None = None,
+        folder: Path | str | None = None,
+    ):
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"bad study name {name!r}")
         self.name = name
-        self.record_path = Path(record) if record is not None else Path(results_dir) / f"{name}.json"
+        self.record_path = (
+            Path(record) if record is not None else Path(results_dir) / f"{name}.json"
+        )
         self.folder = Path(folder) if folder is not None else Path(cache_dir) / name
 
     def __repr__(self) -> str:
-        return f"Study({self.name!r}, record={str(self.record_path)!r}, folder={str(self.folder)!r})"
+        return (
+            f"Study({self.name!r}, record={str(self.record_path)!r}, folder={str(self.folder)!r})"
+        )
 
     # -- reading
 
@@ -167,7 +201,11 @@ class Study:
         if not self.record_path.exists():
             return {"format": RECORD_FORMAT, "study": self.name, "runs": {}}
         doc = json.loads(self.record_path.read_text())
-        if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("runs"), dict):
+        if (
+            not isinstance(doc, dict)
+            or doc.get("format") != RECORD_FORMAT
+            or not isinstance(doc.get("runs"), dict)
+        ):
             raise ValueError(f"{self.record_path} is not a study record ({RECORD_FORMAT})")
         return doc
 
@@ -201,6 +239,7 @@ class Study:
         with open(lock, "a") as fh:
             try:
                 import fcntl
+
                 fcntl.flock(fh, fcntl.LOCK_EX)
             except ImportError:  # pragma: no cover - not POSIX: no lock
                 pass
@@ -221,7 +260,9 @@ class Study:
             doc["runs"].update(entries)
             _write_atomic(self.record_path, _dumps_record(doc))
 
-    def save(self, run_key: str, full: dict, *, compact: Optional[Callable[[dict], dict]] = None) -> dict:
+    def save(
+        self, run_key: str, full: dict, *, compact: Optional[Callable[[dict], dict]] = None
+    ) -> dict:
         """Write ``full`` to the cache and its compact form to the record; return the compact run.
         ``machine``, ``finished_at``, ``commit`` (:func:`code_commit`) and ``threads``
         (:func:`threads_label`) are added to ``full`` when it lacks them."""
@@ -233,13 +274,21 @@ class Study:
         full.setdefault("commit", code_commit())
         full.setdefault("threads", threads_label())
         full = to_json(full)
-        _write_atomic(self.full_path(run_key), json.dumps(full, separators=(",", ":"), allow_nan=False))
+        _write_atomic(
+            self.full_path(run_key), json.dumps(full, separators=(",", ":"), allow_nan=False)
+        )
         c = self._compact(run_key, full, compact)
         self._update({run_key: c})
         return c
 
-    def run(self, run_key: str, fn: Callable[[], dict], *, compact: Optional[Callable[[dict], dict]] = None,
-            accept: Optional[Callable[[dict], bool]] = None) -> dict:
+    def run(
+        self,
+        run_key: str,
+        fn: Callable[[], dict],
+        *,
+        compact: Optional[Callable[[dict], dict]] = None,
+        accept: Optional[Callable[[dict], bool]] = None,
+    ) -> dict:
         """The compact run ``run_key``: from the record if it is there (and ``accept``-ed), else
         from a full file in the cache (added to the record), else ``fn()`` is called, stored
         (:meth:`save`) and returned in compact form."""
@@ -275,8 +324,11 @@ class Study:
             print(text)
         return text
 
-    def sync(self, accept: Optional[Callable[[dict], bool]] = None,
-             compact: Optional[Callable[[dict], dict]] = None) -> list[str]:
+    def sync(
+        self,
+        accept: Optional[Callable[[dict], bool]] = None,
+        compact: Optional[Callable[[dict], dict]] = None,
+    ) -> list[str]:
         """Add every full file of the cache whose key is not in the record (and that ``accept``
         takes, given the full run) to the record; returns the keys added."""
         if not self.folder.is_dir():
@@ -301,11 +353,14 @@ def train_resumable(study: str, run_key: str, *args, **kw):
     latest checkpoint (``init`` dropped), a finished one removes them (the record holds the run)."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.training._checkpoint import latest
+
     ckpt = CACHE / f"{study}_checkpoints" / run_key
     resumed = latest(ckpt) is not None
     if resumed:
         kw.pop("init", None)
-    res = cj.train(*args, checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None, **kw)
+    res = cj.train(
+        *args, checkpoint_dir=ckpt, checkpoint_every=120.0, resume=ckpt if resumed else None, **kw
+    )
     shutil.rmtree(ckpt, ignore_errors=True)
     return res, resumed
 
@@ -315,8 +370,17 @@ def _check_key(run_key: str) -> None:
         raise ValueError(f"bad run key {run_key!r}")
 
 
-def cached_run(study: str, run_key: str, fn: Callable[[], dict], *, compact: Optional[Callable[[dict], dict]] = None,
-               accept: Optional[Callable[[dict], bool]] = None, results_dir: Path | str = RESULTS,
-               cache_dir: Path | str = CACHE) -> dict:
+def cached_run(
+    study: str,
+    run_key: str,
+    fn: Callable[[], dict],
+    *,
+    compact: Optional[Callable[[dict], dict]] = None,
+    accept: Optional[Callable[[dict], bool]] = None,
+    results_dir: Path | str = RESULTS,
+    cache_dir: Path | str = CACHE,
+) -> dict:
     """Run ``fn()`` once per ``(study, run_key)``; see :meth:`Study.run` and the module docstring."""
-    return Study(study, results_dir=results_dir, cache_dir=cache_dir).run(run_key, fn, compact=compact, accept=accept)
+    return Study(study, results_dir=results_dir, cache_dir=cache_dir).run(
+        run_key, fn, compact=compact, accept=accept
+    )

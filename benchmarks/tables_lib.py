@@ -22,9 +22,22 @@ import numpy as np
 
 RUN_FORMAT = "cgmpinn-jax/paper-run/1"
 
-PROBLEM_ORDER = ("poisson1d", "poisson2d", "heat", "damped_wave", "advection_diffusion", "fisher_kpp")
-PROBLEM_TITLES = {"poisson1d": "1D Poisson", "poisson2d": "2D Poisson", "heat": "1D heat", "damped_wave": "1D damped wave",
-                  "advection_diffusion": "1D advection-diffusion", "fisher_kpp": "Fisher-KPP"}
+PROBLEM_ORDER = (
+    "poisson1d",
+    "poisson2d",
+    "heat",
+    "damped_wave",
+    "advection_diffusion",
+    "fisher_kpp",
+)
+PROBLEM_TITLES = {
+    "poisson1d": "1D Poisson",
+    "poisson2d": "2D Poisson",
+    "heat": "1D heat",
+    "damped_wave": "1D damped wave",
+    "advection_diffusion": "1D advection-diffusion",
+    "fisher_kpp": "Fisher-KPP",
+}
 
 # variant id -> (display label, method registry name). The variant id is part of the cache key.
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -54,10 +67,16 @@ TABLES: dict[str, list[tuple[str, str, Optional[tuple[str, str]]]]] = {
         ("CGMPINN", "cgmpinn", ("methods", "CGMPINN")),
         ("CGMPINN (ReLoBRaLo off)", "cgmpinn_relobralo_off", None),
     ],
-    "optimizers": [("Adam", "cgmpinn_adam", ("optimizers", "Adam")), ("L-BFGS", "cgmpinn_lbfgs", ("optimizers", "L-BFGS")),
-                   ("Adam→L-BFGS", "cgmpinn", ("optimizers", "Adam->L-BFGS"))],
-    "ablation": [("GMMPINN", "gmmpinn", ("ablation", "GMMPINN")), ("CLPINN", "clpinn", ("ablation", "CLPINN")),
-                 ("CGMPINN", "cgmpinn", ("ablation", "CGMPINN"))],
+    "optimizers": [
+        ("Adam", "cgmpinn_adam", ("optimizers", "Adam")),
+        ("L-BFGS", "cgmpinn_lbfgs", ("optimizers", "L-BFGS")),
+        ("Adam→L-BFGS", "cgmpinn", ("optimizers", "Adam->L-BFGS")),
+    ],
+    "ablation": [
+        ("GMMPINN", "gmmpinn", ("ablation", "GMMPINN")),
+        ("CLPINN", "clpinn", ("ablation", "CLPINN")),
+        ("CGMPINN", "cgmpinn", ("ablation", "CGMPINN")),
+    ],
 }
 
 # table -> pairs (a, b): "a beats b in k of n seeds" (relative e2, paired by seed)
@@ -72,13 +91,27 @@ VERDICTS: dict[str, list[tuple[str, str]]] = {
 # (1, 2, 3, 4, 1224; released settings otherwise; one torch thread; 2-core CPU; torch 2.13).
 AUTHORS_RERUN: dict[str, dict[str, dict[str, Any]]] = {
     "poisson1d": {
-        "cgmpinn": {"median": 1.05e-3, "seeds": [1, 2, 3, 4, 1224], "rel_e2": [2.4e-4, float("nan"), 2.0e-4, 1.05e-3, 8.7e-3]},
-        "cgmpinn_relobralo_off": {"median": 1.18e-3, "seeds": [1, 2, 3, 4, 1224], "rel_e2": [2.1e-4, 3.5e-4, 2.8e-3, 2.9e-3, 1.18e-3]},
-        "pinn": {"median": 9.5e-4, "seeds": [1, 2, 3, 4, 1224], "rel_e2": [8.0e-4, 9.0e-4, 1.07e-2, 1.74e-3, 9.5e-4]},
+        "cgmpinn": {
+            "median": 1.05e-3,
+            "seeds": [1, 2, 3, 4, 1224],
+            "rel_e2": [2.4e-4, float("nan"), 2.0e-4, 1.05e-3, 8.7e-3],
+        },
+        "cgmpinn_relobralo_off": {
+            "median": 1.18e-3,
+            "seeds": [1, 2, 3, 4, 1224],
+            "rel_e2": [2.1e-4, 3.5e-4, 2.8e-3, 2.9e-3, 1.18e-3],
+        },
+        "pinn": {
+            "median": 9.5e-4,
+            "seeds": [1, 2, 3, 4, 1224],
+            "rel_e2": [8.0e-4, 9.0e-4, 1.07e-2, 1.74e-3, 9.5e-4],
+        },
     }
 }
-AUTHORS_RERUN_NOTE = ("authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch thread, "
-                      "2-core CPU); a NaN run ranks worst")
+AUTHORS_RERUN_NOTE = (
+    "authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch thread, "
+    "2-core CPU); a NaN run ranks worst"
+)
 
 
 def enc(x: Any) -> Any:
@@ -147,7 +180,9 @@ def _rank(run: dict, expected_keys, version) -> tuple:
     )
 
 
-def select_runs(runs: list[dict], expected_keys: Iterable[str] = (), version: Optional[str] = None) -> dict:
+def select_runs(
+    runs: list[dict], expected_keys: Iterable[str] = (), version: Optional[str] = None
+) -> dict:
     """One run per (problem, variant, seed): the one whose key is expected (the current
     configuration), else a full-budget run, else the largest budget scale, else the current
     package version, else the newest. Returns ``{(problem, variant): [runs sorted by seed]}``."""
@@ -235,7 +270,9 @@ def hardware_label(m: dict) -> str:
     return f"{m.get('cpus_available', '?')} CPU cores{where}"
 
 
-def verdict(runs, problem: str, a: str = "cgmpinn", b: str = "pinn", metric: str = "rel_e2") -> dict:
+def verdict(
+    runs, problem: str, a: str = "cgmpinn", b: str = "pinn", metric: str = "rel_e2"
+) -> dict:
     """Does variant ``a`` beat ``b`` on ``problem``? Runs are paired by seed; ``a`` wins a
     seed when its ``metric`` is finite and strictly smaller than ``b``'s (or ``b``'s is
     non-finite). Returns ``{"wins", "n", "seeds_won", "pairs": [(seed, a, b)]}``."""
@@ -276,21 +313,27 @@ def build_table(name: str, runs, paper: dict, problems: Iterable[str] = PROBLEM_
             paper_row = None
             if src is not None:
                 paper_row = paper.get(src[0], {}).get(p, {}).get(src[1])
-            rows.append({
-                "label": label,
-                "variant": variant,
-                "ours": summarize(sel.get((p, variant), [])),
-                "paper": paper_row,
-                "paper_source": list(src) if src else None,
-                "authors_rerun": AUTHORS_RERUN.get(p, {}).get(variant),
-            })
+            rows.append(
+                {
+                    "label": label,
+                    "variant": variant,
+                    "ours": summarize(sel.get((p, variant), [])),
+                    "paper": paper_row,
+                    "paper_source": list(src) if src else None,
+                    "authors_rerun": AUTHORS_RERUN.get(p, {}).get(variant),
+                }
+            )
         verdicts = [verdict(sel, p, a, b) for a, b in VERDICTS[name]]
-        authors = [v for v in (authors_verdict(p, a, b) for a, b in VERDICTS[name]) if v is not None]
+        authors = [
+            v for v in (authors_verdict(p, a, b) for a, b in VERDICTS[name]) if v is not None
+        ]
         out[p] = {"rows": rows, "verdicts": verdicts, "authors_verdicts": authors}
     return out
 
 
-build_methods_table = functools.partial(build_table, "methods")  # (runs, paper, problems=PROBLEM_ORDER)
+build_methods_table = functools.partial(
+    build_table, "methods"
+)  # (runs, paper, problems=PROBLEM_ORDER)
 build_optimizers_table = functools.partial(build_table, "optimizers")
 build_ablation_table = functools.partial(build_table, "ablation")
 
@@ -315,19 +358,42 @@ def scale_mark(cell: dict) -> str:
     return " (scale " + ", ".join(f"{s:g}" for s in cell["budget_scales"]) + ")"
 
 
-def fake_run(problem: str, variant: str, seed: int, rel_e2: float, *, e_inf: float = None, wall: float = 1.0,
-             scale: float = 1.0, version: str = "0.0.0") -> dict:
+def fake_run(
+    problem: str,
+    variant: str,
+    seed: int,
+    rel_e2: float,
+    *,
+    e_inf: float = None,
+    wall: float = 1.0,
+    scale: float = 1.0,
+    version: str = "0.0.0",
+) -> dict:
     """A minimal run dict in the cached format (for tests and examples)."""
-    spec = {"problem": problem, "problem_params": {}, "method": VARIANTS[variant][1], "variant": variant,
-            "config": {}, "seed": seed, "budget_scale": scale, "version": version, "x64": False}
+    spec = {
+        "problem": problem,
+        "problem_params": {},
+        "method": VARIANTS[variant][1],
+        "variant": variant,
+        "config": {},
+        "seed": seed,
+        "budget_scale": scale,
+        "version": version,
+        "x64": False,
+    }
     return {
         "format": RUN_FORMAT,
         "key": cache_key(spec),
         "spec": spec,
         "label": VARIANTS[variant][0],
         "seed": seed,
-        "metrics": {"e2": rel_e2, "rel_e2": rel_e2, "e_inf": rel_e2 * 2 if e_inf is None else e_inf, "l2": rel_e2},
-        "e_loss": rel_e2 ** 2,
+        "metrics": {
+            "e2": rel_e2,
+            "rel_e2": rel_e2,
+            "e_inf": rel_e2 * 2 if e_inf is None else e_inf,
+            "l2": rel_e2,
+        },
+        "e_loss": rel_e2**2,
         "statuses": {"adam": "COMPLETED", "lbfgs": "COMPLETED"},
         "compile_seconds": 0.0,
         "run_seconds": wall,

@@ -16,15 +16,21 @@ TABLE_TITLES = {
 }
 
 PROBLEM_ISSUES = {
-    "ablation": ("e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: curriculum-"
-                 "weighted, with ReLoBRaLo weights where on), whereas the paper's ablation e_loss was recomputed unweighted "
-                 "(plain PDE+IC+BC, reference-code.md §11.3), so the e_loss columns are not comparable; the loss-curve figures show "
-                 "the unweighted loss. For 1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."),
-    "optimizers": ("L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave 0.1); Adam only: "
-                   "ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the method table's CGMPINN runs."),
-    "methods": ("The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (reference-code.md §13); "
-                "the released code, which our `CGMPINN` row follows, has it on in both stages. GMMPINN/CLPINN paper numbers "
-                "come from the paper's ablation table."),
+    "ablation": (
+        "e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: curriculum-"
+        "weighted, with ReLoBRaLo weights where on), whereas the paper's ablation e_loss was recomputed unweighted "
+        "(plain PDE+IC+BC, reference-code.md §11.3), so the e_loss columns are not comparable; the loss-curve figures show "
+        "the unweighted loss. For 1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."
+    ),
+    "optimizers": (
+        "L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave 0.1); Adam only: "
+        "ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the method table's CGMPINN runs."
+    ),
+    "methods": (
+        "The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (reference-code.md §13); "
+        "the released code, which our `CGMPINN` row follows, has it on in both stages. GMMPINN/CLPINN paper numbers "
+        "come from the paper's ablation table."
+    ),
 }
 
 
@@ -47,7 +53,7 @@ def fmt_seconds(x: Any) -> str:
 
 
 def fmt_range(st: dict) -> str:
-    """"median [min–max]" of a :func:`benchmarks.tables_lib.stats` dict."""
+    """ "median [min–max]" of a :func:`benchmarks.tables_lib.stats` dict."""
     if not st or st["n"] == 0:
         return "—"
     if st["n"] == 1:
@@ -69,7 +75,9 @@ def _notes(cell: Optional[dict]) -> str:
         parts.append(f"{cell['rel_e2']['n_nonfinite']} non-finite")
     parts += [f"{k} ×{v}" for k, v in cell["stage_stops"].items()]
     if "vmapped-share" in cell["timing"]:
-        parts.append("time: vmapped share" if len(cell["timing"]) == 1 else "time: mixed single/vmapped")
+        parts.append(
+            "time: vmapped share" if len(cell["timing"]) == 1 else "time: mixed single/vmapped"
+        )
     return "; ".join(parts)
 
 
@@ -103,11 +111,23 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
     for p, block in table.items():
         lines += [f"## {PROBLEM_TITLES.get(p, p)} (`{p}`)", ""]
         has_authors = any(r["authors_rerun"] for r in block["rows"])
-        cols = ["method" if name != "optimizers" else "optimizer", "rel. e2: median [min–max]", "paper rel. e2"]
+        cols = [
+            "method" if name != "optimizers" else "optimizer",
+            "rel. e2: median [min–max]",
+            "paper rel. e2",
+        ]
         if has_authors:
             cols.append("authors' code, 5 seeds (median)")
-        cols += ["e_inf (median)", "paper e_inf", "e_loss (median)", "paper e_loss", "seconds: run + compile (medians)", "paper CPU s",
-                 "seeds", "notes"]
+        cols += [
+            "e_inf (median)",
+            "paper e_inf",
+            "e_loss (median)",
+            "paper e_loss",
+            "seconds: run + compile (medians)",
+            "paper CPU s",
+            "seeds",
+            "notes",
+        ]
         lines.append("| " + " | ".join(cols) + " |")
         lines.append("|" + "|".join("---" for _ in cols) + "|")
         for r in block["rows"]:
@@ -115,14 +135,29 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
             vals = [r["label"], cell_text(c), fmt_sci(pr.get("rel_e2"))]
             if has_authors:
                 a = r["authors_rerun"]
-                vals.append("—" if not a else fmt_sci(a["median"]) + " (" + ", ".join(fmt_short(v) for v in a["rel_e2"]) + ")")
+                vals.append(
+                    "—"
+                    if not a
+                    else fmt_sci(a["median"])
+                    + " ("
+                    + ", ".join(fmt_short(v) for v in a["rel_e2"])
+                    + ")"
+                )
             vals += [
                 fmt_sci(c["e_inf"]["median"]) if c else "—",
                 fmt_sci(pr.get("e_inf")),
                 fmt_sci(c["e_loss"]["median"]) if c else "—",
                 fmt_sci(pr.get("e_loss")),
-                (fmt_seconds(c["run_seconds"]["median"]) + " + " + fmt_seconds(c["compile_seconds"]["median"])
-                 + " (" + ", ".join(c.get("hardware", ["?"])) + ")") if c else "—",
+                (
+                    fmt_seconds(c["run_seconds"]["median"])
+                    + " + "
+                    + fmt_seconds(c["compile_seconds"]["median"])
+                    + " ("
+                    + ", ".join(c.get("hardware", ["?"]))
+                    + ")"
+                )
+                if c
+                else "—",
                 fmt_seconds(pr.get("cpu_s")),
                 str(c["n_seeds"]) if c else "0",
                 _notes(c),
@@ -130,12 +165,20 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
             lines.append("| " + " | ".join(vals) + " |")
         lines.append("")
         labels = {r["variant"]: r["label"] for r in block["rows"]}
-        lines.append(f"**Verdict ({PROBLEM_TITLES.get(p, p)}):** "
-                     + "; ".join(_verdict_text(v, labels) for v in block["verdicts"]) + ".")
+        lines.append(
+            f"**Verdict ({PROBLEM_TITLES.get(p, p)}):** "
+            + "; ".join(_verdict_text(v, labels) for v in block["verdicts"])
+            + "."
+        )
         if block["authors_verdicts"]:
             lines.append("")
-            lines.append("Authors' code over its five seeds (reference-code.md §13): "
-                         + "; ".join(_verdict_text(v, labels).replace("**", "") for v in block["authors_verdicts"]) + ".")
+            lines.append(
+                "Authors' code over its five seeds (reference-code.md §13): "
+                + "; ".join(
+                    _verdict_text(v, labels).replace("**", "") for v in block["authors_verdicts"]
+                )
+                + "."
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -157,9 +200,14 @@ def _overview(table: dict) -> list[str]:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     head = VERDICTS["methods"][0]
-    lines.append(f"{VARIANTS[head[0]][0]} beats {VARIANTS[head[1]][0]} (seeds won / paired seeds): "
-                 + ", ".join(f"{PROBLEM_TITLES.get(p, p)} {table[p]['verdicts'][0]['wins']}/{table[p]['verdicts'][0]['n']}"
-                             for p in probs) + ".")
+    lines.append(
+        f"{VARIANTS[head[0]][0]} beats {VARIANTS[head[1]][0]} (seeds won / paired seeds): "
+        + ", ".join(
+            f"{PROBLEM_TITLES.get(p, p)} {table[p]['verdicts'][0]['wins']}/{table[p]['verdicts'][0]['n']}"
+            for p in probs
+        )
+        + "."
+    )
     lines.append("")
     return lines
 
@@ -170,7 +218,9 @@ def _header_lines(header: dict) -> list[str]:
         lines.append(f"Generated {header['generated']} by `{header.get('build_command', '')}`.")
         lines.append("")
     if header.get("reproduce_command"):
-        lines.append(f"Reproduce (trains what is missing from the cache, then rebuilds): `{header['reproduce_command']}`")
+        lines.append(
+            f"Reproduce (trains what is missing from the cache, then rebuilds): `{header['reproduce_command']}`"
+        )
         lines.append("")
     if header.get("machines"):
         lines.append("Machine(s) of the runs:")
@@ -187,16 +237,21 @@ def _header_lines(header: dict) -> list[str]:
 
 
 def machine_text(m: dict) -> str:
-    return (f"{m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs ({m.get('cpus_available', '?')} available), "
-            f"jax {m.get('jax', '?')} (jaxlib {m.get('jaxlib', '?')}), backend {m.get('backend', '?')} "
-            f"[{', '.join(m.get('devices', []))}], python {m.get('python', '?')}")
+    return (
+        f"{m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs ({m.get('cpus_available', '?')} available), "
+        f"jax {m.get('jax', '?')} (jaxlib {m.get('jaxlib', '?')}), backend {m.get('backend', '?')} "
+        f"[{', '.join(m.get('devices', []))}], python {m.get('python', '?')}"
+    )
 
 
 def machines_of(runs: Iterable[dict]) -> list[dict]:
     seen, out = set(), []
     for r in runs:
         m = r.get("machine") or {}
-        key = json.dumps({k: m.get(k) for k in ("platform", "cpu_count", "jax", "backend", "devices")}, sort_keys=True)
+        key = json.dumps(
+            {k: m.get(k) for k in ("platform", "cpu_count", "jax", "backend", "devices")},
+            sort_keys=True,
+        )
         if key not in seen:
             seen.add(key)
             out.append(m)

@@ -38,6 +38,7 @@ def rel_fn(problem, static):
     import equinox as eqx
     import jax
     import jax.numpy as jnp
+
     truth = problem.truth(jnp.float64)
     pts, exact = jnp.asarray(truth.points, jnp.float64), jnp.asarray(truth.values, jnp.float64)
 
@@ -51,13 +52,17 @@ def rel_fn(problem, static):
 def problem_of(spec: str):
     """``"name"`` or ``"name:key=int,..."`` (``burgers_data:n_pde=6000,n_refine=2000``): the registry's problem."""
     import cgmpinn_jax as cj
+
     name, _, args = spec.partition(":")
-    return cj.get_problem(name, **{k: int(v) for k, v in (a.split("=") for a in args.split(",") if a)})
+    return cj.get_problem(
+        name, **{k: int(v) for k, v in (a.split("=") for a in args.split(",") if a)}
+    )
 
 
 def adam_start(problem: str, seed: int, adam_steps, net: dict):
     """The accurate preset's Adam stage alone, PINN (its error tracked at chunk ends)."""
     import cgmpinn_jax as cj
+
     cfg = cj.TrainConfig.preset("accurate", **net).with_steps(adam_steps, 0)
     t0 = time.perf_counter()
     res = cj.train(problem_of(problem), "pinn", cfg, key=seed, quiet=True, track_error_every=0)
@@ -75,27 +80,43 @@ def second_stage_start(problem_name: str, seed: int, adam_steps):
     from cgmpinn_jax.training import CompileCache
     from cgmpinn_jax.training._driver import init_state
     from cgmpinn_jax.training._schedule import resolve
+
     cfg = cj.TrainConfig.preset("accurate")
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
         setup = resolve(problem_of(problem_name), cj.get_method("pinn"), cfg)
         static, eng = CompileCache().engine(setup)
         state, _ = init_state(setup, eng, jax.random.key(seed))
-        cache = runcache.CACHE / "gn_scaling" / f"adam-{problem_name}-seed{seed}-{adam_steps or 'preset'}"
+        cache = (
+            runcache.CACHE
+            / "gn_scaling"
+            / f"adam-{problem_name}-seed{seed}-{adam_steps or 'preset'}"
+        )
         if cache.with_suffix(".json").exists():
             meta = json.loads(cache.with_suffix(".json").read_text())
-            model = eqx.tree_deserialise_leaves(cache.with_suffix(".eqx"), eqx.combine(
-                eqx.partition(state.params.model, eqx.is_array)[0], static.model))
+            model = eqx.tree_deserialise_leaves(
+                cache.with_suffix(".eqx"),
+                eqx.combine(eqx.partition(state.params.model, eqx.is_array)[0], static.model),
+            )
             batch = pickle.loads(cache.with_suffix(".pkl").read_bytes())
         else:
             res, wall = adam_start(problem_name, seed, adam_steps, {})
-            model, batch = res.model, jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), res.batch)
-            meta = {"adam_steps": res.budgets["adam"], "adam_seconds": wall, "rel_e2_adam": float(res.metrics.rel_e2)}
+            model, batch = (
+                res.model,
+                jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), res.batch),
+            )
+            meta = {
+                "adam_steps": res.budgets["adam"],
+                "adam_seconds": wall,
+                "rel_e2_adam": float(res.metrics.rel_e2),
+            }
             cache.parent.mkdir(parents=True, exist_ok=True)
             eqx.tree_serialise_leaves(cache.with_suffix(".eqx"), model)
             cache.with_suffix(".pkl").write_bytes(pickle.dumps(batch))
             cache.with_suffix(".json").write_text(json.dumps(meta))
         batch = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), batch)
-        params0 = eqx.tree_at(lambda t: t.model, state.params, eqx.partition(model, eqx.is_array)[0])
+        params0 = eqx.tree_at(
+            lambda t: t.model, state.params, eqx.partition(model, eqx.is_array)[0]
+        )
         params0 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params0)
         n = batch["pde"][0].shape[0]
         w, lam = jnp.ones(n, jnp.float64), jnp.ones(setup.n_terms, jnp.float64)

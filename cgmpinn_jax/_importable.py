@@ -17,7 +17,13 @@ def importable_path(fn: Any) -> str | None:
     lambda, a closure, a function of ``__main__``, of a notebook or of code run with ``exec``
     outside any imported module)."""
     mod, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
-    if not mod or not qual or mod == "__main__" or "<" in qual or not (inspect.isfunction(fn) or inspect.isclass(fn)):
+    if (
+        not mod
+        or not qual
+        or mod == "__main__"
+        or "<" in qual
+        or not (inspect.isfunction(fn) or inspect.isclass(fn))
+    ):
         return None
     obj = sys.modules.get(mod)  # the module it was defined in, imported (not merely named)
     for part in qual.split("."):
@@ -43,9 +49,13 @@ def import_path(path: str, label: str) -> Any:
     try:
         obj = importlib.import_module(mod)
     except ImportError as e:
-        raise ValueError(f"{label} {path!r}: its module {mod!r} does not import ({e}); is it on the path?") from e
+        raise ValueError(
+            f"{label} {path!r}: its module {mod!r} does not import ({e}); is it on the path?"
+        ) from e
     for part in attr.split("."):
         obj = getattr(obj, part, None)
     if not callable(obj):
-        raise ValueError(f"{label} {path!r}: {mod!r} has no callable {attr!r} (changed or removed?)")
+        raise ValueError(
+            f"{label} {path!r}: {mod!r} has no callable {attr!r} (changed or removed?)"
+        )
     return obj

@@ -28,7 +28,9 @@ def _is_int(v) -> bool:
 
 
 def _is_real(v) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+        v, (bool, np.bool_)
+    )
 
 
 class _Checks:
@@ -43,14 +45,25 @@ class _Checks:
             return
         if not _is_int(v) or v < least:
             what = "a non-negative int" if least == 0 else "a positive int"
-            raise ValueError(f"{self._name(name)} must be {'None or ' if none else ''}{what}, got {v!r}")
+            raise ValueError(
+                f"{self._name(name)} must be {'None or ' if none else ''}{what}, got {v!r}"
+            )
 
-    def _real(self, name: str, *, positive: bool = False, at_least: Optional[float] = None, none: bool = False) -> None:
+    def _real(
+        self,
+        name: str,
+        *,
+        positive: bool = False,
+        at_least: Optional[float] = None,
+        none: bool = False,
+    ) -> None:
         v = getattr(self, name)
         if v is None and none:
             return
         if not _is_real(v) or not math.isfinite(float(v)):
-            raise ValueError(f"{self._name(name)} must be {'None or ' if none else ''}a finite number, got {v!r}")
+            raise ValueError(
+                f"{self._name(name)} must be {'None or ' if none else ''}a finite number, got {v!r}"
+            )
         if positive and not v > 0:
             raise ValueError(f"{self._name(name)} must be > 0, got {v!r}")
         if at_least is not None and v < at_least:
@@ -60,7 +73,9 @@ class _Checks:
         self._real(name)
         v = getattr(self, name)
         if not ((lo < v) if open_lo else (lo <= v)) or not v <= hi:
-            raise ValueError(f"{self._name(name)} must be in {'(' if open_lo else '['}{lo:g}, {hi:g}], got {v!r}")
+            raise ValueError(
+                f"{self._name(name)} must be in {'(' if open_lo else '['}{lo:g}, {hi:g}], got {v!r}"
+            )
 
     def _choice(self, name: str, allowed: tuple) -> None:
         v = getattr(self, name)
@@ -69,7 +84,9 @@ class _Checks:
 
     def _bool(self, name: str) -> None:
         if not isinstance(getattr(self, name), (bool, np.bool_)):
-            raise ValueError(f"{self._name(name)} must be True or False, got {getattr(self, name)!r}")
+            raise ValueError(
+                f"{self._name(name)} must be True or False, got {getattr(self, name)!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +142,9 @@ class CGMOptions(_Checks):
     def __post_init__(self):
         self._int("k_upd", 1, none=True)
         if self.n_components != "bic" and (not _is_int(self.n_components) or self.n_components < 1):
-            raise ValueError(f"CGMOptions.n_components must be a positive int or 'bic', got {self.n_components!r}")
+            raise ValueError(
+                f"CGMOptions.n_components must be a positive int or 'bic', got {self.n_components!r}"
+            )
         self._real("beta", at_least=0.0)
         self._real("eps", positive=True)
         self._within("c_sat", 0.0, 1.0, open_lo=True)
@@ -192,7 +211,9 @@ class ReLoBRaLoOptions(_Checks):
 
     def __post_init__(self):
         if not (isinstance(self.stages, bool) or self.stages in (None, "both", "adam", "none")):
-            raise ValueError(f"ReLoBRaLoOptions.stages must be None, a bool, 'both', 'adam' or 'none', got {self.stages!r}")
+            raise ValueError(
+                f"ReLoBRaLoOptions.stages must be None, a bool, 'both', 'adam' or 'none', got {self.stages!r}"
+            )
         self._within("alpha", 0.0, 1.0)
         self._within("rho", 0.0, 1.0)
         self._real("temperature", positive=True)
@@ -241,17 +262,23 @@ class NetworkOptions(_Checks):
             pairs = tuple(sorted((str(k), _frozen(v)) for k, v in opts))
             bad = [k for k, v in pairs if not k.isidentifier() or hash(v) is None]
         except (TypeError, ValueError):
-            raise ValueError(f"NetworkOptions.options must be a dict of keyword arguments, got {self.options!r}") from None
+            raise ValueError(
+                f"NetworkOptions.options must be a dict of keyword arguments, got {self.options!r}"
+            ) from None
         if bad:
             raise ValueError(f"NetworkOptions.options: {bad[0]!r} is not a keyword argument name")
         object.__setattr__(self, "options", pairs)
         if self.name is None:
             if pairs:
-                raise ValueError("NetworkOptions.options are set but no network name is given (name=None keeps the "
-                                 "method's network)")
+                raise ValueError(
+                    "NetworkOptions.options are set but no network name is given (name=None keeps the "
+                    "method's network)"
+                )
         elif not isinstance(self.name, str) or not self.name.strip() or self.name.count(":") > 1:
-            raise ValueError(f"NetworkOptions.name must be None, a built-in network's name or "
-                             f"'package.module:factory', got {self.name!r}")
+            raise ValueError(
+                f"NetworkOptions.name must be None, a built-in network's name or "
+                f"'package.module:factory', got {self.name!r}"
+            )
 
     @property
     def kwargs(self) -> dict:

@@ -8,6 +8,7 @@ Every option has the reference code's default (docs/reference-code.md §2, §4-�
 never by editing code; every class is frozen (hashable: a config keys the compile cache) and
 validated on construction, so a mistake fails before anything is compiled.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,19 @@ import numpy as np
 from ._options import GROUPS, CGMOptions, NetworkOptions, ReLoBRaLoOptions, _is_int, _is_real
 from .stages import LBFGS, STAGES, Adam, GaussNewton, StageOptions, StopRule, stage_from_dict
 
-__all__ = ["TrainConfig", "Hyper", "Precision", "StopRule", "PRESETS", "stored_config", "CGMOptions",
-           "ReLoBRaLoOptions", "NetworkOptions", "HYPER_OPTIONS", "without_time_limits"]
+__all__ = [
+    "TrainConfig",
+    "Hyper",
+    "Precision",
+    "StopRule",
+    "PRESETS",
+    "stored_config",
+    "CGMOptions",
+    "ReLoBRaLoOptions",
+    "NetworkOptions",
+    "HYPER_OPTIONS",
+    "without_time_limits",
+]
 
 Precision = Literal["float32", "float64", "mixed"]
 """The values of [`TrainConfig.precision`][cgmpinn_jax.TrainConfig]: ``"float32"`` (the whole run in
@@ -38,10 +50,14 @@ def _group(name: str, value: Any):
     if isinstance(value, Mapping):
         unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
-            raise ValueError(f"TrainConfig.{name}: {cls.__name__} has no option {', '.join(map(repr, unknown))}; "
-                             f"its options: {', '.join(f.name for f in dataclasses.fields(cls))}")
+            raise ValueError(
+                f"TrainConfig.{name}: {cls.__name__} has no option {', '.join(map(repr, unknown))}; "
+                f"its options: {', '.join(f.name for f in dataclasses.fields(cls))}"
+            )
         return cls(**value)
-    raise TypeError(f"TrainConfig.{name} must be a {cls.__name__} (or a dict of its options), got {value!r}")
+    raise TypeError(
+        f"TrainConfig.{name} must be a {cls.__name__} (or a dict of its options), got {value!r}"
+    )
 
 
 def _stages(value: Any) -> tuple:
@@ -49,27 +65,43 @@ def _stages(value: Any) -> tuple:
     if isinstance(value, StageOptions):
         value = (value,)
     if not isinstance(value, (tuple, list)) or not value:
-        raise ValueError(f"TrainConfig.stages must be a non-empty tuple of stages (cgmpinn_jax.stages: "
-                         f"{', '.join(c.__name__ for c in STAGES.values())}), got {value!r}")
+        raise ValueError(
+            f"TrainConfig.stages must be a non-empty tuple of stages (cgmpinn_jax.stages: "
+            f"{', '.join(c.__name__ for c in STAGES.values())}), got {value!r}"
+        )
     out = []
     for i, st in enumerate(value):
         if isinstance(st, Mapping):
             st = stage_from_dict(st)
         if not isinstance(st, StageOptions) or type(st) not in STAGES.values():
-            raise ValueError(f"TrainConfig.stages[{i}] must be a stage of cgmpinn_jax.stages "
-                             f"({', '.join(c.__name__ for c in STAGES.values())}), got {st!r}")
+            raise ValueError(
+                f"TrainConfig.stages[{i}] must be a stage of cgmpinn_jax.stages "
+                f"({', '.join(c.__name__ for c in STAGES.values())}), got {st!r}"
+            )
         if isinstance(st, Adam) and i > 0:
             raise ValueError(f"TrainConfig.stages[{i}]: Adam can only be the first stage")
         out.append(st)
     names = [st.name for st in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"TrainConfig.stages runs {', '.join(map(repr, twice))} twice; a stage is keyed by its "
-                         f"solver's name in results, so each solver runs at most once")
+        raise ValueError(
+            f"TrainConfig.stages runs {', '.join(map(repr, twice))} twice; a stage is keyed by its "
+            f"solver's name in results, so each solver runs at most once"
+        )
     return tuple(out)
 
 
-_TOP = ("precision", "stages", "width", "depth", "divergence_ratio", "time_limit", "cgm", "balancing", "network")
+_TOP = (
+    "precision",
+    "stages",
+    "width",
+    "depth",
+    "divergence_ratio",
+    "time_limit",
+    "cgm",
+    "balancing",
+    "network",
+)
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -139,9 +171,11 @@ class TrainConfig:
     def __init__(self, **options: Any):
         unknown = [k for k in options if k not in _TOP]
         if unknown:
-            raise TypeError(f"TrainConfig has no option {', '.join(map(repr, unknown))}; its options: "
-                            f"{', '.join(_TOP)} (a stage's budget and solver options live in its stage object: "
-                            f"stages=(Adam(steps=...), LBFGS(steps=...)))")
+            raise TypeError(
+                f"TrainConfig has no option {', '.join(map(repr, unknown))}; its options: "
+                f"{', '.join(_TOP)} (a stage's budget and solver options live in its stage object: "
+                f"stages=(Adam(steps=...), LBFGS(steps=...)))"
+            )
         kw = {f.name: f.default for f in dataclasses.fields(self)}
         kw.update(options)
         kw["stages"] = _stages(kw["stages"])
@@ -161,9 +195,13 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.divergence_ratio must be a finite number > 0, got {v!r}")
         v = self.time_limit
         if v is not None and (not _is_real(v) or not np.isfinite(float(v)) or not v > 0):
-            raise ValueError(f"TrainConfig.time_limit must be None or a number of seconds > 0, got {v!r}")
+            raise ValueError(
+                f"TrainConfig.time_limit must be None or a number of seconds > 0, got {v!r}"
+            )
         if self.precision not in get_args(Precision):
-            raise ValueError(f"TrainConfig.precision must be one of {get_args(Precision)}, got {self.precision!r}")
+            raise ValueError(
+                f"TrainConfig.precision must be one of {get_args(Precision)}, got {self.precision!r}"
+            )
 
     @property
     def stage_names(self) -> tuple:
@@ -215,8 +253,14 @@ class TrainConfig:
             (Adam(steps=200, time_limit=None, lr=0.001), LBFGS(steps=40, time_limit=None, gtol=None, ftol=None, patience=None, backend='optax', lr=1.0, history=100, max_linesearch=10, linesearch='zoom', linesearch_init='increase', reset_on_failure=False))
         """
         if len(steps) != len(self.stages):
-            raise ValueError(f"with_steps takes one budget per stage ({', '.join(self.stage_names)}), got {len(steps)}")
-        return self.replace(stages=tuple(st if n is None else st.replace(steps=n) for st, n in zip(self.stages, steps)))
+            raise ValueError(
+                f"with_steps takes one budget per stage ({', '.join(self.stage_names)}), got {len(steps)}"
+            )
+        return self.replace(
+            stages=tuple(
+                st if n is None else st.replace(steps=n) for st, n in zip(self.stages, steps)
+            )
+        )
 
     def to_dict(self) -> dict:
         """The options as a dict of plain values: ``stages`` a list of each stage's dict (its
@@ -293,10 +337,16 @@ class TrainConfig:
 
 PRESETS: dict[str, dict] = {
     "faithful": {},
-    "accurate": {"precision": "float64", "stages": (Adam(), GaussNewton(steps=1500)),
-                 "balancing": {"second_stage_apply": "refresh"}},
-    "accurate_lbfgs": {"precision": "float64", "stages": (Adam(), LBFGS()),
-                       "balancing": {"second_stage_apply": "refresh"}},
+    "accurate": {
+        "precision": "float64",
+        "stages": (Adam(), GaussNewton(steps=1500)),
+        "balancing": {"second_stage_apply": "refresh"},
+    },
+    "accurate_lbfgs": {
+        "precision": "float64",
+        "stages": (Adam(), LBFGS()),
+        "balancing": {"second_stage_apply": "refresh"},
+    },
 }
 """Named settings for [`TrainConfig.preset`][cgmpinn_jax.TrainConfig.preset]: preset name -> the
 options that differ from the defaults (as ``TrainConfig`` keyword arguments).
@@ -325,7 +375,9 @@ def stored_config(d: Any) -> Any:
         cfg = TrainConfig.from_dict(d)
     except (TypeError, ValueError, AttributeError):
         return d
-    return json.loads(json.dumps(cfg.to_dict(), default=lambda x: x.item() if hasattr(x, "item") else str(x)))
+    return json.loads(
+        json.dumps(cfg.to_dict(), default=lambda x: x.item() if hasattr(x, "item") else str(x))
+    )
 
 
 def without_time_limits(d: Any) -> Any:
@@ -344,12 +396,19 @@ def without_time_limits(d: Any) -> Any:
         return d
     out = {k: v for k, v in d.items() if k != "time_limit"}
     if isinstance(out.get("stages"), list):
-        out["stages"] = [{k: v for k, v in st.items() if k != "time_limit"} if isinstance(st, Mapping) else st
-                         for st in out["stages"]]
+        out["stages"] = [
+            {k: v for k, v in st.items() if k != "time_limit"} if isinstance(st, Mapping) else st
+            for st in out["stages"]
+        ]
     return out
 
 
-HYPER_OPTIONS = {"beta": ("cgm", "beta"), "eps": ("cgm", "eps"), "c_sat": ("cgm", "c_sat"), "adam_lr": ("adam", "lr")}
+HYPER_OPTIONS = {
+    "beta": ("cgm", "beta"),
+    "eps": ("cgm", "eps"),
+    "c_sat": ("cgm", "c_sat"),
+    "adam_lr": ("adam", "lr"),
+}
 """The hyperparameters a sweep can vary inside one compiled call (the fields of
 [`Hyper`][cgmpinn_jax.config.Hyper]) -> where each lives in a
 [`TrainConfig`][cgmpinn_jax.TrainConfig], as ``(group, option)``: ``beta``, ``eps`` and ``c_sat``
@@ -405,9 +464,14 @@ class Hyper(NamedTuple):
         group, option = HYPER_OPTIONS[name]
         if group == "adam":
             if "adam" not in cfg.stage_names:
-                raise ValueError(f"{name} is the Adam stage's {option}, and the run has no Adam stage")
-            return cfg.replace(stages=tuple(st.replace(**{option: value}) if st.name == "adam" else st
-                                            for st in cfg.stages))
+                raise ValueError(
+                    f"{name} is the Adam stage's {option}, and the run has no Adam stage"
+                )
+            return cfg.replace(
+                stages=tuple(
+                    st.replace(**{option: value}) if st.name == "adam" else st for st in cfg.stages
+                )
+            )
         return cfg.replace(**{group: {option: value}})
 
 

@@ -26,7 +26,14 @@ from .nn import fast_path, fast_path_enabled
 
 ScalarField = Callable[[jax.Array], jax.Array]
 
-__all__ = ["partial", "partial_jvp", "partial_reverse", "gradient", "fast_path", "fast_path_enabled"]
+__all__ = [
+    "partial",
+    "partial_jvp",
+    "partial_reverse",
+    "gradient",
+    "fast_path",
+    "fast_path_enabled",
+]
 
 
 def _unit(z: jax.Array, axis: int) -> jax.Array:
@@ -116,7 +123,7 @@ def partial_reverse(f: ScalarField, *axes: int) -> ScalarField:
         A function of one point ``z`` (shape ``(d,)``) returning a scalar.
     """
     for axis in axes:
-        f = (lambda g, a: (lambda z: jax.grad(g)(z)[a]))(f, axis)
+        f = (lambda g, a: lambda z: jax.grad(g)(z)[a])(f, axis)
     return f
 
 

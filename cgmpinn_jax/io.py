@@ -44,7 +44,15 @@ import numpy as np
 
 from .config import TrainConfig
 from .methods import get_method
-from .problems import PINNACLE, PROBLEMS, WORKED, Problem, class_path, get_problem, import_problem_class
+from .problems import (
+    PINNACLE,
+    PROBLEMS,
+    WORKED,
+    Problem,
+    class_path,
+    get_problem,
+    import_problem_class,
+)
 
 __all__ = ["save_result", "load_model", "load_problem", "to_jsonable", "LoadedModel"]
 
@@ -100,8 +108,11 @@ def _decode_params(cls: type, params: dict) -> dict:
     for k, v in params.items():
         v = untuple(v)
         f = fields.get(k)
-        if isinstance(v, str) and v in ("nan", "inf", "-inf") and f is not None and (
-            isinstance(f.default, float) or "float" in str(f.type)
+        if (
+            isinstance(v, str)
+            and v in ("nan", "inf", "-inf")
+            and f is not None
+            and (isinstance(f.default, float) or "float" in str(f.type))
         ):
             v = float(v)
         out[k] = v
@@ -125,9 +136,16 @@ def _inverse_record(problem) -> dict | None:
     if not isinstance(problem, InverseProblem):
         return None
     obs = problem.observations
-    return {"forward": _problem_record(problem.forward),
-            "observations": {"points": obs.points.tolist(), "values": obs.values.tolist(), "noise": obs.noise},
-            "unknowns": [[u.name, u.init, u.transform] for u in problem.unknowns], "obs_weight": problem.obs_weight}
+    return {
+        "forward": _problem_record(problem.forward),
+        "observations": {
+            "points": obs.points.tolist(),
+            "values": obs.values.tolist(),
+            "noise": obs.noise,
+        },
+        "unknowns": [[u.name, u.init, u.transform] for u in problem.unknowns],
+        "obs_weight": problem.obs_weight,
+    }
 
 
 def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
@@ -136,8 +154,12 @@ def _rebuild_inverse(rec: dict, folder: Path) -> Problem:
 
     forward = _rebuild_problem(rec["forward"], None, folder)
     o = rec["observations"]
-    obs = Observations(np.asarray(o["points"], np.float64), np.asarray(o["values"], np.float64), o["noise"])
-    return InverseProblem(forward, obs, tuple(Unknown(*u) for u in rec["unknowns"]), rec["obs_weight"])
+    obs = Observations(
+        np.asarray(o["points"], np.float64), np.asarray(o["values"], np.float64), o["noise"]
+    )
+    return InverseProblem(
+        forward, obs, tuple(Unknown(*u) for u in rec["unknowns"]), rec["obs_weight"]
+    )
 
 
 def _hard_record(problem) -> dict | None:
@@ -148,9 +170,16 @@ def _hard_record(problem) -> dict | None:
 
     if not isinstance(problem, HardConstrained):
         return None
-    paths = {k: None if getattr(problem, k) is None else importable_path(getattr(problem, k)) for k in ("g", "d")}
-    return {"forward": _problem_record(problem.forward), "satisfies": list(problem.satisfied), **paths,
-            "given": problem.g is not None}
+    paths = {
+        k: None if getattr(problem, k) is None else importable_path(getattr(problem, k))
+        for k in ("g", "d")
+    }
+    return {
+        "forward": _problem_record(problem.forward),
+        "satisfies": list(problem.satisfied),
+        **paths,
+        "given": problem.g is not None,
+    }
 
 
 def _rebuild_hard(rec: dict, folder: Path) -> Problem:
@@ -161,10 +190,16 @@ def _rebuild_hard(rec: dict, folder: Path) -> Problem:
     fns = {}
     for k in ("g", "d"):
         if rec.get("given") and rec.get(k) is None:
-            raise ValueError(f"load_model: the model in {folder} was trained under a hard constraint whose {k} is not "
-                             f"an importable module-level function; pass the problem again: "
-                             f"load_model({str(folder)!r}, problem=HardConstrained(...))")
-        fns[k] = None if rec.get(k) is None else import_path(rec[k], f"load_model: the hard constraint's {k}")
+            raise ValueError(
+                f"load_model: the model in {folder} was trained under a hard constraint whose {k} is not "
+                f"an importable module-level function; pass the problem again: "
+                f"load_model({str(folder)!r}, problem=HardConstrained(...))"
+            )
+        fns[k] = (
+            None
+            if rec.get(k) is None
+            else import_path(rec[k], f"load_model: the hard constraint's {k}")
+        )
     return HardConstrained(forward, tuple(rec["satisfies"]), fns["g"], fns["d"])
 
 
@@ -173,12 +208,20 @@ def _problem_record(problem: Problem) -> dict:
     whether those values survive JSON exactly (else loading needs ``problem=``)."""
     hard = _hard_record(problem)
     if hard is not None:
-        return {"problem": problem.name, "problem_class": class_path(type(problem)),
-                "problem_coords": list(problem.coords), "hard": hard}
+        return {
+            "problem": problem.name,
+            "problem_class": class_path(type(problem)),
+            "problem_coords": list(problem.coords),
+            "hard": hard,
+        }
     inverse = _inverse_record(problem)
     if inverse is not None:
-        return {"problem": problem.name, "problem_class": class_path(type(problem)),
-                "problem_coords": list(problem.coords), "inverse": inverse}
+        return {
+            "problem": problem.name,
+            "problem_class": class_path(type(problem)),
+            "problem_coords": list(problem.coords),
+            "inverse": inverse,
+        }
     params = _problem_params(problem)
     encoded = {}
     for k, v in params.items():
@@ -213,12 +256,16 @@ def _check_reference(info: dict, problem: Problem, folder: Path) -> None:
     try:
         ref = problem.reference_data()
     except (OSError, ValueError) as e:
-        raise ValueError(f"load_model: the model in {folder} was trained against the reference {saved['source']!r}, "
-                         f"which cannot be read now: {type(e).__name__}: {e}") from e
+        raise ValueError(
+            f"load_model: the model in {folder} was trained against the reference {saved['source']!r}, "
+            f"which cannot be read now: {type(e).__name__}: {e}"
+        ) from e
     if ref is None or ref.sha256 != saved["sha256"]:
         now = "no reference" if ref is None else f"{ref.source!r} with sha256 {ref.sha256[:12]}..."
-        raise ValueError(f"load_model: the reference data of {problem.name!r} changed since the model in {folder} was "
-                         f"saved: it was {saved['source']!r} with sha256 {saved['sha256'][:12]}..., now {now}")
+        raise ValueError(
+            f"load_model: the reference data of {problem.name!r} changed since the model in {folder} was "
+            f"saved: it was {saved['source']!r} with sha256 {saved['sha256'][:12]}..., now {now}"
+        )
 
 
 def save_result(result, folder: str | Path) -> Path:
@@ -276,7 +323,9 @@ def _network_record(result) -> dict:
     from . import nn as nets
 
     model = _inner(result.model)
-    if result.config.network.name is not None or isinstance(model, (nets.MLP, nets.LNNPINN, nets.STARPINN)):
+    if result.config.network.name is not None or isinstance(
+        model, (nets.MLP, nets.LNNPINN, nets.STARPINN)
+    ):
         return {}
     cls = type(model)
     return {"network_object": f"{cls.__module__}:{cls.__qualname__}"}
@@ -330,9 +379,11 @@ def _saved_network(info: dict, network: Any, folder: Path) -> Any:
     if network is not None:
         return NetworkOptions(network) if isinstance(network, str) else network
     if "network_object" in info:
-        raise ValueError(f"load_model: {folder} was trained with a network given to train as an object "
-                         f"({info['network_object']}), which is not saved by name; pass it again: "
-                         f"load_model(folder, network=<its factory or a module of the same structure>)")
+        raise ValueError(
+            f"load_model: {folder} was trained with a network given to train as an object "
+            f"({info['network_object']}), which is not saved by name; pass it again: "
+            f"load_model(folder, network=<its factory or a module of the same structure>)"
+        )
     net = (info.get("config") or {}).get("network")
     return None if not net else NetworkOptions(net["name"], net.get("options") or {})
 
@@ -355,10 +406,14 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
         if isinstance(problem, Problem):
             cls = type(problem)
         elif isinstance(problem, (str, type)):
-            cls = type(get_problem(problem)) if isinstance(problem, str) else problem  # validates the name
+            cls = (
+                type(get_problem(problem)) if isinstance(problem, str) else problem
+            )  # validates the name
         else:
-            raise TypeError(f"load_model: problem must be a Problem instance, a Problem subclass or a name, "
-                            f"got {type(problem).__name__}")
+            raise TypeError(
+                f"load_model: problem must be a Problem instance, a Problem subclass or a name, "
+                f"got {type(problem).__name__}"
+            )
         name = problem.name if isinstance(problem, Problem) else getattr(cls, "name", None)
         got = problem.coords if isinstance(problem, Problem) else getattr(cls, "coords", None)
         coords = info.get("problem_coords")
@@ -374,28 +429,42 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
     path = info.get("problem_class")
     if path is None:  # saved before class paths were recorded: a registry name
         if saved not in PROBLEMS:
-            raise ValueError(f"load_model: the model in {folder} names the problem {saved!r}, which is not in the "
-                             f"registry ({', '.join(PROBLEMS)}), and records no class path; {hint}")
+            raise ValueError(
+                f"load_model: the model in {folder} names the problem {saved!r}, which is not in the "
+                f"registry ({', '.join(PROBLEMS)}), and records no class path; {hint}"
+            )
         cls = PROBLEMS[saved]
     else:
         try:
             cls = import_problem_class(path)
         except ValueError as e:
-            built_in = {**PINNACLE, **WORKED, **PROBLEMS}  # get_problem's order: the paper's six first
-            if path.startswith("cgmpinn_jax.") and saved in built_in:  # a built-in problem whose module moved
+            built_in = {
+                **PINNACLE,
+                **WORKED,
+                **PROBLEMS,
+            }  # get_problem's order: the paper's six first
+            if (
+                path.startswith("cgmpinn_jax.") and saved in built_in
+            ):  # a built-in problem whose module moved
                 cls = built_in[saved]
             else:
-                raise ValueError(f"load_model: cannot rebuild the problem {saved!r} of {folder}: {e}. "
-                                 f"Define the class at module level in an importable module, or {hint}") from e
+                raise ValueError(
+                    f"load_model: cannot rebuild the problem {saved!r} of {folder}: {e}. "
+                    f"Define the class at module level in an importable module, or {hint}"
+                ) from e
     if not info.get("problem_params_exact", True):
-        raise ValueError(f"load_model: the field values of {cls.__name__} could not be stored exactly in "
-                         f"{folder / 'model.json'}; {hint}")
+        raise ValueError(
+            f"load_model: the field values of {cls.__name__} could not be stored exactly in "
+            f"{folder / 'model.json'}; {hint}"
+        )
     kwargs = _decode_params(cls, params)
     try:
         return cls(**kwargs)
     except Exception as e:  # noqa: BLE001 - re-raised with the class named
-        raise ValueError(f"load_model: cannot rebuild {cls.__name__}(**{kwargs!r}) (from {folder}): "
-                         f"{type(e).__name__}: {e}; {hint}") from e
+        raise ValueError(
+            f"load_model: cannot rebuild {cls.__name__}(**{kwargs!r}) (from {folder}): "
+            f"{type(e).__name__}: {e}; {hint}"
+        ) from e
 
 
 def load_problem(folder: str | Path, *, problem: Any = None) -> Problem:
@@ -466,8 +535,10 @@ class LoadedModel:
         return TrainConfig.from_dict(self.info["config"])
 
     def __repr__(self) -> str:
-        return (f"LoadedModel(problem={self.problem.name!r}, method={self.info.get('method')!r}, "
-                f"dtype={self.dtype!r}, width={self.info.get('width')}, depth={self.info.get('depth')})")
+        return (
+            f"LoadedModel(problem={self.problem.name!r}, method={self.info.get('method')!r}, "
+            f"dtype={self.dtype!r}, width={self.info.get('width')}, depth={self.info.get('depth')})"
+        )
 
     def predict(self, points) -> np.ndarray:
         """Evaluate the model at points, in the saved precision.
@@ -491,8 +562,10 @@ class LoadedModel:
         if pts.ndim == 1 and d == 1:
             pts = pts[:, None]
         if pts.ndim != 2 or pts.shape[1] != d:
-            raise ValueError(f"LoadedModel.predict: points must have shape (M, {d}) for {self.problem.name} "
-                             f"(coords {tuple(self.problem.coords)!r}), got {pts.shape}")
+            raise ValueError(
+                f"LoadedModel.predict: points must have shape (M, {d}) for {self.problem.name} "
+                f"(coords {tuple(self.problem.coords)!r}), got {pts.shape}"
+            )
         with jax.enable_x64(self.dtype == "float64"), jax.default_matmul_precision("highest"):
             return np.asarray(jax.jit(jax.vmap(self.model))(jnp.asarray(pts, self.dtype)))
 
@@ -537,13 +610,23 @@ def load_model(folder: str | Path, *, problem: Any = None, network: Any = None) 
     _check_reference(info, problem, folder)
     method = get_method(info["method"])
     if str(info["dtype"]) not in ("float32", "float64"):
-        raise ValueError(f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64")
+        raise ValueError(
+            f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64"
+        )
     with jax.enable_x64(str(info["dtype"]) == "float64"):
-        skeleton = build_model(problem, method, jax.random.key(0), width=info["width"], depth=info["depth"],
-                               network=_saved_network(info, network, folder))
+        skeleton = build_model(
+            problem,
+            method,
+            jax.random.key(0),
+            width=info["width"],
+            depth=info["depth"],
+            network=_saved_network(info, network, folder),
+        )
         try:
             model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
         except Exception as e:  # noqa: BLE001 - a network that is not the saved one, reported as such
-            raise ValueError(f"load_model: the parameters in {folder / 'model.eqx'} do not fit the network built now "
-                             f"({type(skeleton).__name__}); was its factory or its options changed? ({e})") from e
+            raise ValueError(
+                f"load_model: the parameters in {folder / 'model.eqx'} do not fit the network built now "
+                f"({type(skeleton).__name__}); was its factory or its options changed? ({e})"
+            ) from e
     return LoadedModel(model, info, problem)

@@ -51,8 +51,20 @@ from . import weighting as weighting_lib
 from .problems import Problem
 
 __all__ = [
-    "Method", "MethodSettings", "LossSpec", "METHODS", "get_method", "build_model", "network_factory",
-    "check_network", "mlp_network", "lnn_network", "star_network", "plain_settings", "cgm_settings", "ablation_settings",
+    "Method",
+    "MethodSettings",
+    "LossSpec",
+    "METHODS",
+    "get_method",
+    "build_model",
+    "network_factory",
+    "check_network",
+    "mlp_network",
+    "lnn_network",
+    "star_network",
+    "plain_settings",
+    "cgm_settings",
+    "ablation_settings",
 ]
 
 InputMap = Optional[tuple[tuple[float, ...], tuple[float, ...]]]
@@ -122,13 +134,16 @@ class LossSpec:
 
     def __post_init__(self):
         if self.aggregation not in ("sum", "concat"):
-            raise ValueError(f"LossSpec.aggregation must be 'sum' or 'concat', got {self.aggregation!r}")
+            raise ValueError(
+                f"LossSpec.aggregation must be 'sum' or 'concat', got {self.aggregation!r}"
+            )
         if not self.grad_weight >= 0:
             raise ValueError(f"LossSpec.grad_weight must be >= 0, got {self.grad_weight}")
 
 
 # ---- network factories: (key, in_dim, width, depth, init, input_map[, out_dim=]) -> eqx.Module --
 # (``out_dim`` is passed only for a system, a problem with several fields)
+
 
 def mlp_network(key, in_dim, width, depth, init, input_map, out_dim=1):
     """The network of CGMPINN, PINN, lbPINN, gPINN and the ablations: a
@@ -201,12 +216,18 @@ def uniform_weights(cfg, hyper):
 
 
 def cgm_weights(cfg, hyper):
-    return weighting_lib.cgm_weighting(n_components=cfg.cgm.n_components, beta=hyper.beta, eps=hyper.eps,
-                                       variance_factor=cfg.cgm.variance_factor)
+    return weighting_lib.cgm_weighting(
+        n_components=cfg.cgm.n_components,
+        beta=hyper.beta,
+        eps=hyper.eps,
+        variance_factor=cfg.cgm.variance_factor,
+    )
 
 
 def gmm_weights(cfg, hyper):
-    return weighting_lib.gmmpinn_weighting(n_components=cfg.cgm.n_components, beta=hyper.beta, eps=hyper.eps)
+    return weighting_lib.gmmpinn_weighting(
+        n_components=cfg.cgm.n_components, beta=hyper.beta, eps=hyper.eps
+    )
 
 
 def cl_weights(cfg, hyper):
@@ -218,7 +239,9 @@ def cl_weights(cfg, hyper):
 #: The reference's Fisher-KPP CGMPINN script normalises its inputs to (x/5, t-1), uses
 #: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step
 #: (docs/reference-code.md §2, §6).
-_CGM_FISHER_KPP = dict(input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_second_step=True)
+_CGM_FISHER_KPP = dict(
+    input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_second_step=True
+)
 #: ReLoBRaLo in the reference's ablation script (docs/reference-code.md §11.3): elsewhere both
 #: stages.
 _ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}
@@ -352,7 +375,9 @@ class Method:
         return self.weighting is not uniform_weights
 
 
-def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int, network: Any = None):
+def build_model(
+    problem: Problem, method: Method, key: jax.Array, *, width: int, depth: int, network: Any = None
+):
     """The method's network for ``problem``, initialised.
 
     The network has the problem's number of inputs (``problem.dim``), one output per field of
@@ -385,17 +410,31 @@ def build_model(problem: Problem, method: Method, key: jax.Array, *, width: int,
     n_out = len(getattr(problem, "fields", ("u",)))
     extra = {} if n_out == 1 else {"out_dim": n_out}
     if network is None or (isinstance(network, NetworkOptions) and network.name is None):
-        return _constrained(problem, method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra))
+        return _constrained(
+            problem, method.network(key, problem.dim, width, depth, s.init, s.input_map, **extra)
+        )
     if method.network is not mlp_network:
-        raise ValueError(f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
-                         f"option applies to the methods with the MLP (cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)")
+        raise ValueError(
+            f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
+            f"option applies to the methods with the MLP (cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)"
+        )
     if isinstance(network, eqx.Module):
         model, what = network, f"the network {type(network).__name__}"
     else:
-        factory, kwargs, what = network, {}, f"the network factory {getattr(network, '__name__', network)!r}"
+        factory, kwargs, what = (
+            network,
+            {},
+            f"the network factory {getattr(network, '__name__', network)!r}",
+        )
         if isinstance(network, NetworkOptions):
-            factory, kwargs, what = network_factory(network.name), network.kwargs, f"the network {network.name!r}"
-            if ":" not in network.name:  # a built-in choice: the run's size unless its options set one
+            factory, kwargs, what = (
+                network_factory(network.name),
+                network.kwargs,
+                f"the network {network.name!r}",
+            )
+            if (
+                ":" not in network.name
+            ):  # a built-in choice: the run's size unless its options set one
                 kwargs = {"width": width, "depth": depth, **kwargs}
         model = factory(key, problem.dim, n_out, **kwargs)
     check_network(model, problem.dim, n_out, what)
@@ -433,8 +472,10 @@ def network_factory(name: str) -> Callable:
     if ":" not in name:
         if name in zoo:
             return zoo[name]
-        raise ValueError(f"unknown network {name!r}: a built-in choice ({', '.join(zoo) or 'none'}) or "
-                         f"'package.module:factory'")
+        raise ValueError(
+            f"unknown network {name!r}: a built-in choice ({', '.join(zoo) or 'none'}) or "
+            f"'package.module:factory'"
+        )
     return import_path(name, "network")
 
 
@@ -453,26 +494,36 @@ def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the networ
         ValueError: the first check that fails, named.
     """
     if not isinstance(model, eqx.Module):
-        raise ValueError(f"{what} must be an equinox Module (a factory must return one), got {type(model).__name__}")
+        raise ValueError(
+            f"{what} must be an equinox Module (a factory must return one), got {type(model).__name__}"
+        )
     leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))
     if not leaves:
         raise ValueError(f"{what} has no trainable parameters (no floating-point array leaves)")
     dtype = jnp.zeros(()).dtype  # the run's float dtype (float64 inside a float64 run)
     other = sorted({str(x.dtype) for x in leaves} - {str(dtype)})
     if other:
-        raise ValueError(f"{what} has {', '.join(other)} parameters; the run is in {dtype} (create the parameters "
-                         f"without a fixed dtype, or in the run's)")
+        raise ValueError(
+            f"{what} has {', '.join(other)} parameters; the run is in {dtype} (create the parameters "
+            f"without a fixed dtype, or in the run's)"
+        )
     try:
         out = jax.eval_shape(model, jax.ShapeDtypeStruct((in_dim,), dtype))
     except Exception as e:  # noqa: BLE001 - any failure to trace is the user's network's, reported as such
-        raise ValueError(f"{what} fails on one point of shape ({in_dim},) {dtype}: {type(e).__name__}: {e}") from e
+        raise ValueError(
+            f"{what} fails on one point of shape ({in_dim},) {dtype}: {type(e).__name__}: {e}"
+        ) from e
     want = [()] if out_dim == 1 else [(out_dim,)]
     if not hasattr(out, "shape") or out.shape not in want:
-        raise ValueError(f"{what} maps one point ({in_dim},) to {getattr(out, 'shape', type(out).__name__)}; expected "
-                         f"{'a scalar ()' if out_dim == 1 else f'({out_dim},), one value per field'}")
+        raise ValueError(
+            f"{what} maps one point ({in_dim},) to {getattr(out, 'shape', type(out).__name__)}; expected "
+            f"{'a scalar ()' if out_dim == 1 else f'({out_dim},), one value per field'}"
+        )
     if out.dtype != dtype:
-        raise ValueError(f"{what} returns {out.dtype} for a {dtype} point; the run is in {dtype} (create the "
-                         f"parameters without a fixed dtype, or in the run's)")
+        raise ValueError(
+            f"{what} returns {out.dtype} for a {dtype} point; the run is in {dtype} (create the "
+            f"parameters without a fixed dtype, or in the run's)"
+        )
 
 
 METHODS: dict[str, Method] = {
@@ -480,7 +531,9 @@ METHODS: dict[str, Method] = {
     for m in (
         Method("cgmpinn", weighting=cgm_weights, settings=cgm_settings, label="CGMPINN"),
         Method("pinn", label="PINN"),
-        Method("lbpinn", loss=LossSpec(aggregation="concat", learnable_balance=True), label="lbPINN"),
+        Method(
+            "lbpinn", loss=LossSpec(aggregation="concat", learnable_balance=True), label="lbPINN"
+        ),
         Method("gpinn", loss=LossSpec(grad_weight=0.01), label="gPINN"),
         Method("lnn_pinn", network=lnn_network, label="LNN-PINN"),
         Method("star_pinn", network=star_network, label="STAR-PINN"),

@@ -81,7 +81,9 @@ class Metrics(NamedTuple):
             >>> error_metrics([1.0, 2.0], [1.0, 1.0]).as_dict()
             {'e2': 0.7071067811865476, 'rel_e2': 0.7071067811865476, 'e_inf': 1.0, 'l2': 1.0}
         """
-        out: dict = {k: (None if self.against == "none" else float(getattr(self, k))) for k in ERRORS}
+        out: dict = {
+            k: (None if self.against == "none" else float(getattr(self, k))) for k in ERRORS
+        }
         if self.against != "exact":
             out["against"] = self.against
         if self.per_field:
@@ -126,14 +128,18 @@ def error_metrics(pred: Any, exact: Any) -> Metrics:
     pred = np.asarray(pred, dtype=np.float64).reshape(-1)
     exact = np.asarray(exact, dtype=np.float64).reshape(-1)
     if pred.shape != exact.shape:
-        raise ValueError(f"pred and exact must have the same number of values, got {pred.size} and {exact.size}")
+        raise ValueError(
+            f"pred and exact must have the same number of values, got {pred.size} and {exact.size}"
+        )
     if pred.size == 0:
         raise ValueError("pred is empty")
     err = pred - exact
     rms_err = float(np.sqrt(np.mean(err**2)))
     rms_u = float(np.sqrt(np.mean(exact**2)))
     rel = rms_err / rms_u if rms_u > 1e-10 else float("inf")
-    return Metrics(e2=rms_err, rel_e2=rel, e_inf=float(np.max(np.abs(err))), l2=float(np.linalg.norm(err)))
+    return Metrics(
+        e2=rms_err, rel_e2=rel, e_inf=float(np.max(np.abs(err))), l2=float(np.linalg.norm(err))
+    )
 
 
 def no_metrics() -> Metrics:
@@ -180,7 +186,10 @@ def compare(pred: Any, values: Any, *, fields: tuple = ("u",), against: str = "e
     if values.ndim == 1:
         return pooled
     pred = np.asarray(pred, dtype=np.float64).reshape(values.shape)
-    per = tuple((f, error_metrics(pred[:, i], values[:, i])._replace(against=against)) for i, f in enumerate(fields))
+    per = tuple(
+        (f, error_metrics(pred[:, i], values[:, i])._replace(against=against))
+        for i, f in enumerate(fields)
+    )
     return pooled._replace(per_field=per)
 
 
@@ -215,8 +224,10 @@ def evaluate(problem, model, *, points: Any = None) -> Metrics:
     dtype = jax.numpy.zeros(()).dtype
     if points is not None:
         if not problem.has_exact:
-            raise ValueError(f"evaluate(points=...) needs an exact solution; {type(problem).__name__} has none "
-                             "(its errors are measured at its reference's points: leave points out)")
+            raise ValueError(
+                f"evaluate(points=...) needs an exact solution; {type(problem).__name__} has none "
+                "(its errors are measured at its reference's points: leave points out)"
+            )
         pts = jax.numpy.asarray(points, dtype=dtype)
         return compare(jax.vmap(model)(pts), problem.exact_on(pts), fields=problem.fields)
     truth = problem.truth(dtype)

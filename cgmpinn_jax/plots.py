@@ -86,11 +86,17 @@ def plot_result(result, folder: str | Path) -> list[Path]:
         pred = _columns(result.predict(pts))
         ref = None if truth is None else _columns(np.asarray(truth.values))
         label = "no exact solution or reference" if truth is None else truth.against.split(" (")[0]
-        paths.append(_plot_solution(plt, result, grid, pts, pred, ref, label, folder / "solution.png"))
+        paths.append(
+            _plot_solution(plt, result, grid, pts, pred, ref, label, folder / "solution.png")
+        )
         if ref is not None:
-            paths.append(_plot_error(plt, result, grid, pts, np.abs(pred - ref), folder / "error.png"))
+            paths.append(
+                _plot_error(plt, result, grid, pts, np.abs(pred - ref), folder / "error.png")
+            )
     paths.append(_plot_loss(plt, result, folder / "loss.png"))
-    if result.method.weights_points:  # PINN and the other unweighted methods have no weights to draw
+    if (
+        result.method.weights_points
+    ):  # PINN and the other unweighted methods have no weights to draw
         paths.append(_plot_weights(plt, result, folder / "weights.png"))
     if getattr(result, "unknowns", None) is not None:
         paths.append(plot_unknowns(result, folder))
@@ -106,7 +112,9 @@ def _columns(values) -> np.ndarray:
 def _panel(fig, ax, grid, pts, values, coords, title, cmap=None):
     """A 2-D field: a mesh on a tensor grid, else a scatter of the points."""
     if grid is not None and grid.axes and int(np.prod(grid.shape)) == pts.shape[0]:
-        im = ax.pcolormesh(grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto", cmap=cmap)
+        im = ax.pcolormesh(
+            grid.axes[0], grid.axes[1], values.reshape(grid.shape).T, shading="auto", cmap=cmap
+        )
     else:
         im = ax.scatter(pts[:, 0], pts[:, 1], c=values, s=4, cmap=cmap)
         ax.set_aspect("equal")
@@ -132,9 +140,13 @@ def _plot_solution(plt, result, grid, pts, pred, ref, label, path):
         ax.set_title(f"{problem.name}: prediction vs {label}")
         return _save(fig, path, plt)
     cols = 1 if ref is None else 2
-    fig, axes = plt.subplots(len(fields), cols, figsize=(5.5 * cols, 4 * len(fields)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(fields), cols, figsize=(5.5 * cols, 4 * len(fields)), squeeze=False
+    )
     for j, f in enumerate(fields):
-        _panel(fig, axes[j, 0], grid, pts, pred[:, j], coords, f"{f}: {result.method.name} prediction")
+        _panel(
+            fig, axes[j, 0], grid, pts, pred[:, j], coords, f"{f}: {result.method.name} prediction"
+        )
         if ref is not None:
             _panel(fig, axes[j, 1], grid, pts, ref[:, j], coords, f"{f}: {label}")
     return _save(fig, path, plt)
@@ -148,7 +160,11 @@ def _plot_error(plt, result, grid, pts, err, path):
         fig, ax = plt.subplots(figsize=(6, 4))
         order = np.argsort(pts[:, 0])
         for j, f in enumerate(problem.fields):
-            ax.semilogy(pts[order, 0], np.maximum(err[order, j], 1e-16), label=f"{f} (rel e2 = {per[f].rel_e2:.2e})")
+            ax.semilogy(
+                pts[order, 0],
+                np.maximum(err[order, j], 1e-16),
+                label=f"{f} (rel e2 = {per[f].rel_e2:.2e})",
+            )
         ax.set_xlabel(coords[0])
         ax.set_ylabel("|u - u*|")
         ax.legend()
@@ -157,7 +173,16 @@ def _plot_error(plt, result, grid, pts, err, path):
     n = len(problem.fields)
     fig, axes = plt.subplots(1, n, figsize=(6 * n, 4.5), squeeze=False)
     for j, f in enumerate(problem.fields):
-        _panel(fig, axes[0, j], grid, pts, err[:, j], coords, f"|{f} - {f}*| (rel e2 = {per[f].rel_e2:.2e})", cmap="magma")
+        _panel(
+            fig,
+            axes[0, j],
+            grid,
+            pts,
+            err[:, j],
+            coords,
+            f"|{f} - {f}*| (rel e2 = {per[f].rel_e2:.2e})",
+            cmap="magma",
+        )
     return _save(fig, path, plt)
 
 
@@ -180,8 +205,13 @@ def _plot_loss(plt, result, path):
     if h.k.size:
         ax.semilogy(h.k, np.where(h.loss > 0, h.loss, np.nan), lw=0.8, label="objective")
         terms = "+".join(t.upper() for t in result.problem.loss_terms)  # the problem's own terms
-        ax.semilogy(h.k, np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan), lw=0.8, alpha=0.7,
-                    label=f"unweighted {terms}")
+        ax.semilogy(
+            h.k,
+            np.where(h.raw.sum(1) > 0, h.raw.sum(1), np.nan),
+            lw=0.8,
+            alpha=0.7,
+            label=f"unweighted {terms}",
+        )
     for x, label in _stage_boundaries(result):
         ax.axvline(x, color="k", ls="--", lw=1, label=label)
     ax.set_xlabel("step k")
@@ -210,7 +240,14 @@ def _plot_weights(plt, result, path):
     if h.snapshots:  # a PINN (no weighting) or a run without refreshes has no snapshots
         ax.legend(fontsize=7)
     else:
-        ax.text(0.5, 0.5, "no weight refreshes in this run", ha="center", va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no weight refreshes in this run",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
     ax.set_title("per-point PDE weights at refreshes")
     return _save(fig, path, plt)
 

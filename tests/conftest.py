@@ -25,8 +25,9 @@ def pytest_configure(config):
         return
     if jax.config.jax_compilation_cache_dir is not None:
         return
-    config._cgmpinn_xla_cache = _disk_cache.enable(tempfile.mkdtemp(prefix="cgmpinn-test-xla-"),
-                                                   min_compile_seconds=0.0)
+    config._cgmpinn_xla_cache = _disk_cache.enable(
+        tempfile.mkdtemp(prefix="cgmpinn-test-xla-"), min_compile_seconds=0.0
+    )
 
 
 def pytest_unconfigure(config):
@@ -43,12 +44,17 @@ def pytest_collection_modifyitems(config, items):
     """Mark the tests listed in ``tests/slow_tier.txt`` as ``slow`` (before ``-m`` selects).
     When a listed test's file was collected whole and the test is not in it (renamed or
     removed), the run stops with the stale id instead of quietly bringing it back."""
-    listed = {line.strip() for line in _SLOW_TIER.read_text().splitlines()
-              if line.strip() and not line.startswith("#")}
+    listed = {
+        line.strip()
+        for line in _SLOW_TIER.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for item in items:
         if item.nodeid in listed:
             item.add_marker(pytest.mark.slow)
-    given = [Path(a).resolve() for a in config.args if "::" not in str(a)]  # whole files and folders
+    given = [
+        Path(a).resolve() for a in config.args if "::" not in str(a)
+    ]  # whole files and folders
 
     def collected_whole(nodeid: str) -> bool:
         file = (config.rootpath / nodeid.split("::")[0]).resolve()
@@ -56,7 +62,9 @@ def pytest_collection_modifyitems(config, items):
 
     stale = sorted(i for i in listed - {item.nodeid for item in items} if collected_whole(i))
     if stale:
-        raise pytest.UsageError("tests/slow_tier.txt lists tests that do not exist: " + ", ".join(stale))
+        raise pytest.UsageError(
+            "tests/slow_tier.txt lists tests that do not exist: " + ", ".join(stale)
+        )
 
 
 @pytest.fixture
@@ -78,11 +86,18 @@ def built_site(tmp_path_factory) -> Path:
         pytest.importorskip(module)
     out = tmp_path_factory.mktemp("site")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")]
+    warnings = [
+        line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")
+    ]
     assert warnings == []
     return out
 

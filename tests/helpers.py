@@ -65,7 +65,9 @@ def initial_rel_e2(problem, method, key):
 
 # tiny budgets of the end-to-end runs (each test states its budget)
 TINY = dict(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=300)), cgm={"k_upd": 100})
-TINY_POISSON1D = dict(stages=(cj.stages.Adam(steps=5000), cj.stages.LBFGS(steps=2000)), cgm={"k_upd": 200})
+TINY_POISSON1D = dict(
+    stages=(cj.stages.Adam(steps=5000), cj.stages.LBFGS(steps=2000)), cgm={"k_upd": 200}
+)
 
 
 def tiny_budget(problem_name: str) -> dict:
@@ -87,7 +89,9 @@ def reference_refreshes(adam: int, lbfgs: int, k_upd: int, refit_before_step: bo
                 active = adam + i + 1
                 refits.append(active)
             uses[adam + i + 1] = active
-    elif lbfgs:  # refit at the stage start with Adam's last tau, then after iteration i % k_upd == 0
+    elif (
+        lbfgs
+    ):  # refit at the stage start with Adam's last tau, then after iteration i % k_upd == 0
         active = adam
         refits.append(active)
         for i in range(lbfgs):

@@ -23,7 +23,9 @@ PRIVATE_PATH_RE = re.compile(r"\b\w+(?:\.\w+)+\b")
 
 
 def _is_private_path(text: str) -> list[str]:
-    return [p for p in PRIVATE_PATH_RE.findall(text) if any(c.startswith("_") for c in p.split("."))]
+    return [
+        p for p in PRIVATE_PATH_RE.findall(text) if any(c.startswith("_") for c in p.split("."))
+    ]
 
 
 def _docstrings(path: Path):
@@ -37,8 +39,12 @@ def _docstrings(path: Path):
         body = getattr(node, "body", None)
         if isinstance(body, list):  # "attribute docstrings": a string right after an assignment
             for a, b in zip(body, body[1:]):
-                if (isinstance(a, (ast.Assign, ast.AnnAssign)) and isinstance(b, ast.Expr)
-                        and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
+                if (
+                    isinstance(a, (ast.Assign, ast.AnnAssign))
+                    and isinstance(b, ast.Expr)
+                    and isinstance(b.value, ast.Constant)
+                    and isinstance(b.value.value, str)
+                ):
                     yield b.lineno, b.value.value
 
 
@@ -47,8 +53,13 @@ def test_no_sphinx_roles_in_docstrings():
     for path in sorted(PACKAGE.rglob("*.py")):
         for line, doc in _docstrings(path):
             for m in ROLE_RE.finditer(doc):
-                found.append(f"{path.relative_to(ROOT)}:{line}: {doc[m.start():m.start() + 60]!r}")
-    assert found == [], "Sphinx roles in docstrings (use [`Name`][cgmpinn_jax.path] or `name`):\n" + "\n".join(found)
+                found.append(
+                    f"{path.relative_to(ROOT)}:{line}: {doc[m.start() : m.start() + 60]!r}"
+                )
+    assert found == [], (
+        "Sphinx roles in docstrings (use [`Name`][cgmpinn_jax.path] or `name`):\n"
+        + "\n".join(found)
+    )
 
 
 def test_docs_directives_name_public_paths():
@@ -59,7 +70,9 @@ def test_docs_directives_name_public_paths():
             if line.startswith(":::"):
                 directives.append((page.name, line[3:].strip()))
     assert directives, "no ::: directives found in docs/"
-    private = [(page, path) for page, path in directives if any(c.startswith("_") for c in path.split("."))]
+    private = [
+        (page, path) for page, path in directives if any(c.startswith("_") for c in path.split("."))
+    ]
     assert private == []
 
 
@@ -92,8 +105,11 @@ def _private_heading(hid: str, text: str) -> bool:
     (``cgmpinn_jax.training._sweep``), a private dotted path in its text (``training._sweep``),
     or a text that is a private name (``_sweep``, shown without its path)."""
     name = text.replace("\u00b6", "").strip().split("(")[0].strip()
-    return bool(_is_private_path(hid) or _is_private_path(text)
-                or (name.startswith("_") and not name.startswith("__")))
+    return bool(
+        _is_private_path(hid)
+        or _is_private_path(text)
+        or (name.startswith("_") and not name.startswith("__"))
+    )
 
 
 @pytest.fixture(scope="module")

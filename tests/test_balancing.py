@@ -83,7 +83,9 @@ def test_reference_variant_matches_numpy(rho, temperature, alpha):
     rng = np.random.default_rng(1)
     us = rng.uniform(size=steps).astype(np.float32)
     us[5:15:2] = 0.999  # force some look-backs even at rho = 0.99
-    js = np.array([rng.integers(0, max(t, 1)) for t in range(steps)], np.int32)  # j < t (earlier calls)
+    js = np.array(
+        [rng.integers(0, max(t, 1)) for t in range(steps)], np.int32
+    )  # j < t (earlier calls)
     ref = NumpyReLoBRaLo(c, alpha, temperature, rho)
     want = np.stack([ref.update(losses[t], us[t], js[t]) for t in range(steps)])
     bal = bl.relobralo(c, alpha=alpha, temperature=temperature, rho=rho, history_size=64)
@@ -102,7 +104,9 @@ def test_ring_buffer_wraps():
     c, h, steps = 2, 4, 12
     losses = _loss_sequence(steps, c, seed=3)
     us = np.ones(steps, np.float32)  # always look back
-    js = np.array([max(t - 1 - (t % 3), max(0, t - h + 1)) if t else 0 for t in range(steps)], np.int32)
+    js = np.array(
+        [max(t - 1 - (t % 3), max(0, t - h + 1)) if t else 0 for t in range(steps)], np.int32
+    )
     ref = NumpyReLoBRaLo(c, 0.999, 1.0, 0.99)
     want = np.stack([ref.update(losses[t], us[t], js[t]) for t in range(steps)])
     state = bl.relobralo(c, history_size=h).init(jax.random.PRNGKey(0))
@@ -110,7 +114,10 @@ def test_ring_buffer_wraps():
     np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=1e-6)
     # the draws only ever point at retained, strictly earlier calls
     keys = jax.random.split(jax.random.PRNGKey(7), 500)
-    draws = jax.jit(jax.vmap(lambda k, c, hs: bl.relobralo_draws(k, c, hs), in_axes=(0, None, None)), static_argnums=2)
+    draws = jax.jit(
+        jax.vmap(lambda k, c, hs: bl.relobralo_draws(k, c, hs), in_axes=(0, None, None)),
+        static_argnums=2,
+    )
     _, _, j = draws(keys, jnp.int32(10), h)
     assert set(np.asarray(j).tolist()) == {7, 8, 9}
     _, _, j = draws(keys, jnp.int32(3), h)
@@ -142,6 +149,7 @@ def test_update_uses_its_own_draws():
     np.testing.assert_array_equal(np.asarray(lam1[0]), np.ones(c))
     assert not np.allclose(np.asarray(lam1[1:]), 1.0)
     assert int(s1.count) == steps
+
     # gradients do not flow through the lambdas
     def weighted_total(L):
         lam = bal.update(L, s1)[0]
@@ -185,7 +193,9 @@ def test_no_balancing_and_vmap_over_hyperparameters():
     lams = jax.jit(jax.vmap(run))(alphas, temps, keys)
     assert lams.shape == (3, 3)
     np.testing.assert_allclose(np.asarray(lams.sum(axis=1)), 3.0, rtol=1e-5)
-    assert float(lams[0].max() - lams[0].min()) > float(lams[2].max() - lams[2].min())  # low T is sharper
+    assert float(lams[0].max() - lams[0].min()) > float(
+        lams[2].max() - lams[2].min()
+    )  # low T is sharper
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,9 @@ def test_jit_and_vmap():
     n, kmax = 400, 3
     k1, k2 = jax.random.split(jax.random.PRNGKey(7))
     a = jax.random.normal(k1, (n,))
-    b = jnp.concatenate([jax.random.normal(k2, (n // 2,)) - 10.0, jax.random.normal(k2, (n // 2,)) + 10.0])
+    b = jnp.concatenate(
+        [jax.random.normal(k2, (n // 2,)) - 10.0, jax.random.normal(k2, (n // 2,)) + 10.0]
+    )
     batch = jnp.stack([a, b])
     f = jax.jit(jax.vmap(lambda r, rc: fit_gmm_bic(r, kmax, reg_covar=rc)))
     sel = f(batch, jnp.array([1e-6, 1e-6]))
@@ -165,7 +167,10 @@ def test_bad_arguments(factory, name):
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_train_with_bic():
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=5)), cgm={"k_upd": 10, "n_components": "bic"})
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=5)),
+        cgm={"k_upd": 10, "n_components": "bic"},
+    )
     res = cj.train("poisson1d", "cgmpinn", cfg, quiet=True)
     assert np.isfinite(res.metrics.rel_e2)
     assert np.all(np.asarray(res.history.refresh_status) <= GMMStatus.MAX_ITER)

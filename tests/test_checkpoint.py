@@ -28,29 +28,55 @@ TINY = dict(stages=(Adam(steps=60), LBFGS(steps=40)), cgm={"k_upd": 20}, **SMALL
 
 CASES = {
     "poisson1d-cgmpinn-float32-optax": ("poisson1d", "cgmpinn", {}),
-    "poisson1d-pinn-float64-gauss_newton": ("poisson1d", "pinn", {"precision": "float64",
-                                                                  "stages": (Adam(steps=40), GaussNewton(steps=10)),
-                                                                  "cgm": {"k_upd": 5}}),
-    "poisson1d-cgmpinn-mixed-jaxopt": ("poisson1d", "cgmpinn", {"precision": "mixed",
-                                                                "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))}),
+    "poisson1d-pinn-float64-gauss_newton": (
+        "poisson1d",
+        "pinn",
+        {
+            "precision": "float64",
+            "stages": (Adam(steps=40), GaussNewton(steps=10)),
+            "cgm": {"k_upd": 5},
+        },
+    ),
+    "poisson1d-cgmpinn-mixed-jaxopt": (
+        "poisson1d",
+        "cgmpinn",
+        {"precision": "mixed", "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))},
+    ),
     # slow (minutes on 2 cores): python -m pytest -m slow tests/test_checkpoint.py
-    "heat-pinn-float64-gauss_newton": ("heat", "pinn", {"precision": "float64",
-                                                        "stages": (Adam(steps=60), GaussNewton(steps=40))}),
-    "fisher_kpp-cgmpinn-mixed-jaxopt": ("fisher_kpp", "cgmpinn", {"precision": "mixed",
-                                                                  "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))}),
+    "heat-pinn-float64-gauss_newton": (
+        "heat",
+        "pinn",
+        {"precision": "float64", "stages": (Adam(steps=60), GaussNewton(steps=40))},
+    ),
+    "fisher_kpp-cgmpinn-mixed-jaxopt": (
+        "fisher_kpp",
+        "cgmpinn",
+        {"precision": "mixed", "stages": (Adam(steps=60), LBFGS(steps=40, backend="jaxopt"))},
+    ),
 }
 
 
 # CI keeps the two cheapest poisson1d cases (the resume logic is shared; mixed-jaxopt is slow for CI time)
-@pytest.mark.parametrize("case", [c if c.startswith("poisson1d") and "mixed" not in c else pytest.param(c, marks=pytest.mark.slow)
-                                  for c in sorted(CASES)])
-def test_resume_is_bit_identical_from_adam_the_hand_off_and_the_second_stage(case, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        if c.startswith("poisson1d") and "mixed" not in c
+        else pytest.param(c, marks=pytest.mark.slow)
+        for c in sorted(CASES)
+    ],
+)
+def test_resume_is_bit_identical_from_adam_the_hand_off_and_the_second_stage(
+    case, tmp_path, monkeypatch
+):
     problem, method, extra = CASES[case]
     monkeypatch.setattr(ck, "_KEEP", 1000)  # keep every checkpoint: each is a possible kill point
     cfg = cj.TrainConfig(**{**TINY, **extra})
     plain = cj.train(problem, method, cfg, key=0, quiet=True)
     folder = tmp_path / "run"
-    saved = cj.train(problem, method, cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
+    saved = cj.train(
+        problem, method, cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0
+    )
     assert_same_run(plain, saved)  # checkpointing changes nothing
     assert saved.checkpoint_seconds > 0 and plain.checkpoint_seconds is None
     ckpts = sorted((folder / ck.SUBDIR).iterdir())
@@ -73,9 +99,20 @@ def test_inverse_run_resumes_with_its_observations(tmp_path):
     cfg = cj.TrainConfig(stages=(Adam(steps=40), LBFGS(steps=20)), cgm={"k_upd": 20}, **SMALL)
     plain = cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, track_error_every=10)
     folder = tmp_path / "inv"
-    cj.train(problem, "cgmpinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0, track_error_every=10)
+    cj.train(
+        problem,
+        "cgmpinn",
+        cfg,
+        key=0,
+        quiet=True,
+        checkpoint_dir=folder,
+        checkpoint_every=0,
+        track_error_every=10,
+    )
     first = sorted((folder / ck.SUBDIR).iterdir())[0]
-    resumed = cj.resume(only(folder, first), quiet=True, track_error_every=10)  # the problem rebuilt from the record
+    resumed = cj.resume(
+        only(folder, first), quiet=True, track_error_every=10
+    )  # the problem rebuilt from the record
     assert_same_run(plain, resumed)
     np.testing.assert_array_equal(plain.history.coeffs, resumed.history.coeffs)
     np.testing.assert_array_equal(plain.history.error_rel_e2, resumed.history.error_rel_e2)
@@ -87,15 +124,30 @@ def test_ctrl_c_checkpoints_then_stops_and_resume_finishes(tmp_path, ctrl_c_rais
     progress = sigint_at("adam", 20)  # Ctrl-C in the middle of the Adam stage
     folder = tmp_path / "run"
     with pytest.raises(cj.TrainingInterrupted) as info:
-        cj.train("poisson1d", "pinn", cfg, key=5, quiet=True, checkpoint_dir=folder, checkpoint_every=1e9,
-                 progress=progress)
+        cj.train(
+            "poisson1d",
+            "pinn",
+            cfg,
+            key=5,
+            quiet=True,
+            checkpoint_dir=folder,
+            checkpoint_every=1e9,
+            progress=progress,
+        )
     stop = info.value
     assert isinstance(stop, KeyboardInterrupt) and stop.checkpoint_dir == folder
-    assert stop.result.statuses["adam"] == cj.StageStatus.INTERRUPTED and np.isfinite(stop.result.metrics.rel_e2)
+    assert stop.result.statuses["adam"] == cj.StageStatus.INTERRUPTED and np.isfinite(
+        stop.result.metrics.rel_e2
+    )
     assert len(stop.result.history.k) == 20  # no chunk lost
     meta = json.loads((ck.latest(folder) / "meta.json").read_text())
     assert {k: meta["position"][k] for k in ("stage", "chunk", "handed", "done", "piece")} == {
-        "stage": "adam", "chunk": 1, "handed": True, "done": 20, "piece": False}
+        "stage": "adam",
+        "chunk": 1,
+        "handed": True,
+        "done": 20,
+        "piece": False,
+    }
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     assert_same_run(plain, cj.resume(folder, quiet=True))
 
@@ -139,8 +191,13 @@ from helpers import SMALL, assert_same_run, only, sigint_at
                  checkpoint_dir={str(folder)!r}, checkpoint_every=0)
         print("finished")
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert "finished" not in proc.stdout
     plain = cj.train("poisson1d", "cgmpinn", cj.TrainConfig(**TINY), key=2, quiet=True)
@@ -152,12 +209,16 @@ def two_checkpoints(tmp_path_factory):
     """A finished tiny run's folder with its last two checkpoints, and the run."""
     folder = tmp_path_factory.mktemp("ck") / "run"
     cfg = cj.TrainConfig(stages=(Adam(steps=60), LBFGS(steps=0)), cgm={"k_upd": 20})
-    res = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
+    res = cj.train(
+        "poisson1d", "pinn", cfg, key=1, quiet=True, checkpoint_dir=folder, checkpoint_every=0
+    )
     return folder, cfg, res
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "meta"])
-def test_a_corrupted_checkpoint_falls_back_to_the_previous_with_a_warning(damage, two_checkpoints, tmp_path):
+def test_a_corrupted_checkpoint_falls_back_to_the_previous_with_a_warning(
+    damage, two_checkpoints, tmp_path
+):
     src, cfg, res = two_checkpoints
     folder = tmp_path / "run"
     shutil.copytree(src, folder)
@@ -180,12 +241,18 @@ def test_a_corrupted_checkpoint_falls_back_to_the_previous_with_a_warning(damage
 
 def test_a_checkpoint_of_another_run_is_refused_naming_the_fields(two_checkpoints, tmp_path):
     src, cfg, _ = two_checkpoints
-    other = cj.TrainConfig(stages=(Adam(steps=60), LBFGS(steps=0)), cgm={"k_upd": 20}, precision="float64")
-    with pytest.raises(cj.CheckpointError, match=r"config\.precision: saved 'float32', now 'float64'"):
+    other = cj.TrainConfig(
+        stages=(Adam(steps=60), LBFGS(steps=0)), cgm={"k_upd": 20}, precision="float64"
+    )
+    with pytest.raises(
+        cj.CheckpointError, match=r"config\.precision: saved 'float32', now 'float64'"
+    ):
         cj.train("poisson1d", "pinn", other, key=1, quiet=True, resume=src)
     with pytest.raises(cj.CheckpointError, match=r"method: saved 'pinn', now 'cgmpinn'"):
         cj.train("poisson1d", "cgmpinn", cfg, key=1, quiet=True, resume=src)
-    with pytest.raises(cj.CheckpointError, match=r"problem\.problem: saved 'poisson1d', now 'heat'"):
+    with pytest.raises(
+        cj.CheckpointError, match=r"problem\.problem: saved 'poisson1d', now 'heat'"
+    ):
         cj.train("heat", "pinn", cfg, key=1, quiet=True, resume=src)
     with pytest.raises(cj.CheckpointError, match=r"key: saved"):
         cj.train("poisson1d", "pinn", cfg, key=2, quiet=True, resume=src)
@@ -196,7 +263,9 @@ def test_a_checkpoint_of_another_run_is_refused_naming_the_fields(two_checkpoint
         meta = json.loads((c / "meta.json").read_text())
         meta["identity"]["version"] = "0.0.1"
         (c / "meta.json").write_text(json.dumps(meta))
-    with pytest.raises(cj.CheckpointError, match=r"version: saved '0\.0\.1', now '" + cj.__version__):
+    with pytest.raises(
+        cj.CheckpointError, match=r"version: saved '0\.0\.1', now '" + cj.__version__
+    ):
         cj.resume(folder, quiet=True)
 
 
@@ -207,16 +276,34 @@ def test_missing_or_empty_folders_and_bad_options(tmp_path):
     with pytest.raises(cj.CheckpointError, match="holds no checkpoint"):
         cj.resume(tmp_path / "empty")
     with pytest.raises(ValueError, match="checkpoint_every"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(stages=(Adam(steps=20), LBFGS(steps=0))), quiet=True,
-                 checkpoint_dir=tmp_path / "x", checkpoint_every=-1)
+        cj.train(
+            "poisson1d",
+            "pinn",
+            cj.TrainConfig(stages=(Adam(steps=20), LBFGS(steps=0))),
+            quiet=True,
+            checkpoint_dir=tmp_path / "x",
+            checkpoint_every=-1,
+        )
 
 
 def test_checkpoint_interval_limits_the_writes(tmp_path):
     cfg = cj.TrainConfig(stages=(Adam(steps=100), LBFGS(steps=0)), cgm={"k_upd": 20})
-    res = cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path, checkpoint_every=1e9)
+    res = cj.train(
+        "poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path, checkpoint_every=1e9
+    )
     assert res.checkpoint_seconds == 0.0 and ck.latest(tmp_path) is None  # the interval never came
-    cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=tmp_path / "b", checkpoint_every=0)
-    assert len(list((tmp_path / "b" / ck.SUBDIR).iterdir())) == 2  # the previous one kept, older ones gone
+    cj.train(
+        "poisson1d",
+        "pinn",
+        cfg,
+        key=0,
+        quiet=True,
+        checkpoint_dir=tmp_path / "b",
+        checkpoint_every=0,
+    )
+    assert (
+        len(list((tmp_path / "b" / ck.SUBDIR).iterdir())) == 2
+    )  # the previous one kept, older ones gone
 
 
 @pytest.mark.slow  # CI time (run with -m slow); a faster test covers the same path
@@ -229,17 +316,48 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     from cgmpinn_jax.cli import _main as cli
 
     out = tmp_path / "run"
-    opts = ["--adam-steps", "4000", "--second-steps", "0", "--k-upd", "200", "--seed", "3", "--no-plots",
-            "--width", "16", "--depth", "2",
-            "--compile-cache", "off"]
+    opts = [
+        "--adam-steps",
+        "4000",
+        "--second-steps",
+        "0",
+        "--k-upd",
+        "200",
+        "--seed",
+        "3",
+        "--no-plots",
+        "--width",
+        "16",
+        "--depth",
+        "2",
+        "--compile-cache",
+        "off",
+    ]
     # `python -m cgmpinn_jax.cli ...` with Python's Ctrl-C handler, however the suite was launched (a
     # job started with & from a script inherits SIGINT ignored, and the library then leaves it so)
-    as_from_a_terminal = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                          "runpy.run_module('cgmpinn_jax.cli', run_name='__main__', alter_sys=True)")
-    cmd = [sys.executable, "-c", as_from_a_terminal, "run", "poisson1d", *opts, "--out", str(out),
-           "--checkpoint-every", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    as_from_a_terminal = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('cgmpinn_jax.cli', run_name='__main__', alter_sys=True)"
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        as_from_a_terminal,
+        "run",
+        "poisson1d",
+        *opts,
+        "--out",
+        str(out),
+        "--checkpoint-every",
+        "0",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     t0 = time.time()
     while ck.latest(out) is None and proc.poll() is None and time.time() - t0 < 240:
         time.sleep(0.05)
@@ -249,8 +367,13 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
     assert f"--resume {out}" in text and (out / "model.eqx").exists()
     done_at = json.loads((ck.latest(out) / "meta.json").read_text())["position"]["done"]
     assert 0 < done_at < 4000
-    assert cli.main(["run", "--resume", str(out), "--adam-steps", "10"]) == 2  # settings come from the checkpoint
-    assert cli.main(["run", "--resume", str(out), "--quiet", "--no-plots", "--compile-cache", "off"]) == 0
+    assert (
+        cli.main(["run", "--resume", str(out), "--adam-steps", "10"]) == 2
+    )  # settings come from the checkpoint
+    assert (
+        cli.main(["run", "--resume", str(out), "--quiet", "--no-plots", "--compile-cache", "off"])
+        == 0
+    )
     cfg = cj.TrainConfig(stages=(Adam(steps=4000), LBFGS(steps=0)), cgm={"k_upd": 200}, **SMALL)
     plain = cj.train("poisson1d", "cgmpinn", cfg, key=3, quiet=True)
     saved = json.loads((out / "metrics.json").read_text())

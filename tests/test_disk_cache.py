@@ -44,15 +44,47 @@ def test_cli_bad_cache_dir_is_a_clear_error(tmp_path, capsys):
 
     f = tmp_path / "a-file"
     f.write_text("x")
-    rc = cli.main(["run", "--adam-steps", "1", "--second-steps", "0", "--compile-cache", str(f), "--out",
-                   str(tmp_path / "out"), "--no-plots", "--quiet"])
+    rc = cli.main(
+        [
+            "run",
+            "--adam-steps",
+            "1",
+            "--second-steps",
+            "0",
+            "--compile-cache",
+            str(f),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-plots",
+            "--quiet",
+        ]
+    )
     assert rc == 2
     assert "not a directory" in capsys.readouterr().err
 
 
 def _run(cache: Path, out: Path) -> dict:
-    cmd = [sys.executable, "-m", "cgmpinn_jax.cli", "run", "poisson1d", "--method", "pinn", "--adam-steps", "30",
-           "--second-steps", "0", "--seed", "3", "--no-plots", "--quiet", "--compile-cache", str(cache), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cgmpinn_jax.cli",
+        "run",
+        "poisson1d",
+        "--method",
+        "pinn",
+        "--adam-steps",
+        "30",
+        "--second-steps",
+        "0",
+        "--seed",
+        "3",
+        "--no-plots",
+        "--quiet",
+        "--compile-cache",
+        str(cache),
+        "--out",
+        str(out),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert f"compile cache {cache}" in p.stdout
@@ -65,9 +97,13 @@ def test_second_run_loads_from_the_cache_with_identical_results(tmp_path):
     stored = sorted(p.name for p in cache.rglob("*") if p.is_file())
     assert stored, "the first run stored no compiled program"
     second = _run(cache, tmp_path / "b")
-    assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == stored  # nothing new: every program was loaded
+    assert (
+        sorted(p.name for p in cache.rglob("*") if p.is_file()) == stored
+    )  # nothing new: every program was loaded
     for k in ("rel_e2", "e2", "e_inf", "e_loss"):
-        assert second[k] == first[k], k  # bit-identical: the loaded executables are the compiled ones
+        assert second[k] == first[k], (
+            k
+        )  # bit-identical: the loaded executables are the compiled ones
 
 
 def test_compile_cache_records_lowering_and_xla_seconds_once_per_program():
@@ -79,10 +115,16 @@ def test_compile_cache_records_lowering_and_xla_seconds_once_per_program():
     names = [t[0] for t in cache.timings]
     # a chunk's programs: the weight refresh (compiled once for both stages), PINN's
     # re-basing of the second stage's stored point, each stage's loop
-    assert {"refresh", "adam", "rebase_lbfgs", "lbfgs"} <= set(names) and len(names) == len(set(names))
+    assert {"refresh", "adam", "rebase_lbfgs", "lbfgs"} <= set(names) and len(names) == len(
+        set(names)
+    )
     assert all(lower > 0 and xla > 0 for _, lower, xla in cache.timings)
-    assert sum(lower + xla for _, lower, xla in cache.timings) == pytest.approx(res.compile_seconds, rel=1e-9)
-    again = cj.train("poisson1d", "pinn", cfg, key=1, quiet=True, cache=cache)  # same programs, other seed
+    assert sum(lower + xla for _, lower, xla in cache.timings) == pytest.approx(
+        res.compile_seconds, rel=1e-9
+    )
+    again = cj.train(
+        "poisson1d", "pinn", cfg, key=1, quiet=True, cache=cache
+    )  # same programs, other seed
     assert again.compile_seconds == 0.0 and [t[0] for t in cache.timings] == names
     cache.clear()
     assert cache.timings == [] and len(cache) == 0

@@ -26,14 +26,17 @@ PACKAGE = ROOT / "cgmpinn_jax"
 ISSUE_RE = re.compile(r"\bissues?\s+#?\d+", re.I)
 # a bare 7-to-12-digit hexadecimal word with a digit and a letter, not part of a longer token
 # ("2ee7061", "2ee7061."; not "x86_64", "3.51e-04", "sha256:..." or a path)
-HASH_RE = re.compile(r"(?<![\w./:#-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,12}(?![\w/-]|\.\w)")
+HASH_RE = re.compile(
+    r"(?<![\w./:#-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,12}(?![\w/-]|\.\w)"
+)
 # the development process: "this session", "a session", "sessions", "this task", "the task",
 # "tasks"; a Python or notebook session is an ordinary thing to mention
 PROCESS_RE = re.compile(
     r"(?<![-\w])(?<!python )(?<!jupyter )(?<!ipython )(?<!notebook )(?<!interactive )sessions?(?![-\w])"
     r"|(?<![-\w])(?:this|the|a|that|each|every|one|our|its|next|later)\s+task(?![-\w])"
     r"|(?<![-\w])tasks(?![-\w])",
-    re.I)
+    re.I,
+)
 # the pages only: the machine a result came from is named by its kind, not as "this machine"
 MACHINE_RE = re.compile(r"\bdevelopment machine\b|\bthis (?:project|machine)\b", re.I)
 
@@ -79,14 +82,20 @@ def public_docstrings(path: Path):
 
     def visit(body):
         for a, b in zip(body, body[1:] + [None]):
-            if isinstance(a, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and _public(a.name):
+            if isinstance(a, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and _public(
+                a.name
+            ):
                 doc = ast.get_docstring(a, clean=False)
                 if doc:
                     yield a.lineno, doc
                 if isinstance(a, ast.ClassDef):
                     yield from visit(a.body)
-            elif (isinstance(a, (ast.Assign, ast.AnnAssign)) and isinstance(b, ast.Expr)
-                  and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
+            elif (
+                isinstance(a, (ast.Assign, ast.AnnAssign))
+                and isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Constant)
+                and isinstance(b.value.value, str)
+            ):
                 targets = a.targets if isinstance(a, ast.Assign) else [a.target]
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
                 if names and all(_public(n) for n in names):
@@ -99,22 +108,50 @@ def public_docstrings(path: Path):
 # the patterns themselves
 
 
-@pytest.mark.parametrize("text", [
-    "the goal of issue 30 is met", "Issue 44's measurement", "as issues 19 and 22 found",
-    "Since 2ee7061 a failure", "at 2ee7061.", "(0c2c4b12bc19)",
-    "the iterations a session allows", "this session", "GPU sessions", "which this task did not have",
-    "the task's goals", "as the tasks say",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the goal of issue 30 is met",
+        "Issue 44's measurement",
+        "as issues 19 and 22 found",
+        "Since 2ee7061 a failure",
+        "at 2ee7061.",
+        "(0c2c4b12bc19)",
+        "the iterations a session allows",
+        "this session",
+        "GPU sessions",
+        "which this task did not have",
+        "the task's goals",
+        "as the tasks say",
+    ],
+)
 def test_the_patterns_catch_process_language(text):
     assert findings(text)
 
 
-@pytest.mark.parametrize("text", [
-    "3.51e-04 [1.35e-04 - 1.59e-03]", "x86_64", "float64", "a 4 x 100 network", "seed 1224",
-    "`2ee7061`", "``0c2c4b12bc19``", "sha256:2ee7061aa", "benchmarks/2ee7061/x", "1e-3 to 1e-12",
-    "a multi-task loss", "in a Python session", "an interactive session", "the issue of scale",
-    "decadence", "defaced", "a1b2c3", "g2ee7061",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3.51e-04 [1.35e-04 - 1.59e-03]",
+        "x86_64",
+        "float64",
+        "a 4 x 100 network",
+        "seed 1224",
+        "`2ee7061`",
+        "``0c2c4b12bc19``",
+        "sha256:2ee7061aa",
+        "benchmarks/2ee7061/x",
+        "1e-3 to 1e-12",
+        "a multi-task loss",
+        "in a Python session",
+        "an interactive session",
+        "the issue of scale",
+        "decadence",
+        "defaced",
+        "a1b2c3",
+        "g2ee7061",
+    ],
+)
 def test_the_patterns_leave_code_and_ordinary_words(text):
     assert findings(prose_of_page(text)) == []
 
@@ -130,9 +167,14 @@ def test_docstrings_of_private_objects_are_not_collected():
     mod = PACKAGE / "problems" / "base.py"  # a public module with public and private objects
     lines = {line for line, _ in public_docstrings(mod)}
     tree = ast.parse(mod.read_text())
-    private = [n.lineno for n in ast.walk(tree)
-               if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name.startswith("_")
-               and not n.name.startswith("__") and ast.get_docstring(n)]
+    private = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        and n.name.startswith("_")
+        and not n.name.startswith("__")
+        and ast.get_docstring(n)
+    ]
     assert lines and not lines & set(private)
 
 
@@ -167,31 +209,50 @@ def code_blocks(text: str, lang: str | None = None) -> list[str]:
     """The contents of the fenced code blocks of a page (of one language, when given),
     dedented by their fence's indentation."""
     out = []
-    for m in re.finditer(r"^([ \t]*)(`{3,}|~{3,})[ \t]*(\w*)[^\n]*\n(.*?)^[ \t]*\2[ \t]*$", text, re.S | re.M):
+    for m in re.finditer(
+        r"^([ \t]*)(`{3,}|~{3,})[ \t]*(\w*)[^\n]*\n(.*?)^[ \t]*\2[ \t]*$", text, re.S | re.M
+    ):
         if lang is None or m.group(3) == lang:
             indent = len(m.group(1))
-            out.append("".join(line[indent:] if line[:indent].isspace() else line
-                               for line in m.group(4).splitlines(keepends=True)))
+            out.append(
+                "".join(
+                    line[indent:] if line[:indent].isspace() else line
+                    for line in m.group(4).splitlines(keepends=True)
+                )
+            )
     return out
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
 def test_code_lines_fit(page):
-    long = [line for block in code_blocks(page.read_text()) for line in block.splitlines()
-            if len(line) > MAX_CODE_LINE]
+    long = [
+        line
+        for block in code_blocks(page.read_text())
+        for line in block.splitlines()
+        if len(line) > MAX_CODE_LINE
+    ]
     assert long == [], f"{page.relative_to(ROOT)}: code lines over {MAX_CODE_LINE} characters"
 
 
-@pytest.mark.parametrize("page", [p for p in pages() if p.name != "results-tables.md"],
-                         ids=lambda p: str(p.relative_to(DOCS)))
+@pytest.mark.parametrize(
+    "page",
+    [p for p in pages() if p.name != "results-tables.md"],
+    ids=lambda p: str(p.relative_to(DOCS)),
+)
 def test_tables_fit(page):
     """Tables of at most `MAX_COLUMNS` columns (wider ones go to docs/results-tables.md,
     whose tables may scroll)."""
     text = FENCE_RE.sub(" ", page.read_text())
     rule = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*")  # a table's header rule
-    columns = [len(line.strip().strip("|").split("|")) for line in text.splitlines() if rule.fullmatch(line)]
+    columns = [
+        len(line.strip().strip("|").split("|"))
+        for line in text.splitlines()
+        if rule.fullmatch(line)
+    ]
     wide = [n for n in columns if n > MAX_COLUMNS]
-    assert wide == [], f"{page.relative_to(ROOT)}: tables of {wide} columns (move them to docs/results-tables.md)"
+    assert wide == [], (
+        f"{page.relative_to(ROOT)}: tables of {wide} columns (move them to docs/results-tables.md)"
+    )
 
 
 WORKED_PAGE = DOCS / "problems-from-data.md"
@@ -208,9 +269,15 @@ def _private_uses(tree: ast.AST) -> list[str]:
             bad += [a.name for a in node.names if a.name.startswith("_")]
         elif isinstance(node, ast.Import):
             bad += [a.name for a in node.names if any(p.startswith("_") for p in a.name.split("."))]
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             bad.append(node.attr)
-        elif isinstance(node, ast.Name) and node.id.startswith("_") and not node.id.startswith("__"):
+        elif (
+            isinstance(node, ast.Name) and node.id.startswith("_") and not node.id.startswith("__")
+        ):
             bad.append(node.id)
     return bad
 
@@ -246,17 +313,34 @@ def test_worked_examples_run_and_match_the_library():
             exec(compile(block, f"{WORKED_PAGE.name}, block {i}", "exec"), module.__dict__)  # noqa: S102
         finally:
             del sys.modules[module.__name__]
-        classes.update({k: v for k, v in vars(module).items()
-                        if k in worked.__all__ and isinstance(v, type) and v.__module__ == module.__name__})
+        classes.update(
+            {
+                k: v
+                for k, v in vars(module).items()
+                if k in worked.__all__ and isinstance(v, type) and v.__module__ == module.__name__
+            }
+        )
     assert set(classes) == {"BurgersFromData", "LidDrivenCavity", "SquareWithHoles"}
-    small = {"BurgersFromData": dict(n_pde=64, n_ic=16, n_bc=8, n_refine=10),
-             "LidDrivenCavity": dict(n_pde=64, n_wall=30, n_lid=20, n_refine=10),
-             "SquareWithHoles": dict(n_pde=64, n_outer=20, n_holes=20)}
+    small = {
+        "BurgersFromData": dict(n_pde=64, n_ic=16, n_bc=8, n_refine=10),
+        "LidDrivenCavity": dict(n_pde=64, n_wall=30, n_lid=20, n_refine=10),
+        "SquareWithHoles": dict(n_pde=64, n_outer=20, n_holes=20),
+    }
     key = jax.random.PRNGKey(3)
     for name, cls in classes.items():
         ours, lib = cls(**small[name]), getattr(worked, name)(**small[name])
-        for attr in ("name", "coords", "fields", "equations", "terms", "homogeneous", "lower", "upper",
-                     "geometry", "defaults"):
+        for attr in (
+            "name",
+            "coords",
+            "fields",
+            "equations",
+            "terms",
+            "homogeneous",
+            "lower",
+            "upper",
+            "geometry",
+            "defaults",
+        ):
             assert getattr(ours, attr, None) == getattr(lib, attr, None), (name, attr)
         assert dataclasses.asdict(ours) == dataclasses.asdict(lib), name
         assert set(methods[name]) == set(library[name]), name
@@ -275,13 +359,19 @@ def test_worked_examples_run_and_match_the_library():
 def _methods(source: str) -> dict[str, dict[str, str]]:
     """``{class: {method: ast dump of its body}}`` of the classes of ``source`` (a method's
     docstring left out: the code is compared, not its description)."""
+
     def body(f):
-        doc = f.body and isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant)
+        doc = (
+            f.body and isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant)
+        )
         return f.body[1:] if doc and isinstance(f.body[0].value.value, str) else f.body
 
     out = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef):
-            out[node.name] = {f.name: ast.dump(ast.Module(body=body(f), type_ignores=[]))
-                              for f in node.body if isinstance(f, ast.FunctionDef)}
+            out[node.name] = {
+                f.name: ast.dump(ast.Module(body=body(f), type_ignores=[]))
+                for f in node.body
+                if isinstance(f, ast.FunctionDef)
+            }
     return out

@@ -42,7 +42,7 @@ def test_exact_solution_satisfies_pde(x64):
     batch = p.sample(jax.random.key(0))
     assert float(jnp.max(jnp.abs(batch["pde"][1]))) == 0.0
     # the IC / BC targets are the exact solution: u(x, 0) steps from 1 to 0
-    (ic_pts, ic_target), = batch["ic"]
+    ((ic_pts, ic_target),) = batch["ic"]
     np.testing.assert_allclose(ic_target, jax.vmap(p.exact)(ic_pts))
     assert set(np.unique(np.asarray(ic_pts[:, 1]))) == {0.0}
     left, right = batch["bc"]
@@ -72,10 +72,15 @@ def test_cgmpinn_cuts_the_error():
     pts = p.test_grid().points
     exact = np.asarray(p.exact_on(pts))
     init = min(
-        cj.error_metrics(np.asarray(jax.vmap(cj.nn.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))), exact).rel_e2
+        cj.error_metrics(
+            np.asarray(jax.vmap(cj.nn.mlp(jax.random.key(s), 2))(jnp.asarray(pts, jnp.float32))),
+            exact,
+        ).rel_e2
         for s in range(3)
     )
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=200)), cgm={"k_upd": 100})
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=300), cj.stages.LBFGS(steps=200)), cgm={"k_upd": 100}
+    )
     res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert np.isfinite(res.metrics.rel_e2)
     assert res.metrics.rel_e2 * 3.0 <= init, (res.metrics, init)
@@ -85,9 +90,14 @@ def test_doc_block_runs(capsys):
     """Execute the docs' code block as a user would, with the training budget cut to a
     tiny one (the block's own budget is exercised by test_cgmpinn_cuts_the_error)."""
     code = doc_code_block()
-    tiny, n = re.subn(r"stages=\(cj\.stages\.Adam\(steps=\d+\),\s*cj\.stages\.LBFGS\(steps=\d+\)\)",
-                      "stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0))", code)
-    assert n == 1, "the docs example should state its budget as stages=(cj.stages.Adam(steps=...), cj.stages.LBFGS(steps=...))"
+    tiny, n = re.subn(
+        r"stages=\(cj\.stages\.Adam\(steps=\d+\),\s*cj\.stages\.LBFGS\(steps=\d+\)\)",
+        "stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=0))",
+        code,
+    )
+    assert n == 1, (
+        "the docs example should state its budget as stages=(cj.stages.Adam(steps=...), cj.stages.LBFGS(steps=...))"
+    )
     ns = {"__name__": "__doc_example__"}
     exec(compile(tiny, str(DOC), "exec"), ns)
     assert "Metrics(" in capsys.readouterr().out
@@ -97,7 +107,10 @@ def test_doc_block_runs(capsys):
     assert doc_p.name == ex_p.name and doc_p.loss_terms == ex_p.loss_terms
     pts = jnp.asarray(ex_p.test_grid().points[::97], jnp.float32)
     np.testing.assert_allclose(doc_p.exact_on(pts), ex_p.exact_on(pts))
-    u = lambda z: jnp.sin(z[0]) * jnp.exp(-z[1])
+
+    def u(z):
+        return jnp.sin(z[0]) * jnp.exp(-z[1])
+
     np.testing.assert_allclose(doc_p.pde_residuals(u, pts), ex_p.pde_residuals(u, pts), rtol=1e-6)
     kb = jax.random.key(3)
     for a, b in zip(jax.tree.leaves(doc_p.sample(kb)), jax.tree.leaves(ex_p.sample(kb))):
@@ -109,7 +122,9 @@ def test_one_source_for_the_example(tmp_path, capsys):
     generated from it, and the generator detects and repairs a stale page."""
     src = examples.example_source()
     assert src.startswith("import dataclasses\n") and "class ViscousBurgers(cj.Problem):" in src
-    assert "from cgmpinn_jax.problems import Dirichlet, edge_pair, grid, initial_line, uniform" in src
+    assert (
+        "from cgmpinn_jax.problems import Dirichlet, edge_pair, grid, initial_line, uniform" in src
+    )
     assert "problems.heat" not in src  # the public helpers, not a benchmark module
     # the docs page holds exactly the generated block
     assert examples.main(["--check-readme", str(DOC)]) == 0
@@ -119,7 +134,10 @@ def test_one_source_for_the_example(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == examples.readme_block()
     # a stale copy is detected and rewritten
     stale = tmp_path / "own-pde.md"
-    stale.write_text(DOC.read_text(encoding="utf-8").replace("nu: float = 0.05", "nu: float = 0.5"), encoding="utf-8")
+    stale.write_text(
+        DOC.read_text(encoding="utf-8").replace("nu: float = 0.05", "nu: float = 0.5"),
+        encoding="utf-8",
+    )
     assert examples.main(["--check-readme", str(stale)]) == 1
     assert examples.main(["--write-readme", str(stale)]) == 0
     assert stale.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")

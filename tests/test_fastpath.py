@@ -65,7 +65,9 @@ def networks(problem, key=0):
     init, input_map = cgm_settings(problem)
     k1, k2 = jax.random.split(jax.random.key(key))
     pinn = nets.mlp(k1, problem.dim, d.width, d.depth, dtype=jnp.float64)
-    cgm = nets.mlp(k2, problem.dim, d.width, d.depth, init=init, input_map=input_map, dtype=jnp.float64)
+    cgm = nets.mlp(
+        k2, problem.dim, d.width, d.depth, init=init, input_map=input_map, dtype=jnp.float64
+    )
     return {"pinn": pinn, "cgmpinn": cgm}
 
 
@@ -106,11 +108,18 @@ def n_dots(fn, *args) -> int:
 
 
 # CI runs the simplest and the richest operator; the other four are marked slow (compile time)
-@pytest.mark.parametrize("name", [n if n in ("poisson1d", "fisher_kpp") else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in PROBLEMS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n in ("poisson1d", "fisher_kpp") else pytest.param(n, marks=pytest.mark.slow)
+        for n in PROBLEMS
+    ],
+)
 def test_equivalence_float64(name, f64):
     problem = small(name)
-    assert taylor.requested_lanes(problem.operator, problem.dim, jnp.float64) == frozenset(EXPECTED_LANES[name])
+    assert taylor.requested_lanes(problem.operator, problem.dim, jnp.float64) == frozenset(
+        EXPECTED_LANES[name]
+    )
     batch = jax.jit(problem.sample)(jax.random.key(3))
     nets_ = networks(problem)
     assert (nets_["cgmpinn"].input_map is not None) == (name == "fisher_kpp")
@@ -122,7 +131,9 @@ def test_equivalence_float64(name, f64):
         assert r_f.dtype == jnp.float64
         assert rel(r_f, r_s) < RTOL, (label, rel(r_f, r_s))
         assert rel(loss_f, loss_s) < RTOL, label
-        for a, b in zip(jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_s), strict=True):
+        for a, b in zip(
+            jax.tree_util.tree_leaves(g_f), jax.tree_util.tree_leaves(g_s), strict=True
+        ):
             assert rel(a, b) < RTOL, (label, rel(a, b))
         # the fast path was taken: fewer matrix products than one pass per stream
         pts, src = batch["pde"]
@@ -155,10 +166,14 @@ def test_residual_and_traced_coefficient(f64):
     assert rel(g_fast, g_slow) < RTOL
 
 
-@pytest.mark.parametrize("factory", [
-    lambda k, **kw: nets.lnn_pinn(k, 2, 8, 2, **kw),
-    lambda k, **kw: nets.star_pinn(k, 2, 8, 2, n_blocks=2, **kw),
-], ids=["lnn_pinn", "star_pinn"])
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda k, **kw: nets.lnn_pinn(k, 2, 8, 2, **kw),
+        lambda k, **kw: nets.star_pinn(k, 2, 8, 2, n_blocks=2, **kw),
+    ],
+    ids=["lnn_pinn", "star_pinn"],
+)
 def test_other_networks(factory, f64):
     problem = small("fisher_kpp")
     model = factory(jax.random.key(2), input_map=cgm_settings(problem)[1], dtype=jnp.float64)
@@ -194,7 +209,14 @@ def _not_scalar(u, z):
 
 
 @pytest.mark.parametrize(
-    "op, covered", [(_mixed, True), (_third, False), (_elsewhere, False), (_wrapped, False), (_grad_inside, False)]
+    "op, covered",
+    [
+        (_mixed, True),
+        (_third, False),
+        (_elsewhere, False),
+        (_wrapped, False),
+        (_grad_inside, False),
+    ],
 )
 def test_automatic_fallback(op, covered, f64):
     model = nets.mlp(jax.random.key(0), 2, 12, 3, input_map=FISHER_MAP, dtype=jnp.float64)
@@ -210,13 +232,20 @@ def test_automatic_fallback(op, covered, f64):
 
 
 def test_not_covered_inputs():
-    op = lambda u, z: partial(u, 0, 0)(z)
+    def op(u, z):
+        return partial(u, 0, 0)(z)
+
     assert taylor.requested_lanes(_not_scalar, 2, jnp.float32) is None
+
     # a plain function has no taylor(): general path
-    f = lambda z: jnp.sin(z[0]) * z[1]
+    def f(z):
+        return jnp.sin(z[0]) * z[1]
+
     assert not taylor.supports_taylor(f)
     pts = jnp.array([[0.3, 2.0], [1.0, 1.0]])
-    np.testing.assert_allclose(taylor.operator_values(op, f, pts), -jnp.sin(pts[:, 0]) * pts[:, 1], rtol=1e-6)
+    np.testing.assert_allclose(
+        taylor.operator_values(op, f, pts), -jnp.sin(pts[:, 0]) * pts[:, 1], rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("stack", [True, False])
@@ -262,12 +291,14 @@ def test_taylor_lanes_against_autodiff(f64):
     """Every lane of MLP.taylor, with the input map, against jax.hessian / jax.grad."""
     model = nets.mlp(jax.random.key(4), 2, 10, 3, input_map=FISHER_MAP, dtype=jnp.float64)
     pts = jax.random.uniform(jax.random.key(5), (7, 2), jnp.float64)
-    lanes = jax.jit(lambda m, p: m.taylor_lanes(p, [(), (0,), (1,), (0, 0), (0, 1), (1, 1)]))(model, pts)
+    lanes = jax.jit(lambda m, p: m.taylor_lanes(p, [(), (0,), (1,), (0, 0), (0, 1), (1, 1)]))(
+        model, pts
+    )
     h = jax.jit(jax.vmap(jax.hessian(model)))(pts)
     g = jax.jit(jax.vmap(jax.grad(model)))(pts)
     assert rel(lanes[()], jax.vmap(model)(pts)) < RTOL
     assert rel(lanes[(0,)], g[:, 0]) < RTOL and rel(lanes[(1,)], g[:, 1]) < RTOL
-    for (i, j) in ((0, 0), (0, 1), (1, 1)):
+    for i, j in ((0, 0), (0, 1), (1, 1)):
         assert rel(lanes[(i, j)], h[:, i, j]) < RTOL
     with pytest.raises(ValueError, match="shape"):
         model.taylor_lanes(pts[:, :1], [()])
@@ -281,11 +312,13 @@ def test_a_systems_fields_take_the_fast_path_with_the_same_residuals_and_gradien
     kw = {} if network == "star_pinn" else {"depth": 3}
     model = factory(jax.random.key(0), 2, 12, out_dim=3, **kw)
     pts = problem.sample(jax.random.key(1))["pde"][0].astype(jnp.float64)
-    model = jax.tree_util.tree_map(lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model)
+    model = jax.tree_util.tree_map(
+        lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model
+    )
 
     def loss(m):
         r = problem.pde_residuals(m, pts)
-        return jnp.sum(r ** 2), r
+        return jnp.sum(r**2), r
 
     (l_f, r_f), g_f = jax.value_and_grad(loss, has_aux=True)(model)
     with taylor.fast_path(False):
@@ -308,5 +341,6 @@ def test_a_system_operator_reading_every_field_at_once_falls_back():
     per_field = lambda u, z: jnp.stack([u.u(z) - partial(u["v"], 0, 0)(z), partial(u.v, 1)(z)])  # noqa: E731
     out = _taylor_systems.system_operator_values(per_field, net, pts, fields)
     from cgmpinn_jax.problems._pieces import Fields
+
     ref = jax.vmap(lambda z: per_field(Fields(net, fields), z))(pts)
     assert out.shape == (5, 2) and rel(out, ref) < 1e-5

@@ -16,8 +16,15 @@ import pytest
 import cgmpinn_jax as cj
 from cgmpinn_jax.methods import LossSpec, Method
 from cgmpinn_jax.stages import Adam, GaussNewton
-from cgmpinn_jax.stages._gauss_newton import (PCG_AUTO_ROWS, SVD_AUTO_MAX, GaussNewtonSolver, GNState, PCGState,
-                                              lm_solve_form, memory_bytes)
+from cgmpinn_jax.stages._gauss_newton import (
+    PCG_AUTO_ROWS,
+    SVD_AUTO_MAX,
+    GaussNewtonSolver,
+    GNState,
+    PCGState,
+    lm_solve_form,
+    memory_bytes,
+)
 from cgmpinn_jax.stages._gn_linear import _cg, _gram, _pcg, svd_direction
 from cgmpinn_jax.training import CompileCache
 from cgmpinn_jax.training._driver import init_state
@@ -35,8 +42,11 @@ def _gn(adam=None, steps=None, **gn):
 
 
 def _setup(problem, method, **cfg):
-    setup = resolve(cj.get_problem(problem) if isinstance(problem, str) else problem,
-                    cj.get_method(method) if isinstance(method, str) else method, cj.TrainConfig(**cfg))
+    setup = resolve(
+        cj.get_problem(problem) if isinstance(problem, str) else problem,
+        cj.get_method(method) if isinstance(method, str) else method,
+        cj.TrainConfig(**cfg),
+    )
     static, eng = CompileCache().engine(setup)
     state, batch = init_state(setup, eng, jax.random.key(3))
     return setup, static, eng, state, batch
@@ -105,17 +115,28 @@ def _toy_run(form, start, iters=60):
 CONCAT_PINN = Method("pinn_concat", loss=LossSpec(aggregation="concat"), label="PINN (concat)")
 
 
-@pytest.mark.parametrize("problem,method", [
-    ("poisson1d", "cgmpinn"), ("heat", "pinn"), ("heat", "gpinn"), ("damped_wave", "cgmpinn"),
-    ("advection_diffusion", "lnn_pinn"), ("poisson2d", "clpinn"), ("heat", CONCAT_PINN), ("fisher_kpp", "gmmpinn"),
-])
+@pytest.mark.parametrize(
+    "problem,method",
+    [
+        ("poisson1d", "cgmpinn"),
+        ("heat", "pinn"),
+        ("heat", "gpinn"),
+        ("damped_wave", "cgmpinn"),
+        ("advection_diffusion", "lnn_pinn"),
+        ("poisson2d", "clpinn"),
+        ("heat", CONCAT_PINN),
+        ("fisher_kpp", "gmmpinn"),
+    ],
+)
 def test_squared_norm_is_the_objective(problem, method):
     """|r|^2 equals lam . terms + extra to 1e-12 (float64), with non-uniform weights and lambdas."""
     with jax.enable_x64(True):
         setup, static, eng, state, batch = _setup(problem, method, width=12, depth=2, **GN)
         w, lam = _random_w_lam(batch["pde"][0].shape[0], setup.n_terms)
         lsq = LeastSquares(setup.problem, setup.method, static)
-        r = jax.jit(lsq.residuals)(state.params, batch, w, lam)  # jitted: one compile, not one per operation
+        r = jax.jit(lsq.residuals)(
+            state.params, batch, w, lam
+        )  # jitted: one compile, not one per operation
         value, _ = jax.jit(eng.objective)(state.params, w, lam, batch)
         assert r.shape == (lsq.n_rows(batch),)
         assert float(jnp.sum(r**2)) == pytest.approx(float(value), rel=1e-12)
@@ -135,8 +156,12 @@ def test_squared_norm_inverse_problem_with_obs_weight():
         assert J.shape == (r.shape[0], x.shape[0])
         g = jax.jit(jax.grad(lambda p: eng.objective(p, w, lam, batch)[0]))(state.params)
         assert abs(float(g.coeffs["kappa"])) > 0
-        np.testing.assert_allclose(np.asarray(2 * r @ J), np.asarray(jax.flatten_util.ravel_pytree(g)[0]),
-                                   rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(2 * r @ J))))
+        np.testing.assert_allclose(
+            np.asarray(2 * r @ J),
+            np.asarray(jax.flatten_util.ravel_pytree(g)[0]),
+            rtol=1e-9,
+            atol=1e-9 * float(jnp.max(jnp.abs(2 * r @ J))),
+        )
 
 
 @pytest.mark.parametrize("method", ["cgmpinn", "gpinn"])
@@ -148,10 +173,16 @@ def test_jacobian_matches_jacrev(method):
         w, lam = _random_w_lam(batch["pde"][0].shape[0], setup.n_terms)
         lsq = LeastSquares(setup.problem, setup.method, static)
         x, unravel = jax.flatten_util.ravel_pytree(state.params)
-        r, J = jax.jit(lsq.jacobian)(state.params, batch, w, lam)  # jitted: one compile, not one per operation
+        r, J = jax.jit(lsq.jacobian)(
+            state.params, batch, w, lam
+        )  # jitted: one compile, not one per operation
         J_ref = jax.jit(jax.jacrev(lambda x: lsq.residuals(unravel(x), batch, w, lam)))(x)
         np.testing.assert_allclose(np.asarray(J), np.asarray(J_ref), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(r), np.asarray(jax.jit(lsq.residuals)(state.params, batch, w, lam)), rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(r),
+            np.asarray(jax.jit(lsq.residuals)(state.params, batch, w, lam)),
+            rtol=1e-12,
+        )
 
 
 def test_lbpinn_is_refused_by_name():
@@ -172,8 +203,15 @@ def test_config_checks_gn_options():
 
 
 def test_memory_limit_gives_sizes_before_compiling():
-    with pytest.raises(ValueError, match=r"1502 residual rows x 7801 parameters.*GaussNewton\(memory_limit_gb"):
-        cj.train("poisson1d", "pinn", cj.TrainConfig(**_gn(2, 2, memory_limit_gb=0.01, form="kernel")), quiet=True)
+    with pytest.raises(
+        ValueError, match=r"1502 residual rows x 7801 parameters.*GaussNewton\(memory_limit_gb"
+    ):
+        cj.train(
+            "poisson1d",
+            "pinn",
+            cj.TrainConfig(**_gn(2, 2, memory_limit_gb=0.01, form="kernel")),
+            quiet=True,
+        )
     assert memory_bytes(1502, 7801) == 8 * (2 * 1502 * 7801 + 3 * 1502**2)
     assert lm_solve_form(100, 50) == "gramian" and lm_solve_form(50, 100) == "kernel"
 
@@ -190,7 +228,9 @@ def test_memory_of_each_form():
 def test_auto_form_by_size():
     assert lm_solve_form(1502, 7801) == "kernel"  # 1D Poisson's accurate runs keep the exact step
     assert lm_solve_form(9200, 19761) == "pcg"  # Fisher-KPP
-    assert lm_solve_form(2400, 7851) == "pcg" and lm_solve_form(3000, 7851) == "pcg"  # heat, 2D Poisson: 1e-6 sooner
+    assert (
+        lm_solve_form(2400, 7851) == "pcg" and lm_solve_form(3000, 7851) == "pcg"
+    )  # heat, 2D Poisson: 1e-6 sooner
     assert lm_solve_form(PCG_AUTO_ROWS, PCG_AUTO_ROWS + 1) == "pcg"
     assert lm_solve_form(9000, 5000) == "gramian"
     assert lm_solve_form(9200, 19761, "kernel") == "kernel"
@@ -201,15 +241,23 @@ def test_auto_form_by_size():
     assert lm_solve_form(50_000, 50_000, "auto") == "pcg"  # no limit given: the size rule alone
     assert lm_solve_form(50_000, 50_000, "kernel", limit) == "kernel"  # a form that is set stays
     # float32 (itemsize 4): svd up to SVD_AUTO_MAX rows or parameters; float64 keeps its rule
-    assert lm_solve_form(1502, 7801, itemsize=4) == "svd" and lm_solve_form(1502, 7801, itemsize=8) == "kernel"
-    assert lm_solve_form(SVD_AUTO_MAX + 1, 20000, itemsize=4) == "pcg" and lm_solve_form(9000, 500, itemsize=4) == "svd"
+    assert (
+        lm_solve_form(1502, 7801, itemsize=4) == "svd"
+        and lm_solve_form(1502, 7801, itemsize=8) == "kernel"
+    )
+    assert (
+        lm_solve_form(SVD_AUTO_MAX + 1, 20000, itemsize=4) == "pcg"
+        and lm_solve_form(9000, 500, itemsize=4) == "svd"
+    )
 
 
 def test_the_form_is_printed():
     from cgmpinn_jax.training._engine import gn_form_note
 
     for form, expect in (("auto", "form (chosen)"), ("pcg", "pcg form (set)")):
-        cfg = cj.TrainConfig(precision="float64", stages=(Adam(), GaussNewton(form=form)), width=10, depth=2)
+        cfg = cj.TrainConfig(
+            precision="float64", stages=(Adam(), GaussNewton(form=form)), width=10, depth=2
+        )
         setup = resolve(cj.get_problem("heat"), cj.get_method("pinn"), cfg)
         static, eng = CompileCache().engine(setup)
         state, batch = init_state(setup, eng, jax.random.key(0))
@@ -224,9 +272,13 @@ def test_auto_trains_above_the_limit_and_a_set_form_is_refused():
     from cgmpinn_jax.training._engine import gn_form_note
 
     def gn(**opts):
-        return cj.TrainConfig(precision="float64", stages=(Adam(steps=2), GaussNewton(steps=2, **opts)))
+        return cj.TrainConfig(
+            precision="float64", stages=(Adam(steps=2), GaussNewton(steps=2, **opts))
+        )
 
-    with pytest.raises(ValueError, match=r"1502 residual rows x 7801 parameters \(kernel form.*memory_limit_gb"):
+    with pytest.raises(
+        ValueError, match=r"1502 residual rows x 7801 parameters \(kernel form.*memory_limit_gb"
+    ):
         cj.train("poisson1d", "pinn", gn(memory_limit_gb=0.01, form="kernel"), quiet=True)
     cfg = gn(memory_limit_gb=0.01)
     setup = resolve(cj.get_problem("poisson1d"), cj.get_method("pinn"), cfg)
@@ -247,8 +299,12 @@ def test_sweep_memory_check_counts_members():
 def test_gram_is_the_symmetric_product():
     J = jax.random.normal(jax.random.key(0), (600, 130), jnp.float32)
     with jax.default_matmul_precision("highest"):
-        np.testing.assert_allclose(np.asarray(_gram(J, "kernel")), np.asarray(J @ J.T), rtol=1e-5, atol=1e-3)
-        np.testing.assert_allclose(np.asarray(_gram(J, "gramian")), np.asarray(J.T @ J), rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(
+            np.asarray(_gram(J, "kernel")), np.asarray(J @ J.T), rtol=1e-5, atol=1e-3
+        )
+        np.testing.assert_allclose(
+            np.asarray(_gram(J, "gramian")), np.asarray(J.T @ J), rtol=1e-5, atol=1e-3
+        )
     K = _gram(J, "kernel")
     assert bool(jnp.all(K == K.T))
 
@@ -278,8 +334,11 @@ def test_pcg_with_the_exact_factor_needs_one_iteration():
         L = jnp.linalg.cholesky(J @ J.T + mu * jnp.eye(J.shape[0]))
         a, k = _pcg(J, r, mu, L, 50, 1e-10)
         assert int(k) == 1
-        np.testing.assert_allclose(np.asarray(a), np.linalg.solve(np.asarray(J @ J.T) + mu * np.eye(60), np.asarray(r)),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(a),
+            np.linalg.solve(np.asarray(J @ J.T) + mu * np.eye(60), np.asarray(r)),
+            rtol=1e-6,
+        )
 
 
 def test_pcg_with_a_stale_factor_solves_the_new_system():
@@ -292,7 +351,10 @@ def test_pcg_with_a_stale_factor_solves_the_new_system():
         mu = 1e-8
         a, its = _pcg(J, r, mu, L0, 50, 1e-10)
         K = np.asarray(J @ J.T) + mu * np.eye(60)
-        assert np.linalg.norm(K @ np.asarray(a) - np.asarray(r)) <= 1e-10 * np.linalg.norm(np.asarray(r)) * 1.0001
+        assert (
+            np.linalg.norm(K @ np.asarray(a) - np.asarray(r))
+            <= 1e-10 * np.linalg.norm(np.asarray(r)) * 1.0001
+        )
         assert 1 < int(its) < 50
         _, its_plain = _pcg(J, r, mu, jnp.eye(60), 50, 1e-10)  # identity "factor": plain CG
         assert int(its_plain) == 50
@@ -304,7 +366,9 @@ def test_cg_solves_a_symmetric_system_like_numpy():
         K = A @ A.T + 0.5 * jnp.eye(40)
         r = jax.random.normal(jax.random.key(1), (40,))
         a, k = _cg(lambda u: K @ u, lambda v: v, r, 200, 1e-12)
-        np.testing.assert_allclose(np.asarray(a), np.linalg.solve(np.asarray(K), np.asarray(r)), rtol=1e-9)
+        np.testing.assert_allclose(
+            np.asarray(a), np.linalg.solve(np.asarray(K), np.asarray(r)), rtol=1e-9
+        )
         assert 1 < int(k) <= 41  # at most n + 1 in exact arithmetic; here a few more for rounding
 
 
@@ -350,10 +414,16 @@ def test_svd_resolves_directions_a_cholesky_of_the_kernel_cannot():
 
 
 # --- the solver on Rosenbrock -----------------------------------------------------------------------
-@pytest.mark.parametrize("form, iters, state_type", [
-    ("kernel", 60, GNState), ("gramian", 60, GNState), ("pcg", 80, PCGState), ("matfree", 80, GNState),
-    ("svd", 80, GNState),
-])
+@pytest.mark.parametrize(
+    "form, iters, state_type",
+    [
+        ("kernel", 60, GNState),
+        ("gramian", 60, GNState),
+        ("pcg", 80, PCGState),
+        ("matfree", 80, GNState),
+        ("svd", 80, GNState),
+    ],
+)
 def test_levenberg_marquardt_solves_rosenbrock(form, iters, state_type):
     """Every form reaches Rosenbrock's minimum (1, 1) from (-1.2, 1) to 1e-8, starting with the
     state its step reads."""
@@ -390,8 +460,10 @@ def test_no_decrease_at_the_largest_damping_keeps_the_point():
 
 
 # --- the solver's first step on a PINN ------------------------------------------------------------
-@pytest.mark.parametrize("form, options, rtol", [("matfree", dict(cg_tol=1e-12, matfree_max=2000), 1e-6),
-                                                 ("svd", {}, 1e-9)])
+@pytest.mark.parametrize(
+    "form, options, rtol",
+    [("matfree", dict(cg_tol=1e-12, matfree_max=2000), 1e-6), ("svd", {}, 1e-9)],
+)
 def test_first_step_is_the_kernel_step_at_the_same_damping(form, options, rtol):
     """From a damping large enough that the first trial is taken, the step is the exact kernel
     step ``-J^T (J J^T + mu I)^{-1} r`` (numpy, from the objective's own Jacobian): the
@@ -410,8 +482,12 @@ def test_first_step_is_the_kernel_step_at_the_same_damping(form, options, rtol):
         x1 = np.asarray(jax.flatten_util.ravel_pytree(out.params)[0])
         assert np.linalg.norm(x1 - (x0 + d)) <= rtol * np.linalg.norm(d)
         if form == "matfree":
-            np.testing.assert_allclose(np.asarray(jax.flatten_util.ravel_pytree(out.state.grad)[0]), 2 * r @ J,
-                                       rtol=1e-9, atol=1e-12 * float(np.max(np.abs(2 * r @ J))))
+            np.testing.assert_allclose(
+                np.asarray(jax.flatten_util.ravel_pytree(out.state.grad)[0]),
+                2 * r @ J,
+                rtol=1e-9,
+                atol=1e-12 * float(np.max(np.abs(2 * r @ J))),
+            )
 
 
 @pytest.mark.parametrize("width, exact, mu_init", [(10, "gramian", 1e-3), (40, "kernel", 1e3)])
@@ -423,7 +499,9 @@ def test_first_pcg_step_is_the_exact_step(width, exact, mu_init):
     (600 rows, 1881 parameters; there from a damping whose first trial is accepted: at 1e-3
     the accepted trial's mu is 1e4 times the factor's and CG stops at its iteration cap)."""
     with jax.enable_x64(True):
-        eng, params, batch, w, lam = _pinn_start(width=width, **({} if width == 10 else dict(n_pde=400, n_ic=100, n_bc=100)))
+        eng, params, batch, w, lam = _pinn_start(
+            width=width, **({} if width == 10 else dict(n_pde=400, n_ic=100, n_bc=100))
+        )
         kw = dict(KW, mu_init=mu_init)
         out = {}
         for form in (exact, "pcg"):
@@ -434,7 +512,9 @@ def test_first_pcg_step_is_the_exact_step(width, exact, mu_init):
         xp = jax.flatten_util.ravel_pytree(out["pcg"].params)[0]
         x0 = jax.flatten_util.ravel_pytree(params)[0]
         rows, n = eng.lsq.n_rows(batch), x0.shape[0]
-        assert out["pcg"].state.L.shape == (min(rows, n),) * 2 and (rows > n) == (exact == "gramian")
+        assert out["pcg"].state.L.shape == (min(rows, n),) * 2 and (rows > n) == (
+            exact == "gramian"
+        )
         assert float(jnp.linalg.norm(xp - xk)) <= 1e-6 * float(jnp.linalg.norm(xk - x0))
         assert int(out["pcg"].state.factorizations) == 1 and int(out["pcg"].state.cg_iters) < 50
 
@@ -443,18 +523,29 @@ def test_pcg_refactors_before_it_stops_on_a_stale_factor():
     """No trial can lower the objective (CG gets no iterations, so every step is zero): with the
     previous iteration's factor the stage goes on, parameters unchanged, and the next iteration
     refactors at this one's first damping; only with that fresh factor does it stop (NO_DECREASE)."""
-    flat = lambda p: np.asarray(jax.flatten_util.ravel_pytree(p)[0])
+
+    def flat(p):
+        return np.asarray(jax.flatten_util.ravel_pytree(p)[0])
+
     with jax.enable_x64(True):
         eng, params, batch, w, lam = _pinn_start("poisson1d")
         kw = dict(KW, form="pcg", max_trials=40)
         gn = GaussNewtonSolver(eng.objective, eng.lsq, **kw)
         s = gn.init(params, w, lam, batch)
-        o = jax.jit(gn.step)(params, s, w, lam, batch, s.value, s.grad)  # a real step: a factor to reuse
-        assert int(o.status) == 0 and int(o.state.factorizations) == 1 and int(o.state.cg_iters) <= gn.cg_refactor
+        o = jax.jit(gn.step)(
+            params, s, w, lam, batch, s.value, s.grad
+        )  # a real step: a factor to reuse
+        assert (
+            int(o.status) == 0
+            and int(o.state.factorizations) == 1
+            and int(o.state.cg_iters) <= gn.cg_refactor
+        )
         stuck = GaussNewtonSolver(eng.objective, eng.lsq, cg_max=0, **kw)
         step = jax.jit(stuck.step)
         o2 = step(o.params, o.state, w, lam, batch, o.state.value, o.state.grad)
-        assert int(o2.status) == 0 and int(o2.evals) > 1  # the stale factor failed up to the largest damping
+        assert (
+            int(o2.status) == 0 and int(o2.evals) > 1
+        )  # the stale factor failed up to the largest damping
         np.testing.assert_array_equal(flat(o2.params), flat(o.params))
         assert int(o2.state.cg_iters) > stuck.cg_refactor and int(o2.state.factorizations) == 1
         assert float(o2.state.mu) == float(o.state.mu) and float(o2.state.nu) == float(o.state.nu)
@@ -508,7 +599,11 @@ def test_gauss_newton_stage_beats_adam_alone():
     base = dict(width=16, depth=2, cgm={"k_upd": 20}, balancing={"second_stage_apply": "refresh"})
     adam = cj.train(prob, "cgmpinn", cj.TrainConfig(**_gn(300, 0), **base), key=0, quiet=True)
     res = cj.train(prob, "cgmpinn", cj.TrainConfig(**_gn(300, 150), **base), key=0, quiet=True)
-    assert res.statuses["gauss_newton"] in (StageStatus.COMPLETED, StageStatus.LOSS_TOL, StageStatus.NO_DECREASE)
+    assert res.statuses["gauss_newton"] in (
+        StageStatus.COMPLETED,
+        StageStatus.LOSS_TOL,
+        StageStatus.NO_DECREASE,
+    )
     assert res.metrics.rel_e2 < adam.metrics.rel_e2 / 100
     second = res.history.k > 300
     assert np.all(res.history.evals[second] >= 1)
@@ -518,18 +613,25 @@ def test_gauss_newton_stage_beats_adam_alone():
 
 # heat PINN in float64 (the form, the points, the width, Adam's steps, the form's iterations, the
 # factor below Adam alone it must reach); slow: the faster tests above cover each form's path
-@pytest.mark.parametrize("form, points, width, adam_steps, steps, factor", [
-    pytest.param("pcg", (400, 100, 100), 12, 300, 40, 20, marks=pytest.mark.slow),
-    pytest.param("matfree", (200, 50, 50), 10, 200, 30, 5, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "form, points, width, adam_steps, steps, factor",
+    [
+        pytest.param("pcg", (400, 100, 100), 12, 300, 40, 20, marks=pytest.mark.slow),
+        pytest.param("matfree", (200, 50, 50), 10, 200, 30, 5, marks=pytest.mark.slow),
+    ],
+)
 def test_train_end_to_end_reduces_the_error(form, points, width, adam_steps, steps, factor):
     """Through cj.train with the form set: the error far below Adam alone; the pcg form's also
     within a factor 10 of the exact kernel step's error after the same iterations."""
     prob = cj.get_problem("heat", **dict(zip(("n_pde", "n_ic", "n_bc"), points)))
 
     def error(form, steps):
-        cfg = cj.TrainConfig(precision="float64", stages=(Adam(steps=adam_steps), GaussNewton(steps=steps, form=form)),
-                             width=width, depth=2)
+        cfg = cj.TrainConfig(
+            precision="float64",
+            stages=(Adam(steps=adam_steps), GaussNewton(steps=steps, form=form)),
+            width=width,
+            depth=2,
+        )
         return cj.train(prob, "pinn", cfg, key=0, quiet=True).metrics.rel_e2
 
     adam, err = error("auto", 0), error(form, steps)
@@ -565,7 +667,13 @@ def test_error_tracking_in_pieces_changes_nothing():
     final error are the same bit for bit, and the tracked error ends at the final one."""
     prob = cj.get_problem("poisson1d", n_pde=80)
     # ReLoBRaLo's lambdas per refresh: a later piece must keep the chunk's lambdas
-    cfg = cj.TrainConfig(**_gn(30, 20), cgm={"k_upd": 10}, width=8, depth=2, balancing={"second_stage_apply": "refresh"})
+    cfg = cj.TrainConfig(
+        **_gn(30, 20),
+        cgm={"k_upd": 10},
+        width=8,
+        depth=2,
+        balancing={"second_stage_apply": "refresh"},
+    )
     a = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True)
     b = cj.train(prob, "cgmpinn", cfg, key=0, quiet=True, track_error_every=7)
     assert np.array_equal(a.history.loss, b.history.loss) and a.metrics.rel_e2 == b.metrics.rel_e2

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cgmpinn_jax.geometry import (Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union)
+from cgmpinn_jax.geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
 from cgmpinn_jax.geometry._base import _first_valid
 
 CENTRES = ((0.3, 0.3), (-0.3, 0.3), (0.3, -0.3), (-0.3, -0.3))
@@ -54,12 +54,19 @@ def test_sampling_under_jit_and_vmap_and_outward_normals(label):
         k1, k2 = jax.random.split(key)
         xi = geom.sample_interior(k1, n)
         xb, nb = geom.sample_boundary(k2, n)
-        checks = (geom.contains(xi), geom.on_boundary(xb), geom.on_boundary(xi),
-                  geom.contains(xb + eps * nb), geom.contains(xb - eps * nb), geom.normal(xb))
+        checks = (
+            geom.contains(xi),
+            geom.on_boundary(xb),
+            geom.on_boundary(xi),
+            geom.contains(xb + eps * nb),
+            geom.contains(xb - eps * nb),
+            geom.normal(xb),
+        )
         return xi, xb, nb, checks
 
     xi, xb, nb, (inside, on, interior_on, out_step_in, in_step_in, normal) = jax.jit(jax.vmap(one))(
-        jax.random.split(jax.random.key(0), 3))
+        jax.random.split(jax.random.key(0), 3)
+    )
     assert xi.shape == xb.shape == nb.shape == (3, n, geom.dim)
     assert xi.dtype == xb.dtype == nb.dtype == jnp.float32
     # (an interior point may, rarely, fall within the 1e-6 tolerance of the boundary)
@@ -78,7 +85,13 @@ def test_hole_normals_point_to_the_disk_centre():
     @jax.jit
     def hole(key):
         x, n = PLATE.sample_boundary(key, 200, name="hole2")
-        return x, n, PLATE.normal(x, name="hole2"), PLATE.on_boundary(x, name="hole2"), PLATE.on_boundary(x, "square")
+        return (
+            x,
+            n,
+            PLATE.normal(x, name="hole2"),
+            PLATE.on_boundary(x, name="hole2"),
+            PLATE.on_boundary(x, "square"),
+        )
 
     x, n, normal, on_hole, on_square = hole(jax.random.key(1))
     np.testing.assert_allclose(n, (jnp.asarray(CENTRES[2]) - x) / 0.1, atol=1e-4)
@@ -96,7 +109,9 @@ def test_plate_area_and_uniform_interior():
     r = np.linalg.norm(np.asarray(x) - np.asarray(CENTRES[0]), axis=1)
     assert r.min() >= 0.1 - 1e-6
     share = math.pi * (0.2**2 - 0.1**2) / PLATE_AREA
-    assert np.mean(r < 0.2) == pytest.approx(share, abs=5 * math.sqrt(share * (1 - share) / x.shape[0]))
+    assert np.mean(r < 0.2) == pytest.approx(
+        share, abs=5 * math.sqrt(share * (1 - share) / x.shape[0])
+    )
 
 
 def test_plate_boundary_fraction_on_holes():
@@ -104,8 +119,12 @@ def test_plate_boundary_fraction_on_holes():
     x, n = np.asarray(x), np.asarray(n)
     inside_square = np.max(np.abs(x), axis=1) < 0.5 - 1e-6
     # the points off the square's edges are on the circles, their normals toward the centres
-    centre = np.asarray(CENTRES)[np.argmin([np.linalg.norm(x - c, axis=1) for c in CENTRES], axis=0)]
-    np.testing.assert_array_equal(np.abs(np.linalg.norm(x - centre, axis=1) - 0.1) < 1e-5, inside_square)
+    centre = np.asarray(CENTRES)[
+        np.argmin([np.linalg.norm(x - c, axis=1) for c in CENTRES], axis=0)
+    ]
+    np.testing.assert_array_equal(
+        np.abs(np.linalg.norm(x - centre, axis=1) - 0.1) < 1e-5, inside_square
+    )
     np.testing.assert_allclose(n[inside_square], (centre - x)[inside_square] / 0.1, atol=1e-4)
     expected = HOLES_LENGTH / (4.0 + HOLES_LENGTH)
     assert inside_square.mean() == pytest.approx(expected, rel=0.02)
@@ -118,7 +137,9 @@ def test_disk_boundary_angles_are_uniform():
     x, n = disk.sample_boundary(jax.random.key(5), 4000)
     angle = np.arctan2(np.asarray(n[:, 1]), np.asarray(n[:, 0]))
     assert stats.kstest((angle + np.pi) / (2 * np.pi), "uniform").pvalue > 1e-3
-    np.testing.assert_allclose(np.linalg.norm(np.asarray(x) - np.asarray(disk.center), axis=1), 0.7, atol=1e-5)
+    np.testing.assert_allclose(
+        np.linalg.norm(np.asarray(x) - np.asarray(disk.center), axis=1), 0.7, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("label", ["disk", "ball5d"])
@@ -139,7 +160,9 @@ def test_polygon_interior_and_boundary_are_uniform():
     # the edge y = 0 (length 2) holds a quarter of the perimeter 8
     on_bottom = np.asarray(xb[:, 1]) == 0.0
     assert on_bottom.mean() == pytest.approx(0.25, abs=0.01)
-    np.testing.assert_array_equal(np.asarray(nb)[on_bottom], np.tile([0.0, -1.0], (on_bottom.sum(), 1)))
+    np.testing.assert_array_equal(
+        np.asarray(nb)[on_bottom], np.tile([0.0, -1.0], (on_bottom.sum(), 1))
+    )
     assert ell.measure() == 3.0 and ell.boundary_measure() == 8.0
     hexagon = GEOMETRIES["polygon_cw"]
     assert hexagon.measure() == pytest.approx(3 * math.sqrt(3) / 2)
@@ -153,12 +176,20 @@ def test_box_faces():
     faces = np.argmax(np.abs(np.asarray(n)), axis=1) * 2 + (np.asarray(n).sum(axis=1) > 0)
     np.testing.assert_allclose(np.bincount(faces, minlength=4) / 20_000, 0.25, atol=0.015)
     lower, upper = np.array(box.lower), np.array(box.upper)
-    np.testing.assert_array_equal(np.asarray(x)[np.arange(20_000), faces // 2],
-                                  np.where(faces % 2 == 1, upper[faces // 2], lower[faces // 2]))
+    np.testing.assert_array_equal(
+        np.asarray(x)[np.arange(20_000), faces // 2],
+        np.where(faces % 2 == 1, upper[faces // 2], lower[faces // 2]),
+    )
     x, n = box.sample_boundary(jax.random.key(10), 50, name="box.x1+")
     assert bool((x[:, 1] == 1.0).all()) and bool((n == jnp.array([0.0, 1.0])).all())
-    assert bool(box.on_boundary(x, name="box.x1+").all()) and not bool(box.on_boundary(x, name="box.x0-").any())
-    assert box.boundary_measure("box.x0+") == 2.0 and box.boundary_measure() == 8.0 and box.measure() == 4.0
+    assert bool(box.on_boundary(x, name="box.x1+").all()) and not bool(
+        box.on_boundary(x, name="box.x0-").any()
+    )
+    assert (
+        box.boundary_measure("box.x0+") == 2.0
+        and box.boundary_measure() == 8.0
+        and box.measure() == 4.0
+    )
 
 
 def test_box_1d_end_points():
@@ -185,10 +216,16 @@ def test_set_operation_parts_and_measures():
     assert lens.boundary_names() == ("a", "b")
     assert lens.measure() == pytest.approx(math.pi / 2, rel=0.01)
     assert lens.boundary_measure("a") == pytest.approx(math.pi, rel=0.02)
-    assert lens.boundary_measure("b") == pytest.approx(2.0, rel=0.04)  # an eighth of the box: 1% noise
+    assert lens.boundary_measure("b") == pytest.approx(
+        2.0, rel=0.04
+    )  # an eighth of the box: 1% noise
     union = GEOMETRIES["union"]
     assert union.measure() == pytest.approx(2.0 + math.pi * 0.25 / 2, rel=0.01)
-    assert isinstance(union, Union) and isinstance(PLATE, Difference) and isinstance(lens, Intersection)
+    assert (
+        isinstance(union, Union)
+        and isinstance(PLATE, Difference)
+        and isinstance(lens, Intersection)
+    )
     # hashable and equal by value, so jit can close over them
     assert hash(plate_with_holes()) == hash(PLATE) and plate_with_holes() == PLATE
 
@@ -214,7 +251,9 @@ def test_nested_differences_compose_the_normal_flips():
         k1, k2 = jax.random.split(key)
         xo, no = geom.sample_boundary(k1, 300, name="outer")
         xi, ni = geom.sample_boundary(k2, 300, name="inner")
-        steps = [geom.contains(x + s * 1e-3 * n) for x, n in ((xo, no), (xi, ni)) for s in (1.0, -1.0)]
+        steps = [
+            geom.contains(x + s * 1e-3 * n) for x, n in ((xo, no), (xi, ni)) for s in (1.0, -1.0)
+        ]
         return xo, no, xi, ni, geom.normal(xo), geom.normal(xi), steps
 
     xo, no, xi, ni, normal_o, normal_i, (out_o, in_o, out_i, in_i) = parts(jax.random.key(16))
@@ -239,7 +278,9 @@ def test_grid_leaves_out_the_holes():
 
 
 def test_float64_under_enable_x64():
-    geoms = [GEOMETRIES[label] for label in ("polygon_cw", "plate")]  # the plate: boxes, balls, set operations
+    geoms = [
+        GEOMETRIES[label] for label in ("polygon_cw", "plate")
+    ]  # the plate: boxes, balls, set operations
 
     @jax.jit
     def draw(key):
@@ -280,24 +321,54 @@ BAD = [
     (lambda: Disk((0.0, 0.0, 0.0), 1.0), "Disk: center must have 2 coordinates"),
     (lambda: Polygon(((0, 0), (1, 0))), "Polygon: vertices must hold at least 3 distinct"),
     (lambda: Polygon(((0, 0), (1, 0), (2, 0))), "Polygon: the vertices enclose zero area"),
-    (lambda: Polygon(((0, 0), (1, 0), (1, 0), (0, 1))), "Polygon: vertices 1 and 2 coincide.*zero length.*no normal"),
+    (
+        lambda: Polygon(((0, 0), (1, 0), (1, 0), (0, 1))),
+        "Polygon: vertices 1 and 2 coincide.*zero length.*no normal",
+    ),
     (lambda: Polygon(((0, 0), (1, 0), (1, 1), (0, 0))), "Polygon: vertices 3 and 0 coincide"),
     (lambda: Polygon(((0, 0), (2, 2), (2, 0), (0, 1))), "Polygon: edges 0 and 2 intersect"),
     (lambda: Polygon(((0, 0), (2, 0), (1, 0), (1, 1))), "Polygon: edges 0 and 1 fold back"),
     (lambda: Polygon(((0, 0), 1, 2)), "Polygon: vertices must be a sequence of"),
     (lambda: SQUARE | Ball((0.0, 0.0, 0.0), 1.0), "Union: the operands have different dimensions"),
-    (lambda: SQUARE - Disk((0.5, 0.5), 0.2, name="box"), r"Difference\(Box\('box'\), Disk\('box'\)\).*'box'.*both"),
+    (
+        lambda: SQUARE - Disk((0.5, 0.5), 0.2, name="box"),
+        r"Difference\(Box\('box'\), Disk\('box'\)\).*'box'.*both",
+    ),
     (lambda: SQUARE | Disk((2.0, 2.0), 0.2, name="box.x0-"), "Union.*'box.x0-'.*both operands"),
-    (lambda: SQUARE - Box((-1.0, -1.0), (2.0, 2.0), name="big"), r"Difference\(Box\('box'\), Box\('big'\)\).*empty"),
-    (lambda: SQUARE & Disk((3.0, 3.0), 1.0), r"Intersection\(Box\('box'\), Disk\('disk'\)\).*empty"),
-    (lambda: Disk((0.0, 0.0), 1.0, name="a") & Disk((1.8, 1.8), 1.0, name="b"), "Intersection.*empty"),
-    (lambda: SQUARE | Disk((0.5, 0.5), 0.2), r"Union\(Box\('box'\), Disk\('disk'\)\).*'disk'.*vanishes"),
+    (
+        lambda: SQUARE - Box((-1.0, -1.0), (2.0, 2.0), name="big"),
+        r"Difference\(Box\('box'\), Box\('big'\)\).*empty",
+    ),
+    (
+        lambda: SQUARE & Disk((3.0, 3.0), 1.0),
+        r"Intersection\(Box\('box'\), Disk\('disk'\)\).*empty",
+    ),
+    (
+        lambda: Disk((0.0, 0.0), 1.0, name="a") & Disk((1.8, 1.8), 1.0, name="b"),
+        "Intersection.*empty",
+    ),
+    (
+        lambda: SQUARE | Disk((0.5, 0.5), 0.2),
+        r"Union\(Box\('box'\), Disk\('disk'\)\).*'disk'.*vanishes",
+    ),
     (lambda: SQUARE - Disk((3.0, 0.5), 0.2), r"Difference.*'disk'.*vanishes entirely"),
-    (lambda: SQUARE.sample_interior(jax.random.key(0), -1), r"Box\('box'\).sample_interior: n must be"),
+    (
+        lambda: SQUARE.sample_interior(jax.random.key(0), -1),
+        r"Box\('box'\).sample_interior: n must be",
+    ),
     (lambda: SQUARE.sample_boundary(jax.random.key(0), 2.5), "sample_boundary: n must be"),
-    (lambda: SQUARE.sample_boundary(jax.random.key(0), 2, name="wall"), "unknown boundary part name 'wall'"),
-    (lambda: PLATE.normal(jnp.zeros((3, 2)), name="hole9"), "normal: unknown boundary part name 'hole9'"),
-    (lambda: SQUARE.contains(jnp.zeros((3, 3))), r"contains: x must have shape \(n, 2\), got \(3, 3\)"),
+    (
+        lambda: SQUARE.sample_boundary(jax.random.key(0), 2, name="wall"),
+        "unknown boundary part name 'wall'",
+    ),
+    (
+        lambda: PLATE.normal(jnp.zeros((3, 2)), name="hole9"),
+        "normal: unknown boundary part name 'hole9'",
+    ),
+    (
+        lambda: SQUARE.contains(jnp.zeros((3, 3))),
+        r"contains: x must have shape \(n, 2\), got \(3, 3\)",
+    ),
     (lambda: SQUARE.on_boundary(jnp.zeros(2)), r"on_boundary: x must have shape \(n, 2\)"),
     (lambda: SQUARE.grid((4,)), "grid: sizes must be a tuple of 2 ints"),
     (lambda: SQUARE.grid((4, 0)), "grid: sizes must be a tuple of 2 ints >= 1"),
@@ -326,7 +397,9 @@ def test_empty_face_of_a_set_operation_raises_when_sampled():
     x, n = jax.jit(lambda k: cut.sample_boundary(k, 100, name="cut"))(jax.random.key(0))
     np.testing.assert_allclose(x[:, 0], 1.0)
     np.testing.assert_array_equal(n, jnp.tile(jnp.array([1.0, 0.0]), (100, 1)))
-    assert cut.boundary_measure("cut") == pytest.approx(1.0, rel=0.05)  # a tenth of the box: 1.2% noise
+    assert cut.boundary_measure("cut") == pytest.approx(
+        1.0, rel=0.05
+    )  # a tenth of the box: 1.2% noise
 
 
 def test_integer_points_are_accepted_as_floats():

@@ -81,7 +81,9 @@ def test_fit_outputs_consistent(batch_fits):
     assert fits.n_iter.dtype == jnp.int32 and fits.status.dtype == jnp.int32
     # responsibilities belong to the final parameters
     for i in (0, 5):
-        g = gmm.responsibilities(jnp.asarray(sets[names[i]]), fits.weights[i], fits.means[i], fits.variances[i])
+        g = gmm.responsibilities(
+            jnp.asarray(sets[names[i]]), fits.weights[i], fits.means[i], fits.variances[i]
+        )
         np.testing.assert_allclose(np.asarray(g), np.asarray(fits.resp[i]), atol=1e-5)
 
 
@@ -92,13 +94,17 @@ def test_separated_means_match_sklearn():
     ours = np.sort(np.asarray(fit.means))
     theirs = np.sort(g.means_.ravel())
     np.testing.assert_allclose(ours, theirs, rtol=0.01, atol=0.01 * np.abs(theirs).max())
-    np.testing.assert_allclose(np.sort(np.asarray(fit.variances)), np.sort(g.covariances_.ravel()), rtol=0.01)
+    np.testing.assert_allclose(
+        np.sort(np.asarray(fit.variances)), np.sort(g.covariances_.ravel()), rtol=0.01
+    )
 
 
 def test_chunked_path_large_n():
     """N > 8192 streams the EM sums in chunks (with padding); must still match sklearn."""
     rng = np.random.default_rng(5)
-    x = np.concatenate([rng.normal(-3.0, 1.0, 6000), rng.standard_t(3, 6000) * 0.2, rng.normal(4.0, 2.0, 5000)])
+    x = np.concatenate(
+        [rng.normal(-3.0, 1.0, 6000), rng.standard_t(3, 6000) * 0.2, rng.normal(4.0, 2.0, 5000)]
+    )
     x = x.astype(np.float32)
     fit = fit_gmm(x, 4)
     g = _sklearn(x)

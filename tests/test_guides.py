@@ -37,21 +37,27 @@ def code_blocks(page: Path) -> list[str]:
 def _tiny_config(config):
     cfg = config if config is not None else cj.TrainConfig()
     caps = [ADAM if st.name == "adam" else SECOND for st in cfg.stages]
-    return cfg.with_steps(*(cap if st.steps is None else min(st.steps, cap) for st, cap in zip(cfg.stages, caps)))
+    return cfg.with_steps(
+        *(cap if st.steps is None else min(st.steps, cap) for st, cap in zip(cfg.stages, caps))
+    )
 
 
 def _tiny_problem(problem):
     prob = cj.get_problem(problem) if isinstance(problem, str) else problem
     if not dataclasses.is_dataclass(prob):
         return prob
-    counts = {f.name: min(getattr(prob, f.name), POINTS) for f in dataclasses.fields(prob)
-              if f.name.startswith("n_") and isinstance(getattr(prob, f.name), int)}
+    counts = {
+        f.name: min(getattr(prob, f.name), POINTS)
+        for f in dataclasses.fields(prob)
+        if f.name.startswith("n_") and isinstance(getattr(prob, f.name), int)
+    }
     return dataclasses.replace(prob, **counts)
 
 
 def _shrunk(fn):
     def run(problem, method="cgmpinn", config=None, *args, **kwargs):
         return fn(_tiny_problem(problem), method, _tiny_config(config), *args, **kwargs)
+
     return run
 
 
@@ -74,7 +80,9 @@ def test_every_block_of_a_guide_runs(page, tiny_training):
     namespace: dict = {"__name__": f"guide_{page.stem.replace('-', '_')}"}
     for i, block in enumerate(code_blocks(page)):
         try:
-            exec(compile(block, f"{page.name}, block {i + 1}", "exec", dont_inherit=True), namespace)
+            exec(
+                compile(block, f"{page.name}, block {i + 1}", "exec", dont_inherit=True), namespace
+            )
         except Exception as exc:  # the page and block in the failure, with the code
             raise AssertionError(f"{page.name}, block {i + 1} failed: {exc!r}\n{block}") from exc
     assert os.getcwd() == str(tiny_training)

@@ -15,7 +15,9 @@ from cgmpinn_jax.derivatives import partial
 from cgmpinn_jax.io import load_problem
 from cgmpinn_jax.problems import Dirichlet, box_edges, grid, uniform
 
-TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 1}, width=6, depth=2)
+TINY = cj.TrainConfig(
+    stages=(cj.stages.Adam(steps=3), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 1}, width=6, depth=2
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +37,9 @@ class MyPoisson2D(cj.Problem):
     terms = ("bc",)
 
     def exact(self, z):
-        return jnp.minimum(jnp.sin(self.k * (z[0] - self.shift[0])) * jnp.cos(z[1] - self.shift[1]), self.cap)
+        return jnp.minimum(
+            jnp.sin(self.k * (z[0] - self.shift[0])) * jnp.cos(z[1] - self.shift[1]), self.cap
+        )
 
     def operator(self, u, z):
         return partial(u, 0, 0)(z) + partial(u, 1, 1)(z)
@@ -44,7 +48,10 @@ class MyPoisson2D(cj.Problem):
         return {"bc": (Dirichlet(),) * 4}
 
     def sample_points(self, key):
-        return {"pde": uniform(key, self.n_pde, self.lower, self.upper), "bc": box_edges(self.lower, self.upper, 4)}
+        return {
+            "pde": uniform(key, self.n_pde, self.lower, self.upper),
+            "bc": box_edges(self.lower, self.upper, 4),
+        }
 
     def test_grid(self):
         return grid(self.lower, self.upper, (7, 7))
@@ -77,7 +84,9 @@ def test_user_problem_round_trips(saved_user_run):
     assert info["problem_params"]["k"] == 2.5 and info["problem_params_exact"] is True
     rebuilt = load_problem(folder)
     assert rebuilt == res.problem and type(rebuilt) is MyPoisson2D
-    assert rebuilt.shift == (0.25, -0.5) and rebuilt.cap == float("inf")  # a tuple and inf survive JSON
+    assert rebuilt.shift == (0.25, -0.5) and rebuilt.cap == float(
+        "inf"
+    )  # a tuple and inf survive JSON
     model, info2 = cj.load_model(folder)
     _same_model(model, res.model)
     np.testing.assert_array_equal(_predict(model, rebuilt), res.predict(rebuilt.test_grid().points))
@@ -89,7 +98,9 @@ def test_explicit_problem(saved_user_run):
     for given in (res.problem, MyPoisson2D, f"{MyPoisson2D.__module__}:MyPoisson2D"):
         model, _ = cj.load_model(folder, problem=given)
         _same_model(model, res.model)
-    assert load_problem(folder, problem=MyPoisson2D) == res.problem  # a class gets the saved field values
+    assert (
+        load_problem(folder, problem=MyPoisson2D) == res.problem
+    )  # a class gets the saved field values
     with pytest.raises(ValueError, match=r"trained on the problem 'my_poisson2d'.*'heat'"):
         cj.load_model(folder, problem="heat")
     with pytest.raises(TypeError, match=r"problem must be"):
@@ -134,21 +145,27 @@ def test_registry_problem_and_old_format(tmp_path):
         cj.load_model(old)
 
 
-
 def test_built_in_problems_saved_under_an_old_module_path(tmp_path):
     """A built-in problem recorded under a module path it has since moved from (problems/heat.py
     is now problems/paper/heat.py, problems/pinnacle_nd.py problems/pinnacle/nd.py) is rebuilt
     by its registry name."""
     from cgmpinn_jax.io import _problem_record, _rebuild_problem
 
-    for name, old in (("heat", "cgmpinn_jax.problems.heat:Heat"),
-                      ("heat_nd", "cgmpinn_jax.problems.pinnacle_nd:HeatND")):
+    for name, old in (
+        ("heat", "cgmpinn_jax.problems.heat:Heat"),
+        ("heat_nd", "cgmpinn_jax.problems.pinnacle_nd:HeatND"),
+    ):
         problem = cj.get_problem(name)
         info = dict(_problem_record(problem), problem_class=old)
         assert _rebuild_problem(info, None, tmp_path) == problem
-    info = dict(_problem_record(cj.get_problem("heat")), problem_class="cgmpinn_jax.gone:Heat", problem="nope")
+    info = dict(
+        _problem_record(cj.get_problem("heat")),
+        problem_class="cgmpinn_jax.gone:Heat",
+        problem="nope",
+    )
     with pytest.raises(ValueError, match="cannot rebuild the problem 'nope'"):
         _rebuild_problem(info, None, tmp_path)
+
 
 def test_fields_that_json_cannot_hold_need_problem(tmp_path):
     @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,9 @@ import pytest
 
 import cgmpinn_jax as cj
 
-TINY = dict(stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2)  # no second stage: one program less to compile
+TINY = dict(
+    stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2
+)  # no second stage: one program less to compile
 RUNS = {  # name -> (problem, method, precision)
     "f32_pinn": ("poisson1d", "pinn", "float32"),
     "f64_cgmpinn": ("heat", "cgmpinn", "float64"),
@@ -24,12 +26,16 @@ RUNS = {  # name -> (problem, method, precision)
 def _flat(model):
     import jax
 
-    return np.concatenate([np.asarray(x).ravel() for x in jax.tree_util.tree_leaves(model) if hasattr(x, "dtype")])
+    return np.concatenate(
+        [np.asarray(x).ravel() for x in jax.tree_util.tree_leaves(model) if hasattr(x, "dtype")]
+    )
 
 
 def _train(problem, method, precision):
     # mixed precision ends in float64 only after a second stage has run
-    cfg = cj.TrainConfig(precision=precision, **TINY).with_steps(None, 2 if precision == "mixed" else 0)
+    cfg = cj.TrainConfig(precision=precision, **TINY).with_steps(
+        None, 2 if precision == "mixed" else 0
+    )
     if problem == "inverse_heat":
         return cj.infer("heat", method, cfg, noise=0.01, key=0, quiet=True)
     return cj.train(problem, method, cfg, key=0, quiet=True)
@@ -70,10 +76,14 @@ def test_saved_models_load_and_predict_in_a_fresh_process(tmp_path):
         dtype = "float32" if precision == "float32" else "float64"
         assert got[name] == [dtype, dtype, method], name
         pred, (want_pred, want_params) = np.load(tmp_path / f"{name}_got.npy"), expected[name]
-        np.testing.assert_array_equal(np.load(tmp_path / f"{name}_params.npy"), want_params)  # bit for bit
+        np.testing.assert_array_equal(
+            np.load(tmp_path / f"{name}_params.npy"), want_params
+        )  # bit for bit
         # the same network; the prediction agrees to the saved precision's rounding (compiled
         # there, eager in TrainResult.predict)
-        np.testing.assert_allclose(pred, want_pred, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+        np.testing.assert_allclose(
+            pred, want_pred, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6
+        )
 
 
 def test_predict_checks_the_points(tmp_path):

@@ -20,7 +20,11 @@ def _term_fn(problem, method, x64=False):
     model = build_model(problem, method, jax.random.key(0), width=8, depth=2)
     if x64:
         model = jax.tree_util.tree_map(lambda x: x.astype(dtype) if eqx.is_array(x) else x, model)
-    log_vars = jnp.array([0.3, -0.2, 0.1][: len(problem.loss_terms)], dtype) if method.loss.learnable_balance else None
+    log_vars = (
+        jnp.array([0.3, -0.2, 0.1][: len(problem.loss_terms)], dtype)
+        if method.loss.learnable_balance
+        else None
+    )
     params, static = eqx.partition(Trainable(model, log_vars), eqx.is_array)
     return problem, model, params, make_term_fn(problem, method, static)
 
@@ -33,14 +37,16 @@ def test_lbpinn_loss_by_hand():
     u = jax.vmap(model)
     pts, src = batch["pde"]
     r = problem.pde_residuals(model, pts, src)
-    (ic_pts, ic_t), = batch["ic"]
+    ((ic_pts, ic_t),) = batch["ic"]
     (l_pts, l_t), (r_pts, r_t) = batch["bc"]
-    mse = np.array([
-        np.mean(np.asarray(r) ** 2),
-        np.mean(np.asarray(u(ic_pts) - ic_t) ** 2),
-        # concatenated-residual mean: half of the PINN's sum of two per-edge MSEs here
-        np.mean(np.concatenate([np.asarray(u(l_pts) - l_t), np.asarray(u(r_pts) - r_t)]) ** 2),
-    ])
+    mse = np.array(
+        [
+            np.mean(np.asarray(r) ** 2),
+            np.mean(np.asarray(u(ic_pts) - ic_t) ** 2),
+            # concatenated-residual mean: half of the PINN's sum of two per-edge MSEs here
+            np.mean(np.concatenate([np.asarray(u(l_pts) - l_t), np.asarray(u(r_pts) - r_t)]) ** 2),
+        ]
+    )
     s = np.array([0.3, -0.2, 0.1])
     expected = np.sum(0.5 * np.exp(-s) * mse) + 0.5 * np.sum(np.log1p(np.exp(s)))
     total = float(jnp.sum(tv.terms) + tv.extra)
@@ -58,7 +64,13 @@ def test_pinn_bc_is_sum_of_piece_mses():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_lbpinn_log_vars_move():
-    res = cj.train(cj.get_problem("heat", n_pde=200), "lbpinn", TrainConfig(stages=(cj.stages.Adam(steps=100), cj.stages.LBFGS(steps=20))), key=0, quiet=True)
+    res = cj.train(
+        cj.get_problem("heat", n_pde=200),
+        "lbpinn",
+        TrainConfig(stages=(cj.stages.Adam(steps=100), cj.stages.LBFGS(steps=20))),
+        key=0,
+        quiet=True,
+    )
     assert res.log_vars is not None and res.log_vars.shape == (3,)
     assert np.all(np.abs(res.log_vars) > 1e-3)
 
@@ -70,7 +82,10 @@ def test_gpinn_gradient_term_matches_finite_differences(x64):
     batch = jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), batch)
     tv = term_fn(params, batch, jnp.ones(16, jnp.float64))
     pts = np.asarray(batch["pde"][0])
-    res = lambda z: float(problem.residual(model, jnp.asarray(z)))
+
+    def res(z):
+        return float(problem.residual(model, jnp.asarray(z)))
+
     h = 1e-5
     g2 = np.zeros(2)
     for z in pts:
@@ -87,7 +102,9 @@ def test_lnn_star_parameter_counts(in_dim):
     p = cj.get_problem("poisson1d" if in_dim == 1 else "heat")
     lnn = build_model(p, cj.get_method("lnn_pinn"), jax.random.key(0), width=50, depth=4)
     star = build_model(p, cj.get_method("star_pinn"), jax.random.key(0), width=50, depth=4)
-    mlp_count = nets.count_params(build_model(p, cj.get_method("pinn"), jax.random.key(0), width=50, depth=4))
+    mlp_count = nets.count_params(
+        build_model(p, cj.get_method("pinn"), jax.random.key(0), width=50, depth=4)
+    )
     assert nets.count_params(lnn) == mlp_count + 6 * 50  # §10.4: + 6H gate parameters
     assert nets.count_params(star) == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2  # §10.5
 
@@ -96,22 +113,42 @@ def test_fisher_settings_only_for_cgmpinn_and_ablation():
     p = cj.get_problem("fisher_kpp")
     from cgmpinn_jax.training._schedule import resolve
 
-    k_upd = lambda name, prob: resolve(prob, cj.get_method(name), TrainConfig()).k_upd
+    def k_upd(name, prob):
+        return resolve(prob, cj.get_method(name), TrainConfig()).k_upd
+
     for name in ("pinn", "lbpinn", "gpinn", "lnn_pinn", "star_pinn"):
         s = cj.get_method(name).settings(p)
-        assert s.input_map is None and s.init == "torch" and k_upd(name, p) == 200 and s.relobralo == "none"
+        assert (
+            s.input_map is None
+            and s.init == "torch"
+            and k_upd(name, p) == 200
+            and s.relobralo == "none"
+        )
     cg = cj.get_method("cgmpinn").settings(p)
-    assert cg.input_map == ((0.2, 1.0), (0.0, -1.0)) and cg.init == "xavier" and k_upd("cgmpinn", p) == 100
+    assert (
+        cg.input_map == ((0.2, 1.0), (0.0, -1.0))
+        and cg.init == "xavier"
+        and k_upd("cgmpinn", p) == 100
+    )
     assert cg.refit_before_second_step and cg.relobralo == "both"
-    assert k_upd("gmmpinn", p) == 200 and k_upd("cgmpinn", cj.get_problem("heat")) == 200  # the ablation: 200 everywhere
-    assert cj.get_method("gmmpinn").settings(p).refit_before_second_step  # the ablation refits before the step too
+    assert (
+        k_upd("gmmpinn", p) == 200 and k_upd("cgmpinn", cj.get_problem("heat")) == 200
+    )  # the ablation: 200 everywhere
+    assert (
+        cj.get_method("gmmpinn").settings(p).refit_before_second_step
+    )  # the ablation refits before the step too
     # ReLoBRaLo in the ablation (§11.3)
     assert cj.get_method("clpinn").settings(cj.get_problem("poisson1d")).relobralo == "none"
     assert cj.get_method("clpinn").settings(p).relobralo == "adam"
     assert cj.get_method("gmmpinn").settings(cj.get_problem("heat")).relobralo == "both"
     # a run's Setup takes them (the config may override)
     assert resolve(p, cj.get_method("clpinn"), TrainConfig()).relobralo_stages == "adam"
-    assert resolve(p, cj.get_method("clpinn"), TrainConfig(balancing={"stages": False})).relobralo_stages == "none"
+    assert (
+        resolve(
+            p, cj.get_method("clpinn"), TrainConfig(balancing={"stages": False})
+        ).relobralo_stages
+        == "none"
+    )
 
 
 def test_unknown_method_lists_names():
@@ -152,6 +189,10 @@ def test_each_method_cuts_error(method, problem):
     before = _initial_rel_e2(p, method, 0)
     res = cj.train(p, method, TrainConfig(**tiny_budget(problem)), key=0, quiet=True)
     if (method, problem) in _PAPER_FAILURES:  # fails as in the paper, without diverging
-        assert before / 5 <= res.metrics.rel_e2 < before, (_PAPER_FAILURES[method, problem], before, res.metrics.rel_e2)
+        assert before / 5 <= res.metrics.rel_e2 < before, (
+            _PAPER_FAILURES[method, problem],
+            before,
+            res.metrics.rel_e2,
+        )
     else:
         assert res.metrics.rel_e2 < before / 5, (before, res.metrics.rel_e2)

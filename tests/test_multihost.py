@@ -51,11 +51,21 @@ def _free_port() -> int:
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_two_process_sweep_matches_unsharded(tmp_path):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
+    )
     port = _free_port()
     outs = [tmp_path / f"p{i}.json" for i in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(port), str(i), str(outs[i])], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(port), str(i), str(outs[i])],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     try:
         logs = [p.communicate(timeout=600) for p in procs]
     finally:
@@ -64,12 +74,17 @@ def test_two_process_sweep_matches_unsharded(tmp_path):
     for p, (_, err) in zip(procs, logs):
         assert p.returncode == 0, err[-3000:]
     env1 = dict(os.environ, JAX_PLATFORMS="cpu")
-    plain = subprocess.run([sys.executable, "-c", PLAIN], env=env1, capture_output=True, text=True, timeout=600)
+    plain = subprocess.run(
+        [sys.executable, "-c", PLAIN], env=env1, capture_output=True, text=True, timeout=600
+    )
     assert plain.returncode == 0, plain.stderr[-3000:]
     ref = json.loads(plain.stdout.strip().splitlines()[-1])
     for out in outs:  # every process returns the whole (gathered) result
         r = json.loads(out.read_text())
         assert r["n_devices"] == 4 and r["output_devices"] == 4
-        assert np.asarray(r["rel_e2"]).shape == (3, 2)  # 6 members on 4 devices: padded to 8, pad dropped
+        assert np.asarray(r["rel_e2"]).shape == (
+            3,
+            2,
+        )  # 6 members on 4 devices: padded to 8, pad dropped
         np.testing.assert_allclose(r["rel_e2"], ref["rel_e2"], rtol=1e-4)
         np.testing.assert_allclose(r["e_loss"], ref["e_loss"], rtol=1e-4)

@@ -31,14 +31,20 @@ def test_xavier_normal_init():
         assert np.all(np.asarray(layer.bias) == 0)
 
 
-@pytest.mark.parametrize("in_dim,mlp_count,lnn_count,star_count", [(1, 7801, 8101, 8105), (2, 7851, 8151, 8255)])
+@pytest.mark.parametrize(
+    "in_dim,mlp_count,lnn_count,star_count", [(1, 7801, 8101, 8105), (2, 7851, 8151, 8255)]
+)
 def test_parameter_counts(in_dim, mlp_count, lnn_count, star_count):
     key = jax.random.key(0)
     assert nets.count_params(nets.mlp(key, in_dim)) == mlp_count
     # LNN-PINN: the MLP's linear layers plus 6H gate parameters (docs/reference-code.md §10.4)
     assert nets.count_params(nets.lnn_pinn(key, in_dim)) == lnn_count == mlp_count + 6 * 50
     # STAR-PINN: 3 blocks of (d->H, H->H, H->1) plus 2 gate scalars (§10.5)
-    assert nets.count_params(nets.star_pinn(key, in_dim)) == star_count == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2
+    assert (
+        nets.count_params(nets.star_pinn(key, in_dim))
+        == star_count
+        == 3 * ((in_dim + 1) * 50 + 51 * 50 + 51) + 2
+    )
 
 
 def test_star_pinn_combination():
@@ -52,7 +58,9 @@ def test_star_pinn_combination():
         return b[-1](h)[0]
 
     s = jax.nn.sigmoid(0.5)
-    expected = block(net.blocks[2], z) + s * block(net.blocks[1], z) + s * s * block(net.blocks[0], z)
+    expected = (
+        block(net.blocks[2], z) + s * block(net.blocks[1], z) + s * s * block(net.blocks[0], z)
+    )
     assert float(net(z)) == pytest.approx(float(expected), rel=1e-6)
 
 
@@ -80,16 +88,24 @@ def test_derivatives_forward_equals_reverse(x64):
     net = nets.mlp(jax.random.key(3), 2, dtype=jnp.float64)
     z = jnp.array([0.3, 0.7])
     for axes in [(0,), (1,), (0, 0), (1, 1), (0, 1)]:
-        assert float(partial(net, *axes)(z)) == pytest.approx(float(partial_reverse(net, *axes)(z)), rel=1e-12)
+        assert float(partial(net, *axes)(z)) == pytest.approx(
+            float(partial_reverse(net, *axes)(z)), rel=1e-12
+        )
     g = gradient(net)(z)
     np.testing.assert_allclose(g, jax.grad(net)(z), rtol=1e-12)
 
 
 def test_derivatives_closed_form(x64):
-    u = lambda z: jnp.sin(2 * z[0]) * jnp.exp(z[1])
+    def u(z):
+        return jnp.sin(2 * z[0]) * jnp.exp(z[1])
+
     z = jnp.array([0.4, -0.3])
-    assert float(partial(u, 0, 0)(z)) == pytest.approx(-4 * math.sin(0.8) * math.exp(-0.3), rel=1e-13)
-    assert float(partial(u, 0, 1)(z)) == pytest.approx(2 * math.cos(0.8) * math.exp(-0.3), rel=1e-13)
+    assert float(partial(u, 0, 0)(z)) == pytest.approx(
+        -4 * math.sin(0.8) * math.exp(-0.3), rel=1e-13
+    )
+    assert float(partial(u, 0, 1)(z)) == pytest.approx(
+        2 * math.cos(0.8) * math.exp(-0.3), rel=1e-13
+    )
 
 
 def test_metrics_hand_made():

@@ -95,9 +95,12 @@ def _adam_step(net, z, target):
 
 def test_activations_are_the_named_functions():
     z = jnp.array([0.4, -0.7])
-    phi = {"tanh": jnp.tanh, "sin": jnp.sin,
-           "gelu": lambda x: x * 0.5 * (1 + jax.scipy.special.erf(x / math.sqrt(2))),
-           "swish": lambda x: x / (1 + jnp.exp(-x))}
+    phi = {
+        "tanh": jnp.tanh,
+        "sin": jnp.sin,
+        "gelu": lambda x: x * 0.5 * (1 + jax.scipy.special.erf(x / math.sqrt(2))),
+        "swish": lambda x: x / (1 + jnp.exp(-x)),
+    }
     values = {}
     for name, f in phi.items():
         net = nn.activation_mlp(jax.random.key(1), 2, width=6, depth=2, activation=name)
@@ -108,7 +111,9 @@ def test_activations_are_the_named_functions():
         np.testing.assert_allclose(net(z), expected, rtol=1e-5, atol=1e-6)
         values[name] = float(net(z))
     names = sorted(values)  # the same weights, four different functions
-    assert all(abs(values[a] - values[b]) > 1e-4 for i, a in enumerate(names) for b in names[i + 1:])
+    assert all(
+        abs(values[a] - values[b]) > 1e-4 for i, a in enumerate(names) for b in names[i + 1 :]
+    )
 
 
 def test_unknown_activation_lists_the_choices():
@@ -147,7 +152,9 @@ def test_fourier_features_formula():
     h = jnp.concatenate([jnp.cos(phase), jnp.sin(phase)])
     for layer in net.layers[:-1]:
         h = jnp.tanh(layer.weight @ h + layer.bias)
-    np.testing.assert_allclose(net(z), (net.layers[-1].weight @ h + net.layers[-1].bias)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        net(z), (net.layers[-1].weight @ h + net.layers[-1].bias)[0], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_fourier_frequencies_are_not_trained():
@@ -157,7 +164,9 @@ def test_fourier_frequencies_are_not_trained():
     assert np.all(np.asarray(grads.frequencies) == 0)
     assert float(jnp.abs(grads.layers[0].weight).max()) > 0
     assert np.array_equal(np.asarray(stepped.frequencies), np.asarray(net.frequencies))
-    assert not np.array_equal(np.asarray(stepped.layers[0].weight), np.asarray(net.layers[0].weight))
+    assert not np.array_equal(
+        np.asarray(stepped.layers[0].weight), np.asarray(net.layers[0].weight)
+    )
 
 
 # --- siren ------------------------------------------------------------------------------------
@@ -167,7 +176,9 @@ def test_siren_weight_bounds():
     omega0, width = 30.0, 64
     net = nn.siren(jax.random.key(7), 3, width=width, depth=3, omega0=omega0)
     first = net.layers[0]
-    assert float(jnp.abs(first.weight).max()) <= 1 / 3 and float(jnp.abs(first.weight).max()) > 0.9 / 3
+    assert (
+        float(jnp.abs(first.weight).max()) <= 1 / 3 and float(jnp.abs(first.weight).max()) > 0.9 / 3
+    )
     for layer in net.layers[1:]:  # hidden layers and the linear output layer
         bound = math.sqrt(6 / width) / omega0
         w = np.abs(np.asarray(layer.weight))
@@ -221,8 +232,15 @@ def test_siren_bad_omega0():
 
 def test_periodic_exactly_in_listed_coordinates():
     with enable_x64(True):
-        net = nn.periodic_mlp(jax.random.key(10), 3, width=8, depth=3, dtype=jnp.float64,
-                              periods=((0, 2.0), (2, 0.7)), harmonics=3)
+        net = nn.periodic_mlp(
+            jax.random.key(10),
+            3,
+            width=8,
+            depth=3,
+            dtype=jnp.float64,
+            periods=((0, 2.0), (2, 0.7)),
+            harmonics=3,
+        )
         assert net.layers[0].weight.shape == (8, 6 + 1 + 6)
         z = jax.random.uniform(jax.random.key(11), (32, 3), jnp.float64, minval=-3.0, maxval=3.0)
         u, du, d2u = (jax.jit(jax.vmap(f)) for f in (net, jax.grad(net), jax.hessian(net)))
@@ -236,8 +254,20 @@ def test_periodic_exactly_in_listed_coordinates():
         assert float(jnp.abs(u(z.at[:, 0].add(1.0)) - u(z)).max()) > 1e-3  # nor of another period
 
 
-@pytest.mark.parametrize("periods", [((2, 1.0),), ((-1, 1.0),), ((0, 0.0),), ((0, -2.0),), ((0, float("inf")),),
-                                     ((0, 1.0), (0, 2.0)), (), (0, 2.0), ((0.5, 2.0),)])
+@pytest.mark.parametrize(
+    "periods",
+    [
+        ((2, 1.0),),
+        ((-1, 1.0),),
+        ((0, 0.0),),
+        ((0, -2.0),),
+        ((0, float("inf")),),
+        ((0, 1.0), (0, 2.0)),
+        (),
+        (0, 2.0),
+        ((0.5, 2.0),),
+    ],
+)
 def test_periodic_bad_periods(periods):
     with pytest.raises(ValueError, match="periods"):
         nn.periodic_mlp(jax.random.key(0), 2, periods=periods)
@@ -255,7 +285,9 @@ def test_periodic_bad_harmonics():
 @pytest.mark.parametrize("scale", [10.0, 7.0])
 def test_adaptive_starts_as_the_plain_network(kind, count, scale):
     with enable_x64(True):
-        net = nn.adaptive_mlp(jax.random.key(12), 2, width=8, depth=3, dtype=jnp.float64, kind=kind, scale=scale)
+        net = nn.adaptive_mlp(
+            jax.random.key(12), 2, width=8, depth=3, dtype=jnp.float64, kind=kind, scale=scale
+        )
         assert net.slopes.shape == (count,)
         assert np.all(np.asarray(net.slopes) == 1 / scale)
         plain = nn.ActivationMLP(net.layers, 2, "tanh")  # the same weights, no slopes
@@ -273,7 +305,9 @@ def test_adaptive_formula_and_sharing():
     h = z
     for k, layer in enumerate(net.layers[:-1]):
         h = jnp.tanh(10.0 * a[k] * (layer.weight @ h + layer.bias))
-    np.testing.assert_allclose(net(z), (net.layers[-1].weight @ h + net.layers[-1].bias)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        net(z), (net.layers[-1].weight @ h + net.layers[-1].bias)[0], rtol=1e-5, atol=1e-6
+    )
     glob = nn.adaptive_mlp(jax.random.key(14), 2, width=5, depth=3, kind="global", scale=10.0)
     glob = eqx.tree_at(lambda m: m.slopes, glob, jnp.array([0.07]))
     layer = eqx.tree_at(lambda m: m.slopes, net, jnp.full((3,), 0.07))

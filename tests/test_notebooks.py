@@ -54,7 +54,9 @@ def python3_kernel(tmp_path, monkeypatch):
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     old = os.environ.get("JUPYTER_PATH")
-    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path / "jupyter"), old])))
+    monkeypatch.setenv(
+        "JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path / "jupyter"), old]))
+    )
     monkeypatch.setenv("MPLBACKEND", "Agg")
     old_pp = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), old_pp])))
@@ -73,15 +75,21 @@ def test_notebooks_match_generator():
     for name, cells in gen.NOTEBOOKS.items():
         path = NB_DIR / name
         nb = nbformat.read(path, as_version=4)
-        assert gen.sources(nb) == gen.sources(gen.build(cells)), f"{name} is stale: run python notebooks/make_notebooks.py"
+        assert gen.sources(nb) == gen.sources(gen.build(cells)), (
+            f"{name} is stale: run python notebooks/make_notebooks.py"
+        )
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert "parameters" in code[0].metadata.get("tags", [])
         assert code[0].source.startswith('BUDGET = dict(stages=({"name": "adam", "steps": ')
-        assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), f"{name} was not stored executed"
+        assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), (
+            f"{name} was not stored executed"
+        )
         for c in code:
             assert all(o.output_type != "error" for o in c.outputs), f"{name}: a cell failed"
             if "plt.show()" in c.source:
-                assert any("image/png" in o.get("data", {}) for o in c.outputs), f"{name}: a plot cell has no figure"
+                assert any("image/png" in o.get("data", {}) for o in c.outputs), (
+                    f"{name}: a plot cell has no figure"
+                )
         assert path.stat().st_size < 400 * 1024, f"{name}: figures too large"
 
 
@@ -89,7 +97,11 @@ def test_custom_pde_notebook_matches_docs():
     """The class in 03_custom_pde.ipynb is the one of the docs' "Your own PDE" block."""
 
     def class_src(text):
-        m = re.search(r"@dataclasses\.dataclass\(frozen=True\)\nclass ViscousBurgers.*?\(201, 101\)\)\n", text, re.S)
+        m = re.search(
+            r"@dataclasses\.dataclass\(frozen=True\)\nclass ViscousBurgers.*?\(201, 101\)\)\n",
+            text,
+            re.S,
+        )
         assert m
         return m.group(0)
 
@@ -100,8 +112,13 @@ def test_custom_pde_notebook_matches_docs():
 
 # CI executes the inverse notebook (the newest); the others are marked slow (kernel start +
 # compile, ~20 s each): python -m pytest -m slow tests/test_notebooks.py
-@pytest.mark.parametrize("name", [n if n == "04_inverse.ipynb" else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(TINY)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n == "04_inverse.ipynb" else pytest.param(n, marks=pytest.mark.slow)
+        for n in sorted(TINY)
+    ],
+)
 def test_notebook_executes(name, python3_kernel):
     nb = nbformat.read(NB_DIR / name, as_version=4)
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -115,7 +132,11 @@ def test_notebook_executes(name, python3_kernel):
     )
     client.execute()  # raises CellExecutionError on any failing cell
     text = "\n".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "stream"
     )
     assert "Traceback" not in text
     if name != "02_sweeps.ipynb":

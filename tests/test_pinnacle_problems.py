@@ -37,8 +37,11 @@ def _term_scale(p, z):
     u = p.exact
 
     def terms(q):
-        return jnp.stack([u(q), p.source(q)] + [partial(u, i)(q) for i in range(p.dim)]
-                         + [partial(u, i, i)(q) for i in range(p.dim)])
+        return jnp.stack(
+            [u(q), p.source(q)]
+            + [partial(u, i)(q) for i in range(p.dim)]
+            + [partial(u, i, i)(q) for i in range(p.dim)]
+        )
 
     return float(jnp.max(jnp.abs(jax.vmap(terms)(z))))
 
@@ -79,7 +82,9 @@ def test_closed_form_satisfies_the_conditions(name):
         elif name == "heat2d_ms":
             assert _on(ic[0][0], 2, 0.0) and ic[0][0].shape == (800, 3)
             xy = np.asarray(bc[0][0][:, :2])
-            assert bc[0][0].shape == (800, 3) and np.all(np.min(np.minimum(xy, 1 - xy), axis=1) < 1e-12)
+            assert bc[0][0].shape == (800, 3) and np.all(
+                np.min(np.minimum(xy, 1 - xy), axis=1) < 1e-12
+            )
         elif name == "poisson_nd":
             x = np.asarray(bc[0][0])
             assert x.shape == (800, 5) and np.all(np.min(np.minimum(x, 1 - x), axis=1) < 1e-12)
@@ -94,11 +99,11 @@ def test_heat_nd_neumann_condition_on_the_sphere():
     """n . grad u* = u* on |x| = 1 (grad u* = x u*), with n = (x, 0) the normal of the cylinder."""
     with jax.enable_x64(True):
         p = get_problem("heat_nd")
-        (pts, target), = p.sample(jax.random.key(2))["bc"]
+        ((pts, target),) = p.sample(jax.random.key(2))["bc"]
         normals = jax.vmap(lateral_normal)(pts)
         np.testing.assert_allclose(normals[:, :5], pts[:, :5], atol=1e-12)
         assert float(jnp.abs(normals[:, 5]).max()) == 0.0
-        piece, = p.pieces()["bc"]
+        (piece,) = p.pieces()["bc"]
         np.testing.assert_allclose(piece.value(p.exact, pts), p.exact_on(pts), rtol=1e-12)
         np.testing.assert_allclose(target, p.exact_on(pts), rtol=1e-12)
         inside = pts.at[:, :5].multiply(0.5)  # off the sphere the flux is |x|^2 u*, not u*
@@ -108,17 +113,26 @@ def test_heat_nd_neumann_condition_on_the_sphere():
 def test_closed_forms_take_pinnacles_values():
     """Spot values computed by hand from PINNacle's ref_sol formulas."""
     with jax.enable_x64(True):
-        z = {"wave1d_c": [0.3, 0.2], "heat2d_ms": [0.013, 0.4, 2.0], "poisson_nd": [0.1, 0.2, 0.3, 0.4, 0.5],
-             "heat_nd": [0.1, -0.2, 0.3, 0.0, 0.2, 0.7]}
+        z = {
+            "wave1d_c": [0.3, 0.2],
+            "heat2d_ms": [0.013, 0.4, 2.0],
+            "poisson_nd": [0.1, 0.2, 0.3, 0.4, 0.5],
+            "heat_nd": [0.1, -0.2, 0.3, 0.0, 0.2, 0.7],
+        }
         x = {k: np.array(v) for k, v in z.items()}
         want = {
-            "wave1d_c": np.sin(np.pi * 0.3) * np.cos(0.4 * np.pi) + 0.5 * np.sin(1.2 * np.pi) * np.cos(1.6 * np.pi),
-            "heat2d_ms": np.sin(0.26 * np.pi) * np.sin(0.4 * np.pi) * np.exp(-(400 / 500**2 + 1) * 2.0),
+            "wave1d_c": np.sin(np.pi * 0.3) * np.cos(0.4 * np.pi)
+            + 0.5 * np.sin(1.2 * np.pi) * np.cos(1.6 * np.pi),
+            "heat2d_ms": np.sin(0.26 * np.pi)
+            * np.sin(0.4 * np.pi)
+            * np.exp(-(400 / 500**2 + 1) * 2.0),
             "poisson_nd": np.sin(np.pi / 2 * x["poisson_nd"]).sum(),
             "heat_nd": np.exp((x["heat_nd"][:5] ** 2).sum() / 2 + 0.7),
         }
         for name, v in want.items():
-            assert float(get_problem(name).exact(jnp.asarray(x[name]))) == pytest.approx(v, rel=1e-12)
+            assert float(get_problem(name).exact(jnp.asarray(x[name]))) == pytest.approx(
+                v, rel=1e-12
+            )
 
 
 def test_test_grids_lie_in_the_domain():
@@ -149,19 +163,40 @@ def _lid(p):
 
 
 def _walls(p):
-    return ~_lid(p) & ((np.abs(p[:, 0]) < 1e-12) | (np.abs(p[:, 0] - 1) < 1e-12) | (np.abs(p[:, 1]) < 1e-12))
+    return ~_lid(p) & (
+        (np.abs(p[:, 0]) < 1e-12) | (np.abs(p[:, 0] - 1) < 1e-12) | (np.abs(p[:, 1]) < 1e-12)
+    )
 
 
 # (problem parameters, [(term, piece index, where on the reference's points, tolerance)]); the
 # tolerances are the data's own (tests/test_reference_data.py measures them on the files)
 REFERENCE_CHECKS = {
-    "burgers1d_c": ({}, [("ic", 0, lambda p: p[:, 1] == 0, 1e-6), ("bc", 0, lambda p: p[:, 0] == -1, 0.0),
-                         ("bc", 1, lambda p: p[:, 0] == 1, 0.0)]),
-    "burgers1d_c/pinnacle": ({"reference_source": "pinnacle"},
-                             [("ic", 0, lambda p: p[:, 1] == 0, 4e-6), ("bc", 0, lambda p: p[:, 0] == -1, 0.0),
-                              ("bc", 1, lambda p: p[:, 0] == 1, 0.0)]),
+    "burgers1d_c": (
+        {},
+        [
+            ("ic", 0, lambda p: p[:, 1] == 0, 1e-6),
+            ("bc", 0, lambda p: p[:, 0] == -1, 0.0),
+            ("bc", 1, lambda p: p[:, 0] == 1, 0.0),
+        ],
+    ),
+    "burgers1d_c/pinnacle": (
+        {"reference_source": "pinnacle"},
+        [
+            ("ic", 0, lambda p: p[:, 1] == 0, 4e-6),
+            ("bc", 0, lambda p: p[:, 0] == -1, 0.0),
+            ("bc", 1, lambda p: p[:, 0] == 1, 0.0),
+        ],
+    ),
     "poisson2d_c": ({}, [("bc", 0, _edge(-0.5, 0.5), 1e-6), ("bc", 1, _circles, 1e-6)]),
-    "ns2d_c": ({}, [("bc", 0, _lid, 3e-4), ("bc", 1, _lid, 2e-4), ("bc", 2, _walls, 1e-6), ("bc", 3, _walls, 1e-6)]),
+    "ns2d_c": (
+        {},
+        [
+            ("bc", 0, _lid, 3e-4),
+            ("bc", 1, _lid, 2e-4),
+            ("bc", 2, _walls, 1e-6),
+            ("bc", 3, _walls, 1e-6),
+        ],
+    ),
 }
 
 
@@ -183,7 +218,10 @@ def test_reference_meets_the_stated_conditions(case):
 def test_burgers_reference_source():
     assert get_problem("burgers1d_c").truth().against.endswith("(pseudo-spectral)")
     truth = get_problem("burgers1d_c", reference_source="pinnacle").truth()
-    assert truth.against == "reference pinnacle/burgers1d.dat.gz" and truth.points.shape == (1111, 2)
+    assert truth.against == "reference pinnacle/burgers1d.dat.gz" and truth.points.shape == (
+        1111,
+        2,
+    )
     with pytest.raises(ValueError, match="reference_source must be one of"):
         Burgers1DC(reference_source="comsol")
     with pytest.raises(ValueError, match="nu = 0.01/pi"):
@@ -191,9 +229,15 @@ def test_burgers_reference_source():
 
 
 def test_data_problems_are_the_worked_examples():
-    for name, worked in (("burgers1d_c", "burgers_data"), ("poisson2d_c", "holes"), ("ns2d_c", "cavity")):
+    for name, worked in (
+        ("burgers1d_c", "burgers_data"),
+        ("poisson2d_c", "holes"),
+        ("ns2d_c", "cavity"),
+    ):
         assert isinstance(get_problem(name), type(get_problem(worked)))
-        assert get_problem(name).reference_data().source == get_problem(worked).reference_data().source
+        assert (
+            get_problem(name).reference_data().source == get_problem(worked).reference_data().source
+        )
 
 
 # ---------------------------------------------------------------- registry, listing, training, docs
@@ -202,7 +246,7 @@ def test_data_problems_are_the_worked_examples():
 def test_listed_by_cli(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    section = out[out.index("PINNacle's problems"):out.index("methods (")]
+    section = out[out.index("PINNacle's problems") : out.index("methods (")]
     for name in PINNACLE:
         line = next(ln for ln in section.splitlines() if ln.split()[:1] == [name])
         p = get_problem(name)
@@ -223,10 +267,15 @@ def test_validates_and_trains_by_name(name):
     assert all(np.isfinite(getattr(r.metrics, k)) for k in cj.metrics.ERRORS)
 
 
-SOURCES = {"burgers1d_c": ("burgers.py", "Burgers1D"), "poisson2d_c": ("poisson.py", "Poisson2D_Classic"),
-           "ns2d_c": ("ns.py", "NS2D_LidDriven"), "wave1d_c": ("wave.py", "Wave1D"),
-           "heat2d_ms": ("heat.py", "Heat2D_Multiscale"), "poisson_nd": ("poisson.py", "PoissonND"),
-           "heat_nd": ("heat.py", "HeatND")}
+SOURCES = {
+    "burgers1d_c": ("burgers.py", "Burgers1D"),
+    "poisson2d_c": ("poisson.py", "Poisson2D_Classic"),
+    "ns2d_c": ("ns.py", "NS2D_LidDriven"),
+    "wave1d_c": ("wave.py", "Wave1D"),
+    "heat2d_ms": ("heat.py", "Heat2D_Multiscale"),
+    "poisson_nd": ("poisson.py", "PoissonND"),
+    "heat_nd": ("heat.py", "HeatND"),
+}
 
 
 @pytest.mark.parametrize("name", list(PINNACLE))

@@ -40,23 +40,35 @@ def test_exact_solution_satisfies_pde_and_constraints(name, x64):
 def _f_poisson1d(x, a1=5.0, a2=3.0, s=20.0):
     a, b = a1 * np.pi, a2 * np.pi
     sech2 = 1.0 / np.cosh(s * x) ** 2
-    return -(a**2 + b**2) * np.sin(a * x) * np.cos(b * x) - 2 * a * b * np.cos(a * x) * np.sin(b * x) - 2 * s**2 * sech2 * np.tanh(s * x)
+    return (
+        -(a**2 + b**2) * np.sin(a * x) * np.cos(b * x)
+        - 2 * a * b * np.cos(a * x) * np.sin(b * x)
+        - 2 * s**2 * sech2 * np.tanh(s * x)
+    )
 
 
 def _f_poisson2d(x, y, b1=3.0, b2=2.0):
-    return -np.pi**2 * (b1**2 + b2**2) * np.sin(b1 * np.pi * x) * np.sin(b2 * np.pi * y) + 4 * (x**2 + y**2 - 1) * np.exp(-x**2 - y**2)
+    return -(np.pi**2) * (b1**2 + b2**2) * np.sin(b1 * np.pi * x) * np.sin(b2 * np.pi * y) + 4 * (
+        x**2 + y**2 - 1
+    ) * np.exp(-(x**2) - y**2)
 
 
 def _f_heat(x, t, a1=1.0, a2=2.0, s=10.0):
     sech2 = 1.0 / np.cosh(s * x) ** 2
     u_t = (np.sin(a1 * np.pi * x) + np.tanh(s * x)) * a2 * np.pi * np.cos(a2 * np.pi * t)
-    u_xx = (-(a1**2) * np.pi**2 * np.sin(a1 * np.pi * x) - 2 * s**2 * sech2 * np.tanh(s * x)) * np.sin(a2 * np.pi * t)
+    u_xx = (
+        -(a1**2) * np.pi**2 * np.sin(a1 * np.pi * x) - 2 * s**2 * sech2 * np.tanh(s * x)
+    ) * np.sin(a2 * np.pi * t)
     return u_t - u_xx
 
 
 @pytest.mark.parametrize(
     "name,closed",
-    [("poisson1d", lambda z: _f_poisson1d(z[:, 0])), ("poisson2d", lambda z: _f_poisson2d(z[:, 0], z[:, 1])), ("heat", lambda z: _f_heat(z[:, 0], z[:, 1]))],
+    [
+        ("poisson1d", lambda z: _f_poisson1d(z[:, 0])),
+        ("poisson2d", lambda z: _f_poisson2d(z[:, 0], z[:, 1])),
+        ("heat", lambda z: _f_heat(z[:, 0], z[:, 1])),
+    ],
 )
 def test_autodiff_source_matches_closed_form(name, closed, x64):
     p = get_problem(name)
@@ -71,7 +83,10 @@ EXPECTED = {
     "poisson1d": (1500, {"bc": [(1, 0, 0.0), (1, 0, 1.0)]}),
     "poisson2d": (2000, {"bc": [(250, 0, 0.0), (250, 0, 1.0), (250, 1, 0.0), (250, 1, 1.0)]}),
     "heat": (1500, {"ic": [(300, 1, 0.0)], "bc": [(300, 0, 0.0), (300, 0, 1.0)]}),
-    "damped_wave": (2000, {"ic": [(300, 1, 0.0), (300, 1, 0.0)], "bc": [(300, 0, 0.0), (300, 0, 1.0)]}),
+    "damped_wave": (
+        2000,
+        {"ic": [(300, 1, 0.0), (300, 1, 0.0)], "bc": [(300, 0, 0.0), (300, 0, 1.0)]},
+    ),
     "fisher_kpp": (8000, {"ic": [(400, 1, 0.0)], "bc": [(400, 0, -5.0), (400, 0, 5.0)]}),
 }
 
@@ -86,8 +101,12 @@ def test_point_counts_and_ranges(name):
     assert src.shape == (pde.shape[0],)
     if name == "advection_diffusion":
         assert pde.shape == (3000, 2)
-        (ic, _), = b["ic"]
-        assert ic.shape == (300, 2) and np.all(ic[:, 1] == 0) and np.all((ic[:, 0] >= -1) & (ic[:, 0] < 1))
+        ((ic, _),) = b["ic"]
+        assert (
+            ic.shape == (300, 2)
+            and np.all(ic[:, 1] == 0)
+            and np.all((ic[:, 0] >= -1) & (ic[:, 0] < 1))
+        )
         (pu, tu), (px, tx) = b["bc"]
         assert pu.shape == (300, 2, 2) and np.all(pu[:, 0, 0] == -1) and np.all(pu[:, 1, 0] == 1)
         np.testing.assert_array_equal(pu[:, 0, 1], pu[:, 1, 1])  # same times on both sides
@@ -131,7 +150,14 @@ def test_test_grids():
     assert g.points.shape == (10000, 2) and g.shape == (100, 100)
     # meshgrid(indexing='ij'): the first coordinate varies slowest
     assert g.points[0, 0] == g.points[99, 0] == -1 and g.points[99, 1] == 1
-    rms = {"poisson1d": 1.0830, "poisson2d": 0.7970, "heat": 1.1402, "damped_wave": 0.4762, "advection_diffusion": 0.6736, "fisher_kpp": 0.7687}
+    rms = {
+        "poisson1d": 1.0830,
+        "poisson2d": 0.7970,
+        "heat": 1.1402,
+        "damped_wave": 0.4762,
+        "advection_diffusion": 0.6736,
+        "fisher_kpp": 0.7687,
+    }
     for name, expected in rms.items():  # docs/reference-code.md §8.7, last row
         p = get_problem(name)
         u = np.asarray(p.exact_on(p.test_grid().points))
@@ -140,7 +166,9 @@ def test_test_grids():
 
 def test_fisher_clamp_and_constants():
     p = get_problem("fisher_kpp")
-    assert math.isclose(p.lam, 1.63299, rel_tol=1e-5) and math.isclose(p.speed, 2.04124, rel_tol=1e-5)
+    assert math.isclose(p.lam, 1.63299, rel_tol=1e-5) and math.isclose(
+        p.speed, 2.04124, rel_tol=1e-5
+    )
     far = jnp.array([-1000.0, 0.0])
     assert float(p.exact(far)) == pytest.approx(1.0 / (1.0 + math.exp(-50.0)) ** 2)
     assert get_method("cgmpinn").settings(p).input_map == ((0.2, 1.0), (0.0, -1.0))
@@ -216,7 +244,9 @@ def test_sample_names_a_piece_count_mismatch():
             pts = Heat.sample_points(self, key)
             return {**pts, "bc": pts["bc"][:1]}
 
-    with pytest.raises(ValueError, match=r"OneEdge\.sample_points\(key\)\['bc'\]: has 1 point array.*2 piece"):
+    with pytest.raises(
+        ValueError, match=r"OneEdge\.sample_points\(key\)\['bc'\]: has 1 point array.*2 piece"
+    ):
         OneEdge().sample(jax.random.key(0))
 
 
@@ -235,7 +265,9 @@ def test_box_edges():
         assert f.shape == (50, 3)
         assert np.all(f[:, axis] == (hi if side else lo)[axis])
         others = [j for j in range(3) if j != axis]
-        assert np.all(f[:, others] >= np.array(lo)[others]) and np.all(f[:, others] <= np.array(hi)[others])
+        assert np.all(f[:, others] >= np.array(lo)[others]) and np.all(
+            f[:, others] <= np.array(hi)[others]
+        )
         assert len(np.unique(f[:, others[0]])) == 50
     assert [e.tolist() for e in box_edges((0.0,), (2.0,), 9)] == [[[0.0]], [[2.0]]]
     with pytest.raises(ValueError, match="box_edges"):
@@ -245,7 +277,10 @@ def test_box_edges():
 def test_edge_pair_and_initial_line():
     t = jnp.array([0.1, 0.7])
     left, right = edge_pair(t, -2.0, 3.0)
-    f32 = lambda a: np.asarray(a, np.float32)
+
+    def f32(a):
+        return np.asarray(a, np.float32)
+
     np.testing.assert_array_equal(left, f32([[-2.0, 0.1], [-2.0, 0.7]]))
     np.testing.assert_array_equal(right, f32([[3.0, 0.1], [3.0, 0.7]]))
     np.testing.assert_array_equal(initial_line(t, 0.5), f32([[0.1, 0.5], [0.7, 0.5]]))
@@ -277,8 +312,20 @@ def test_problem_docstring_lists_what_to_define():
     from cgmpinn_jax.problems import DerivativeMatch, Problem
 
     doc = Problem.__doc__
-    for item in ("name", "coords", "lower", "upper", "terms", "homogeneous", "defaults", "exact(self, z)",
-                 "operator(self, u, z)", "pieces(self)", "sample_points(self, key)", "test_grid(self)"):
+    for item in (
+        "name",
+        "coords",
+        "lower",
+        "upper",
+        "terms",
+        "homogeneous",
+        "defaults",
+        "exact(self, z)",
+        "operator(self, u, z)",
+        "pieces(self)",
+        "sample_points(self, key)",
+        "test_grid(self)",
+    ):
         assert item in doc, item
     assert "pairs with" in doc and "**sum**" in doc
     assert "an index into the problem's ``coords``" in DerivativeMatch.__doc__

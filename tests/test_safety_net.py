@@ -39,7 +39,9 @@ from helpers import reference_refreshes as _reference_refreshes
 SEED = 0
 NET = dict(width=8, depth=1)
 ADAM, LBFGS, K_UPD = 390, 200, 20
-BUDGET = dict(stages=(cj.stages.Adam(steps=ADAM), cj.stages.LBFGS(steps=LBFGS)), cgm={"k_upd": K_UPD}, **NET)
+BUDGET = dict(
+    stages=(cj.stages.Adam(steps=ADAM), cj.stages.LBFGS(steps=LBFGS)), cgm={"k_upd": K_UPD}, **NET
+)
 EASY = dict(n_pde=64, alpha1=1.0, alpha2=1.0, s=1.0)  # u* = sin(pi x) cos(pi x) + tanh(x)
 CACHE = cj.CompileCache()  # this module's compilations, shared by its tests only
 
@@ -58,13 +60,17 @@ def _source(xp, p, x):
     """u*'' by hand: sin(ax)cos(bx) = (sin((a+b)x) + sin((a-b)x)) / 2; tanh'' = -2 s^2 t (1 - t^2)."""
     a, b = p.alpha1 * np.pi, p.alpha2 * np.pi
     t = xp.tanh(p.s * x)
-    return -0.5 * ((a + b) ** 2 * xp.sin((a + b) * x) + (a - b) ** 2 * xp.sin((a - b) * x)) - 2 * p.s**2 * t * (1 - t * t)
+    return -0.5 * (
+        (a + b) ** 2 * xp.sin((a + b) * x) + (a - b) ** 2 * xp.sin((a - b) * x)
+    ) - 2 * p.s**2 * t * (1 - t * t)
 
 
 def _layers(model):
     """The (W, b) of a tanh MLP as float64 NumPy arrays."""
     assert isinstance(model, MLP) and model.input_map is None and model.in_dim == 1
-    return [(np.asarray(l.weight, np.float64), np.asarray(l.bias, np.float64)) for l in model.layers]
+    return [
+        (np.asarray(l.weight, np.float64), np.asarray(l.bias, np.float64)) for l in model.layers
+    ]
 
 
 def _np_mlp(layers, x):
@@ -91,6 +97,7 @@ def _np_terms(problem, layers, batch):
 
 def _np_objective(problem, batch, w, lam):
     """layers -> lam_0 mean(w r^2) + lam_1 BC, in NumPy."""
+
     def value(layers):
         r, raw = _np_terms(problem, layers, batch)
         return lam[0] * np.mean(w * r**2) + lam[1] * raw[1]
@@ -149,8 +156,17 @@ def cgm_run():
 @pytest.fixture(scope="module")
 def cgm_sweep():
     beta0 = TrainConfig().cgm.beta
-    return cj.sweep(_easy(), "cgmpinn", TrainConfig(**BUDGET), seeds=[SEED], grid={"beta": [beta0, 2.0 * beta0]},
-                    quiet=True, keep_histories=True, shard=False, cache=CACHE)
+    return cj.sweep(
+        _easy(),
+        "cgmpinn",
+        TrainConfig(**BUDGET),
+        seeds=[SEED],
+        grid={"beta": [beta0, 2.0 * beta0]},
+        quiet=True,
+        keep_histories=True,
+        shard=False,
+        cache=CACHE,
+    )
 
 
 # --- 1. a sweep member is a train() run -------------------------------------------------------
@@ -165,17 +181,27 @@ def test_sweep_member_follows_train(cgm_run, cgm_sweep):
     first row exactly), the same schedule exactly, the Adam stage and the hand-off to 3e-5; and
     the other beta's member measurably different (the grid reaches the weights, member order)."""
     h, (m0, m1) = cgm_run.history, cgm_sweep.histories
-    assert list(cgm_sweep.axes) == ["seed", "beta"] and cgm_sweep.axes["beta"][0] == TrainConfig().cgm.beta
-    assert cgm_sweep.statuses["adam"].shape == (1, 2) and int(cgm_sweep.statuses["adam"][0, 0]) == cgm_run.statuses["adam"]
+    assert (
+        list(cgm_sweep.axes) == ["seed", "beta"]
+        and cgm_sweep.axes["beta"][0] == TrainConfig().cgm.beta
+    )
+    assert (
+        cgm_sweep.statuses["adam"].shape == (1, 2)
+        and int(cgm_sweep.statuses["adam"][0, 0]) == cgm_run.statuses["adam"]
+    )
     for f in ("k", "refresh_k", "refresh_tau"):
         np.testing.assert_array_equal(getattr(m0, f), getattr(h, f), err_msg=f)
     np.testing.assert_array_equal(m0.raw[0], h.raw[0])  # same points, same initial network
     np.testing.assert_array_equal(m0.evals[h.k <= ADAM], h.evals[h.k <= ADAM])
     upto = h.k <= ADAM + 1  # the Adam stage and the second stage's first value (the hand-off)
     for f in ("loss", "raw", "terms", "lambdas"):
-        np.testing.assert_allclose(getattr(m0, f)[upto], getattr(h, f)[upto], rtol=3e-5, err_msg=f)  # measured 1.1e-6
+        np.testing.assert_allclose(
+            getattr(m0, f)[upto], getattr(h, f)[upto], rtol=3e-5, err_msg=f
+        )  # measured 1.1e-6
     before_second = h.refresh_k <= ADAM + 1
-    np.testing.assert_allclose(m0.refresh_spread[before_second], h.refresh_spread[before_second], rtol=1e-4)
+    np.testing.assert_allclose(
+        m0.refresh_spread[before_second], h.refresh_spread[before_second], rtol=1e-4
+    )
     # the other member: twice beta changes the weights, hence the weighted PDE term
     adam = h.k <= ADAM
     assert np.max(np.abs(m1.terms[adam, 0] / h.terms[adam, 0] - 1)) > 1e-3
@@ -190,8 +216,9 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
     lam . terms, and its gradient jax.grad of lam . term_fn(...).terms and the central
     differences of the NumPy objective lam_0 mean(w r^2) + lam_1 BC."""
     problem, method = cj.get_problem("poisson1d", n_pde=48), cj.get_method("cgmpinn")
-    model, batch = eqx.filter_jit(lambda k1, k2: (build_model(problem, method, k1, width=8, depth=2),
-                                                  problem.sample(k2)))(jax.random.key(1), jax.random.key(2))
+    model, batch = eqx.filter_jit(
+        lambda k1, k2: (build_model(problem, method, k1, width=8, depth=2), problem.sample(k2))
+    )(jax.random.key(1), jax.random.key(2))
     params, static = eqx.partition(Trainable(model, None), eqx.is_array)
     x = np.asarray(batch["pde"][0])[:, 0]
     assert x.dtype == np.float64
@@ -199,7 +226,9 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
     w /= w.mean()
     term_fn = make_term_fn(problem, method, static)
     tv = jax.jit(term_fn)(params, batch, jnp.asarray(w))
-    np.testing.assert_allclose(np.asarray(batch["pde"][1]), _source(np, problem, x), rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(
+        np.asarray(batch["pde"][1]), _source(np, problem, x), rtol=1e-10, atol=1e-8
+    )
     layers = _layers(model)
     r, raw = _np_terms(problem, layers, batch)
     np.testing.assert_allclose(np.asarray(tv.raw), raw, rtol=1e-10)
@@ -210,13 +239,20 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
     bal = relobralo(2)
     state = bal.init(jax.random.key(3), jnp.float64)
     prior = np.array([np.mean(w * r**2), raw[1]]) * np.array([0.5, 2.0])
-    _, state = jax.jit(bal.update)(jnp.asarray(prior), state)  # first call: EMA <- prior, lambdas stay ones
-    value, grad, tv2, lam, _ = jax.jit(lambda p, w, s, b: Objective(term_fn).balanced_eval(p, w, s, b, bal))(
-        params, jnp.asarray(w), state, batch)
+    _, state = jax.jit(bal.update)(
+        jnp.asarray(prior), state
+    )  # first call: EMA <- prior, lambdas stay ones
+    value, grad, tv2, lam, _ = jax.jit(
+        lambda p, w, s, b: Objective(term_fn).balanced_eval(p, w, s, b, bal)
+    )(params, jnp.asarray(w), state, batch)
     # ReLoBRaLo ("reference" variant) by hand, with the draws of the state's key
     L = np.array([np.mean(w * r**2), raw[1]])
-    _, u, _ = jax.jit(relobralo_draws, static_argnums=2)(state.key, state.count, state.history.shape[0])
-    ref = 0.999 * prior + 0.001 * L if float(u) < 0.99 else prior  # the only earlier call is the prior
+    _, u, _ = jax.jit(relobralo_draws, static_argnums=2)(
+        state.key, state.count, state.history.shape[0]
+    )
+    ref = (
+        0.999 * prior + 0.001 * L if float(u) < 0.99 else prior
+    )  # the only earlier call is the prior
     z = L / (ref + 1e-8)
     lam_ref = 2 * np.exp(z - z.max()) / np.sum(np.exp(z - z.max()))
     np.testing.assert_allclose(np.asarray(lam), lam_ref, rtol=1e-9)
@@ -224,16 +260,22 @@ def test_cgm_weights_and_relobralo_lambdas_reach_the_objective(x64):
     np.testing.assert_allclose(float(value), lam_ref @ L, rtol=1e-10)
     np.testing.assert_allclose(np.asarray(tv2.terms), L, rtol=1e-10)
     lam_j = jnp.asarray(lam_ref)
-    g_lib = jax.jit(jax.grad(lambda p: jnp.dot(lam_j, term_fn(p, batch, jnp.asarray(w)).terms)))(params)
+    g_lib = jax.jit(jax.grad(lambda p: jnp.dot(lam_j, term_fn(p, batch, jnp.asarray(w)).terms)))(
+        params
+    )
     g_np = _np_grad(_np_objective(problem, batch, w, lam_ref), layers)
-    g_plain = _np_grad(_np_objective(problem, batch, np.ones(48), np.ones(2)), layers)  # no w, no lambdas
+    g_plain = _np_grad(
+        _np_objective(problem, batch, np.ones(48), np.ones(2)), layers
+    )  # no w, no lambdas
     got = _grad_layers(grad)
     scale = max(np.max(np.abs(g)) for pair in g_np for g in pair)
     for layer in zip(got, _grad_layers(g_lib), g_np, g_plain):
         for mine, lib, fd, plain in zip(*layer):  # weight, then bias
             np.testing.assert_allclose(mine, lib, rtol=1e-11, atol=1e-13 * scale)
             np.testing.assert_allclose(mine, fd, rtol=1e-5, atol=1e-7 * scale)
-            assert np.max(np.abs(mine - plain)) > 1e-3 * np.max(np.abs(plain))  # not the plain gradient
+            assert np.max(np.abs(mine - plain)) > 1e-3 * np.max(
+                np.abs(plain)
+            )  # not the plain gradient
 
 
 # --- 3. the refresh schedule (the schedule itself: tests/test_schedule.py) ----------------------
@@ -242,12 +284,21 @@ def test_tiny_run_records_the_schedule_and_tau(cgm_run):
     recorded objective is lam . terms with the PDE term weighted once the weights spread."""
     h = cgm_run.history
     chunks = refresh_schedule(ADAM, LBFGS, K_UPD)
-    assert h.refresh_k.tolist() == [c.tau_k for c in chunks] == _reference_refreshes(ADAM, LBFGS, K_UPD)[0]
+    assert (
+        h.refresh_k.tolist()
+        == [c.tau_k for c in chunks]
+        == _reference_refreshes(ADAM, LBFGS, K_UPD)[0]
+    )
     assert h.refresh_k.tolist()[19:23] == [381, 390, 391, 411]  # across the hand-off
     k_max = ADAM + LBFGS
-    np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (TrainConfig().cgm.c_sat * k_max), 1.0), rtol=1e-6)
+    np.testing.assert_allclose(
+        h.refresh_tau, np.minimum(h.refresh_k / (TrainConfig().cgm.c_sat * k_max), 1.0), rtol=1e-6
+    )
     assert h.refresh_tau[-1] == 1.0 and h.k.tolist() == list(range(1, k_max + 1))
-    assert cgm_run.statuses["adam"] == StageStatus.COMPLETED and cgm_run.statuses["lbfgs"] == StageStatus.COMPLETED
+    assert (
+        cgm_run.statuses["adam"] == StageStatus.COMPLETED
+        and cgm_run.statuses["lbfgs"] == StageStatus.COMPLETED
+    )
     assert np.all(h.evals[ADAM:] >= 1) and np.all(h.evals[:ADAM] == 1)
     # the objective recorded is lam . terms (cgmpinn has no extra term), in both stages
     np.testing.assert_allclose(h.loss, np.sum(h.lambdas * h.terms, axis=1), rtol=2e-6)
@@ -273,8 +324,12 @@ def guarded_run():
     """PINN, 60 Adam steps at lr 0.05 with divergence_ratio 1.5 (Adam overshoots: measured
     DIVERGED at step 44), then dense BFGS with gtol 1.0 (measured: GRAD_TOL at its 4th
     iteration)."""
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=60, lr=0.05), cj.stages.BFGS(steps=30, gtol=GTOL)), cgm={"k_upd": 20},
-                      divergence_ratio=RATIO, **NET)
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=60, lr=0.05), cj.stages.BFGS(steps=30, gtol=GTOL)),
+        cgm={"k_upd": 20},
+        divergence_ratio=RATIO,
+        **NET,
+    )
     return cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
 
 
@@ -294,7 +349,9 @@ def test_diverged_restores_the_best_iterate(guarded_run):
             fired = i
             break
     assert fired == len(raw) - 1 < 59, (fired, len(raw))
-    assert h.k[~adam][0] == 61  # the second stage still runs its whole schedule from the restored point
+    assert (
+        h.k[~adam][0] == 61
+    )  # the second stage still runs its whole schedule from the restored point
     assert h.raw[~adam][0].sum() == pytest.approx(np.min(raw), rel=1e-6)
     assert h.raw[~adam][0].sum() < raw[-1] / RATIO
 
@@ -308,7 +365,9 @@ def test_grad_tol_keeps_the_start_point(guarded_run):
     assert res.statuses["bfgs"] == StageStatus.GRAD_TOL
     second = h.k > 60
     assert 1 < second.sum() < 30
-    objective = _np_objective(res.problem, res.batch, np.ones(EASY["n_pde"]), np.ones(2))  # PINN: w = 1, lam = 1
+    objective = _np_objective(
+        res.problem, res.batch, np.ones(EASY["n_pde"]), np.ones(2)
+    )  # PINN: w = 1, lam = 1
     value = objective(_layers(res.model))
     assert value == pytest.approx(h.loss[-1], rel=1e-5)
     assert value < np.min(h.loss[second][:-1])  # the stage made progress before it stopped
@@ -324,10 +383,15 @@ def test_loss_tol_takes_its_last_step():
     patience 3: the stall rule replayed on the recorded unweighted losses fires at the last
     iteration, and that iteration's step is kept: the model returned is below every recorded
     loss (neither the start point, as for GRAD_TOL, nor a restored best)."""
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=0), cj.stages.BFGS(steps=30, ftol=0.9, patience=3)), cgm={"k_upd": 20},
-                      **NET)
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=0), cj.stages.BFGS(steps=30, ftol=0.9, patience=3)),
+        cgm={"k_upd": 20},
+        **NET,
+    )
     res = cj.train(_easy(), "pinn", cfg, key=SEED, quiet=True, cache=CACHE)
-    assert res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["bfgs"] == StageStatus.LOSS_TOL
+    assert (
+        res.statuses["adam"] == StageStatus.SKIPPED and res.statuses["bfgs"] == StageStatus.LOSS_TOL
+    )
     raw = res.history.raw.sum(1)
     fired = loss_tol_fires_at(raw, ftol=0.9, patience=3)
     assert fired == len(raw) - 1, (fired, raw)
@@ -342,14 +406,24 @@ def test_mixed_precision_second_stage_in_float64(cgm_run):
     bit for bit, the second stage computes in float64 (model, points, recorded losses), jax's
     flag is restored, and the error (recomputed in NumPy) ends below the initial network's."""
     before = jax.config.jax_enable_x64
-    res = cj.train(_easy(), "cgmpinn", TrainConfig(precision="mixed", **BUDGET), key=SEED, quiet=True, cache=CACHE)
+    res = cj.train(
+        _easy(),
+        "cgmpinn",
+        TrainConfig(precision="mixed", **BUDGET),
+        key=SEED,
+        quiet=True,
+        cache=CACHE,
+    )
     assert jax.config.jax_enable_x64 == before
     assert {str(x.dtype) for x in _leaves(res.model)} == {"float64"}
     assert {str(x.dtype) for x in jax.tree_util.tree_leaves(res.batch)} == {"float64"}
     h, f32 = res.history, cgm_run.history
     adam = h.k <= ADAM
     np.testing.assert_array_equal(h.loss[adam], f32.loss[adam])
-    as32 = lambda a: a.astype(np.float32).astype(np.float64)
+
+    def as32(a):
+        return a.astype(np.float32).astype(np.float64)
+
     assert np.array_equal(h.loss[adam], as32(h.loss[adam]))  # float32 values
     assert np.mean(h.loss[~adam] != as32(h.loss[~adam])) > 0.9  # float64 values
     assert res.statuses["lbfgs"] in (StageStatus.COMPLETED, StageStatus.LOSS_TOL)

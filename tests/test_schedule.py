@@ -25,8 +25,10 @@ def test_refresh_schedule_reference_counts():
     assert [c.tau_k for c in f if c.stage == "lbfgs"][:2] == [8001, 8101]
 
 
-@pytest.mark.parametrize("adam,lbfgs,k_upd", [(50, 30, 20), (40, 20, 20), (45, 1, 20), (7, 0, 3), (0, 5, 2),
-                                              (3, 4, 10), (5000, 10000, 200)])
+@pytest.mark.parametrize(
+    "adam,lbfgs,k_upd",
+    [(50, 30, 20), (40, 20, 20), (45, 1, 20), (7, 0, 3), (0, 5, 2), (3, 4, 10), (5000, 10000, 200)],
+)
 @pytest.mark.parametrize("before", [False, True])
 def test_refresh_schedule_replays_the_reference_loop(adam, lbfgs, k_upd, before):
     chunks = refresh_schedule(adam, lbfgs, k_upd, refit_before_step=before)
@@ -43,8 +45,12 @@ def test_refresh_schedule_replays_the_reference_loop(adam, lbfgs, k_upd, before)
 
 
 def test_stage_schedule_covers_every_step_once():
-    for plan in ((("adam", 7), ("lbfgs", 5), ("gauss_newton", 4)), (("adam", 0), ("lbfgs", 3), ("bfgs", 1)),
-                 (("lbfgs", 6),), (("adam", 5),)):
+    for plan in (
+        (("adam", 7), ("lbfgs", 5), ("gauss_newton", 4)),
+        (("adam", 0), ("lbfgs", 3), ("bfgs", 1)),
+        (("lbfgs", 6),),
+        (("adam", 5),),
+    ):
         for k_upd in (1, 2, 3, 10):
             for before in (False, True):
                 chunks = stage_schedule(plan, k_upd, refit_before_step=before)
@@ -52,7 +58,10 @@ def test_stage_schedule_covers_every_step_once():
                 assert steps == list(range(1, sum(n for _, n in plan) + 1))
                 assert all(c.n_steps <= k_upd for c in chunks)
                 base = 0
-                for name, n in plan:  # a later stage opens with a refresh at the previous stage's last tau
+                for (
+                    name,
+                    n,
+                ) in plan:  # a later stage opens with a refresh at the previous stage's last tau
                     mine = [c for c in chunks if c.stage == name]
                     assert sum(c.n_steps for c in mine) == n
                     if mine and name != "adam" and not before:

@@ -103,7 +103,12 @@ class _Entries(HTMLParser):
             self.depth += 1
             if "doc-object" in (a.get("class") or "").split():
                 self.stack.append([None, self.depth, []])
-        if re.fullmatch(r"h[1-6]", tag) and self.stack and self.stack[-1][0] is None and a.get("id"):
+        if (
+            re.fullmatch(r"h[1-6]", tag)
+            and self.stack
+            and self.stack[-1][0] is None
+            and a.get("id")
+        ):
             self.stack[-1][0] = a["id"]
 
     def handle_endtag(self, tag):
@@ -159,7 +164,9 @@ def test_every_public_name_has_an_entry(inventory):
         here = f"{mod}.{name}"
         if here not in inventory and not by_id.get(id(obj)):
             missing.append(here)
-    assert missing == [], f"{len(missing)} public names without an API entry:\n" + "\n".join(missing)
+    assert missing == [], f"{len(missing)} public names without an API entry:\n" + "\n".join(
+        missing
+    )
 
 
 def _takes_arguments(obj) -> bool:
@@ -171,8 +178,9 @@ def _takes_arguments(obj) -> bool:
 
 
 def _has_fields(obj) -> bool:
-    return inspect.isclass(obj) and bool(dataclasses.fields(obj) if dataclasses.is_dataclass(obj)
-                                         else getattr(obj, "_fields", ()))
+    return inspect.isclass(obj) and bool(
+        dataclasses.fields(obj) if dataclasses.is_dataclass(obj) else getattr(obj, "_fields", ())
+    )
 
 
 def _is_protocol(obj) -> bool:
@@ -183,8 +191,9 @@ def test_every_entry_has_its_table(inventory, entries):
     lacking = []
     for mod, name in public_names():
         obj = getattr(importlib.import_module(mod), name)
-        paths = [p for p in inventory if p == f"{mod}.{name}"] or \
-            [p for p in _documented_at(inventory).get(id(obj), []) if p in entries]
+        paths = [p for p in inventory if p == f"{mod}.{name}"] or [
+            p for p in _documented_at(inventory).get(id(obj), []) if p in entries
+        ]
         path = next((p for p in paths if p in entries), None)
         if path is None:
             continue  # no entry: the test above reports it

@@ -27,8 +27,13 @@ def _rosenbrock(params, w, lam, batch):
     return v, TermValues(v[None], v[None], jnp.zeros_like(v))
 
 
-_MEMBERS = {"optax": LBFGS(), "jaxopt": LBFGS(backend="jaxopt"), "bfgs": BFGS(), "ssbfgs": SSBFGS(),
-            "ssbroyden": SSBroyden()}
+_MEMBERS = {
+    "optax": LBFGS(),
+    "jaxopt": LBFGS(backend="jaxopt"),
+    "bfgs": BFGS(),
+    "ssbfgs": SSBFGS(),
+    "ssbroyden": SSBroyden(),
+}
 
 
 @pytest.mark.parametrize("member", list(_MEMBERS))
@@ -36,7 +41,9 @@ def test_second_stage_member_reaches_the_minimum(x64, member):
     """Driven as the engine drives it (init, set_point, then stored -> step), 300 iterations at
     most; float64. Gauss-Newton is left out: tests/test_gauss_newton.py solves Rosenbrock
     through its adapter (test_levenberg_marquardt_solves_rosenbrock)."""
-    stage = _MEMBERS[member].solver(_rosenbrock, n_steps=300, n_params=2, dtype="float32", divergence_ratio=1e6)
+    stage = _MEMBERS[member].solver(
+        _rosenbrock, n_steps=300, n_params=2, dtype="float32", divergence_ratio=1e6
+    )
     w, lam, batch = jnp.asarray([2.0]), jnp.asarray([0.75]), {"c": jnp.asarray(0.7)}
     p0 = {"xy": jnp.asarray([-1.2]), "y": jnp.asarray(1.0)}
 
@@ -63,19 +70,39 @@ def test_second_stage_member_reaches_the_minimum(x64, member):
     assert int(it) < 300, (member, int(it))
     np.testing.assert_allclose(float(p["xy"][0]), 0.7, atol=1e-7)
     np.testing.assert_allclose(float(p["y"]), 0.49, atol=1e-7)
-    assert float(v) < 1e-14 and float(v) == pytest.approx(float(_rosenbrock(p, w, lam, batch)[0]), abs=1e-15)
+    assert float(v) < 1e-14 and float(v) == pytest.approx(
+        float(_rosenbrock(p, w, lam, batch)[0]), abs=1e-15
+    )
     assert int(evals) >= int(it)  # every iteration counts at least one evaluation
 
 
-@pytest.mark.parametrize("stage, kind", [(Adam(), "AdamSolver"), (LBFGS(), "OptaxLBFGS"),
-                                         (LBFGS(backend="jaxopt"), "JaxoptLBFGS"), (BFGS(), "DenseQuasiNewton"),
-                                         (GaussNewton(), "GaussNewtonSolver")], ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(
+    "stage, kind",
+    [
+        (Adam(), "AdamSolver"),
+        (LBFGS(), "OptaxLBFGS"),
+        (LBFGS(backend="jaxopt"), "JaxoptLBFGS"),
+        (BFGS(), "DenseQuasiNewton"),
+        (GaussNewton(), "GaussNewtonSolver"),
+    ],
+    ids=lambda x: getattr(x, "name", x),
+)
 def test_each_stage_builds_its_solver_with_its_own_rule(stage, kind):
-    cfg = cj.TrainConfig(precision="float64", stages=(Adam(), stage) if stage.name != "adam" else (Adam(), LBFGS()))
-    solver = cfg.stage(stage.name).solver(lambda *a: (0.0, None), n_steps=5, n_params=10, dtype=cfg.second_stage_dtype,
-                                          divergence_ratio=cfg.divergence_ratio, lsq=object())
+    cfg = cj.TrainConfig(
+        precision="float64", stages=(Adam(), stage) if stage.name != "adam" else (Adam(), LBFGS())
+    )
+    solver = cfg.stage(stage.name).solver(
+        lambda *a: (0.0, None),
+        n_steps=5,
+        n_params=10,
+        dtype=cfg.second_stage_dtype,
+        divergence_ratio=cfg.divergence_ratio,
+        lsq=object(),
+    )
     assert type(solver).__name__ == kind
-    assert solver.stopping.rule == (None if stage.name == "adam" else stage.stop_rule(cfg.second_stage_dtype))
+    assert solver.stopping.rule == (
+        None if stage.name == "adam" else stage.stop_rule(cfg.second_stage_dtype)
+    )
     assert solver.stopping.divergence_ratio == cfg.divergence_ratio
 
 
@@ -88,11 +115,21 @@ def test_jaxopt_keeps_only_positive_curvature_pairs():
         v = 0.5 * jnp.sum(p * p)
         return v, TermValues(v[None], v[None], jnp.zeros_like(v))
 
-    solver = JaxoptLBFGS(f, lr=1.0, history=3, max_linesearch=10, maxiter=5, linesearch="zoom",
-                         linesearch_init="increase", reset_on_failure=False)
+    solver = JaxoptLBFGS(
+        f,
+        lr=1.0,
+        history=3,
+        max_linesearch=10,
+        maxiter=5,
+        linesearch="zoom",
+        linesearch_init="increase",
+        reset_on_failure=False,
+    )
     old = solver.init(jnp.ones(2), None, None, None)
     assert isinstance(solver.solver, jaxopt.LBFGS)
-    new = old._replace(s_history=old.s_history + 1.0, y_history=old.y_history + 2.0, gamma=jnp.asarray(7.0))
+    new = old._replace(
+        s_history=old.s_history + 1.0, y_history=old.y_history + 2.0, gamma=jnp.asarray(7.0)
+    )
     s = jnp.array([1.0, 0.0])
     kept = solver._keep_positive_curvature(old, new, s, jnp.array([0.5, 0.0]))
     np.testing.assert_array_equal(kept.s_history, new.s_history)

@@ -164,7 +164,9 @@ def _reference_update(H, s, y, g, alpha, method, initial):
             tau = {"bfgs": 1.0, "ssbfgs": min(1.0, 1.0 / b), "ssbfgs_ol": 1.0 / b}[method]
         Ht = H / tau
         eye = np.eye(n)
-        return (eye - rho * np.outer(s, y)) @ Ht @ (eye - rho * np.outer(y, s)) + rho * np.outer(s, s)
+        return (eye - rho * np.outer(s, y)) @ Ht @ (eye - rho * np.outer(y, s)) + rho * np.outer(
+            s, s
+        )
     Hy = H @ y
     yHy = y @ Hy
     h = yHy * rho

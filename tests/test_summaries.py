@@ -13,8 +13,12 @@ P = cj.get_problem("poisson1d", n_pde=64)
 
 def test_stage_lines_say_what_ran_and_why_it_stopped():
     # a stall rule that fires at once: LOSS_TOL after 3 of 2000 iterations
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=2000, ftol=0.99, patience=3)), cgm={"k_upd": 10},
-                         width=8, depth=2)
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=2000, ftol=0.99, patience=3)),
+        cgm={"k_upd": 10},
+        width=8,
+        depth=2,
+    )
     res = cj.train(P, "pinn", cfg, key=0, quiet=True)
     assert res.statuses["lbfgs"] == StageStatus.LOSS_TOL
     ran = int(np.sum(res.history.k > 20))
@@ -26,14 +30,26 @@ def test_stage_lines_say_what_ran_and_why_it_stopped():
     # the same as typed stage records
     adam, second = res.stages
     assert (adam.name, adam.status, adam.iterations, adam.budget, adam.evaluations) == (
-        "adam", StageStatus.COMPLETED, 20, 20, 20)
+        "adam",
+        StageStatus.COMPLETED,
+        20,
+        20,
+        20,
+    )
     assert (second.name, second.label, second.status, second.iterations, second.budget) == (
-        "lbfgs", "L-BFGS", StageStatus.LOSS_TOL, ran, 2000)
+        "lbfgs",
+        "L-BFGS",
+        StageStatus.LOSS_TOL,
+        ran,
+        2000,
+    )
     assert second.evaluations == int(np.sum(res.history.evals[res.history.k > 20])) >= ran
     assert adam.seconds > 0 and second.seconds > 0
     assert adam.seconds + second.seconds <= res.run_seconds + 1e-6
     text = _table(res, None)
-    assert "paper" not in text.splitlines()[0] and "PyTorch" not in text  # no paper number for this budget
+    assert (
+        "paper" not in text.splitlines()[0] and "PyTorch" not in text
+    )  # no paper number for this budget
     assert "L-BFGS: 2,000 iterations" not in text
 
 
@@ -43,7 +59,12 @@ def test_every_status_has_words():
 
 
 def test_progress_shows_tau_only_for_weighting_methods(tmp_path):
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 5}, width=8, depth=2)
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=0)),
+        cgm={"k_upd": 5},
+        width=8,
+        depth=2,
+    )
     lines = {}
     for m in ("pinn", "cgmpinn"):
         out = []
@@ -57,9 +78,18 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     pytest.importorskip("matplotlib")
     from cgmpinn_jax.plots import plot_result
 
-    res = cj.train(cj.get_problem("heat", n_pde=64, n_ic=16, n_bc=16), "pinn",
-                   cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=2)), cgm={"k_upd": 5}, width=8, depth=2), key=0,
-                   quiet=True)
+    res = cj.train(
+        cj.get_problem("heat", n_pde=64, n_ic=16, n_bc=16),
+        "pinn",
+        cj.TrainConfig(
+            stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=2)),
+            cgm={"k_upd": 5},
+            width=8,
+            depth=2,
+        ),
+        key=0,
+        quiet=True,
+    )
     names = sorted(p.name for p in plot_result(res, tmp_path))
     assert names == ["error.png", "loss.png", "solution.png"]
     import matplotlib.pyplot as plt
@@ -77,7 +107,15 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
     finally:
         plt.Axes.legend = orig
     assert "unweighted PDE+IC+BC" in seen and "Adam -> L-BFGS" in seen
-    res1d = cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2), key=0, quiet=True)
+    res1d = cj.train(
+        P,
+        "pinn",
+        cj.TrainConfig(
+            stages=(cj.stages.Adam(steps=5), cj.stages.LBFGS(steps=0)), width=8, depth=2
+        ),
+        key=0,
+        quiet=True,
+    )
     seen.clear()
     plt.Axes.legend = spy
     try:
@@ -89,8 +127,18 @@ def test_pinn_plots_no_weights_and_legends_name_the_terms(tmp_path):
 
 def test_progress_lines_have_totals_and_time_left():
     out = []
-    cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 10}, width=8, depth=2),
-             key=0, print_fn=out.append)
+    cj.train(
+        P,
+        "pinn",
+        cj.TrainConfig(
+            stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=4)),
+            cgm={"k_upd": 10},
+            width=8,
+            depth=2,
+        ),
+        key=0,
+        print_fn=out.append,
+    )
     steps = [s for s in out if " k=" in s]
     assert "[adam 10/20, " in steps[0] and steps[0].endswith(" left]")
     assert any("[lbfgs 4/4, " in s for s in steps)
@@ -99,7 +147,18 @@ def test_progress_lines_have_totals_and_time_left():
 def test_progress_lines_name_the_second_stage_by_its_solver():
     """A stage's progress lines carry its own name: a Gauss-Newton run prints no "lbfgs"."""
     out = []
-    cj.train(P, "pinn", cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=3)), cgm={"k_upd": 10}, width=8, depth=2), key=0, print_fn=out.append)
+    cj.train(
+        P,
+        "pinn",
+        cj.TrainConfig(
+            stages=(cj.stages.Adam(steps=10), cj.stages.GaussNewton(steps=3)),
+            cgm={"k_upd": 10},
+            width=8,
+            depth=2,
+        ),
+        key=0,
+        print_fn=out.append,
+    )
     steps = [s for s in out if " k=" in s]
     assert any(" gauss_newton k=" in s and "[gauss_newton 3/3, " in s for s in steps), steps
     assert not any("lbfgs" in s for s in out), out

@@ -17,10 +17,20 @@ CFG = dict(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_sweep_member_equals_plain_train():
     p = cj.get_problem("poisson1d", n_pde=100)
-    res = cj.sweep(p, "cgmpinn", cj.TrainConfig(**CFG), seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True, shard=False)
+    res = cj.sweep(
+        p,
+        "cgmpinn",
+        cj.TrainConfig(**CFG),
+        seeds=[0, 1],
+        grid={"beta": [0.5, 2.0]},
+        quiet=True,
+        shard=False,
+    )
     assert res.metrics["rel_e2"].shape == (2, 2)
     assert list(res.axes) == ["seed", "beta"]
-    one = cj.train(p, "cgmpinn", cj.TrainConfig(**CFG).replace(cgm={"beta": 2.0}), key=1, quiet=True)
+    one = cj.train(
+        p, "cgmpinn", cj.TrainConfig(**CFG).replace(cgm={"beta": 2.0}), key=1, quiet=True
+    )
     assert res.at(seed=1, beta=2.0)["rel_e2"] == pytest.approx(one.metrics.rel_e2, rel=1e-3)
     # the beta axis matters (different weights) and seeds give different runs
     assert not np.allclose(res.metrics["rel_e2"][0], res.metrics["rel_e2"][1])
@@ -31,9 +41,23 @@ def test_sweep_member_equals_plain_train():
 
 def test_sweep_rejects_static_keys():
     with pytest.raises(ValueError, match="n_components"):
-        cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(**CFG), seeds=[0], grid={"n_components": [2, 3]}, quiet=True)
+        cj.sweep(
+            "poisson1d",
+            "cgmpinn",
+            cj.TrainConfig(**CFG),
+            seeds=[0],
+            grid={"n_components": [2, 3]},
+            quiet=True,
+        )
     with pytest.raises(ValueError, match="beta"):
-        cj.sweep("poisson1d", "cgmpinn", cj.TrainConfig(**CFG), seeds=[0], grid={"beta": [-1.0]}, quiet=True)
+        cj.sweep(
+            "poisson1d",
+            "cgmpinn",
+            cj.TrainConfig(**CFG),
+            seeds=[0],
+            grid={"beta": [-1.0]},
+            quiet=True,
+        )
 
 
 SCRIPT = textwrap.dedent(
@@ -54,8 +78,12 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_sharded_sweep_matches_unsharded():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["n_devices"] == 4 and r["output_devices"] == 4 and r["plain_devices"] == 1

@@ -21,16 +21,23 @@ from helpers import initial_rel_e2
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_recorded_refreshes_follow_schedule():
     # budget: 20 Adam steps + 21 L-BFGS iterations, k_upd = 10, CGMPINN on heat
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=21)), cgm={"k_upd": 10})
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=21)), cgm={"k_upd": 10}
+    )
     res = cj.train("heat", "cgmpinn", cfg, key=0, quiet=True)
-    assert res.statuses["adam"] == StageStatus.COMPLETED and res.statuses["lbfgs"] == StageStatus.COMPLETED
+    assert (
+        res.statuses["adam"] == StageStatus.COMPLETED
+        and res.statuses["lbfgs"] == StageStatus.COMPLETED
+    )
     h = res.history
     # Adam: before epochs 0 and 10; L-BFGS: start refit with Adam's last tau (k=20), then
     # after iterations i=0 and i=10 (k = 20 + i + 1). The reference's refit after the last
     # iteration (i=20) changes nothing that is used, so it is not done.
     assert h.refresh_k.tolist() == [1, 11, 20, 21, 31]
     k_max = 41
-    np.testing.assert_allclose(h.refresh_tau, np.minimum(h.refresh_k / (0.8 * k_max), 1.0), rtol=1e-6)
+    np.testing.assert_allclose(
+        h.refresh_tau, np.minimum(h.refresh_k / (0.8 * k_max), 1.0), rtol=1e-6
+    )
     assert h.k.tolist() == list(range(1, 42))
     assert h.loss.shape == (41,) and h.lambdas.shape == (41, 3)
     assert np.all(h.evals[20:] >= 1)
@@ -40,7 +47,9 @@ def test_recorded_refreshes_follow_schedule():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_determinism():
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=10)), cgm={"k_upd": 10})
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=10)), cgm={"k_upd": 10}
+    )
     a = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     b = cj.train("heat", "cgmpinn", cfg, key=3, quiet=True)
     for x, y in zip(jax.tree_util.tree_leaves(a.model), jax.tree_util.tree_leaves(b.model)):
@@ -61,7 +70,9 @@ class _NaNPoisson(Poisson1D):
 def test_nonfinite_residual_stops_with_best_params():
     p = _NaNPoisson(n_pde=200)
     # the exact solution reaches |u| ~ 2, so training must cross |u| = 0.6
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=600), cj.stages.LBFGS(steps=50)), cgm={"k_upd": 50})
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=600), cj.stages.LBFGS(steps=50)), cgm={"k_upd": 50}
+    )
     res = cj.train(p, "cgmpinn", cfg, key=0, quiet=True)
     assert StageStatus.NONFINITE in (res.statuses["adam"], res.statuses["lbfgs"])
     leaves = jax.tree_util.tree_leaves(res.model)
@@ -73,12 +84,22 @@ def test_nonfinite_residual_stops_with_best_params():
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_save_load_round_trip(tmp_path):
-    res = cj.train("damped_wave", "pinn", TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=3))), key=1, quiet=True)
+    res = cj.train(
+        "damped_wave",
+        "pinn",
+        TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=3))),
+        key=1,
+        quiet=True,
+    )
     cj.save_result(res, tmp_path / "run")
     model, info = cj.load_model(tmp_path / "run")
     pts = res.problem.test_grid().points
-    np.testing.assert_array_equal(res.predict(pts), np.asarray(jax.vmap(model)(jnp.asarray(pts, jnp.float32))))
-    assert info["method"] == "pinn" and info["summary"]["rel_e2"] == pytest.approx(res.metrics.rel_e2)
+    np.testing.assert_array_equal(
+        res.predict(pts), np.asarray(jax.vmap(model)(jnp.asarray(pts, jnp.float32)))
+    )
+    assert info["method"] == "pinn" and info["summary"]["rel_e2"] == pytest.approx(
+        res.metrics.rel_e2
+    )
 
 
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
@@ -86,9 +107,30 @@ def test_cli_run_writes_files(tmp_path, capsys):
     from cgmpinn_jax.cli import main
 
     out = tmp_path / "cli"
-    rc = main(["run", "poisson1d", "--adam-steps", "20", "--second-steps", "5", "--out", str(out), "--quiet"])
+    rc = main(
+        [
+            "run",
+            "poisson1d",
+            "--adam-steps",
+            "20",
+            "--second-steps",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert rc == 0
-    for name in ("metrics.json", "history.json", "model.eqx", "model.json", "solution.png", "error.png", "loss.png", "weights.png"):
+    for name in (
+        "metrics.json",
+        "history.json",
+        "model.eqx",
+        "model.json",
+        "solution.png",
+        "error.png",
+        "loss.png",
+        "weights.png",
+    ):
         assert (out / name).exists(), name
     text = capsys.readouterr().out
     assert "relative e2" in text and "1.810e-04" in text  # the paper's CGMPINN value beside ours
@@ -115,14 +157,24 @@ def test_config_validation():
         TrainConfig(cgm={"c_sat": 0.0})
     with pytest.raises(ValueError, match=r"stages\[1\]"):
         TrainConfig(stages=(cj.stages.Adam(), "scipy"))
-    with pytest.raises(ValueError, match=r"LBFGS\.linesearch.*jaxopt"):  # a jaxopt option with the optax backend
+    with pytest.raises(
+        ValueError, match=r"LBFGS\.linesearch.*jaxopt"
+    ):  # a jaxopt option with the optax backend
         TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(linesearch="backtracking")))
-    TrainConfig(stages=(cj.stages.Adam(), cj.stages.LBFGS(backend="jaxopt", linesearch="backtracking")))  # fine there
+    TrainConfig(
+        stages=(cj.stages.Adam(), cj.stages.LBFGS(backend="jaxopt", linesearch="backtracking"))
+    )  # fine there
     stage = {"adam": cj.stages.Adam, "lbfgs": cj.stages.LBFGS}
-    for group, name, where in (("cgm", "beta", "CGMOptions.beta"), ("cgm", "eps", "CGMOptions.eps"),
-                               ("adam", "lr", "Adam.lr"), ("cgm", "c_sat", "CGMOptions.c_sat"),
-                               ("lbfgs", "lr", "LBFGS.lr"), (None, "divergence_ratio", "TrainConfig.divergence_ratio"),
-                               ("balancing", "alpha", "ReLoBRaLoOptions.alpha"), ("lbfgs", "gtol", "LBFGS.gtol")):
+    for group, name, where in (
+        ("cgm", "beta", "CGMOptions.beta"),
+        ("cgm", "eps", "CGMOptions.eps"),
+        ("adam", "lr", "Adam.lr"),
+        ("cgm", "c_sat", "CGMOptions.c_sat"),
+        ("lbfgs", "lr", "LBFGS.lr"),
+        (None, "divergence_ratio", "TrainConfig.divergence_ratio"),
+        ("balancing", "alpha", "ReLoBRaLoOptions.alpha"),
+        ("lbfgs", "gtol", "LBFGS.gtol"),
+    ):
         for bad in (float("nan"), float("inf")):
             with pytest.raises(ValueError, match=where.replace(".", r"\.")):
                 if group in stage:
@@ -155,7 +207,11 @@ def test_readme_example_runs():
 
 @pytest.mark.parametrize(
     "name",
-    ["heat"] + [pytest.param(n, marks=pytest.mark.slow) for n in ("poisson1d", "poisson2d", "damped_wave", "advection_diffusion", "fisher_kpp")],
+    ["heat"]
+    + [
+        pytest.param(n, marks=pytest.mark.slow)
+        for n in ("poisson1d", "poisson2d", "damped_wave", "advection_diffusion", "fisher_kpp")
+    ],
 )
 def test_tiny_run_cuts_error(name):
     p = cj.get_problem(name)
@@ -169,13 +225,20 @@ def test_tiny_run_cuts_error(name):
 def test_relobralo_lbfgs_apply(apply):
     """'refresh': the L-BFGS objective's lambdas are constant within a chunk of k_upd
     iterations and move between chunks; 'iteration': they move within a chunk."""
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=30, gtol=0.0)), cgm={"k_upd": 10},  # every chunk runs
-                      balancing={"stages": "both", "second_stage_apply": apply})
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=20), cj.stages.LBFGS(steps=30, gtol=0.0)),
+        cgm={"k_upd": 10},  # every chunk runs
+        balancing={"stages": "both", "second_stage_apply": apply},
+    )
     res = cj.train(cj.get_problem("poisson1d", n_pde=64), "cgmpinn", cfg, key=0, quiet=True)
     k = np.asarray(res.history.k)
     lam = np.asarray(res.history.lambdas)
     assert res.statuses["lbfgs"] == StageStatus.COMPLETED
-    spans = [(c.first_k, c.first_k + c.n_steps) for c in refresh_schedule(20, 30, 10) if c.stage == "lbfgs"]
+    spans = [
+        (c.first_k, c.first_k + c.n_steps)
+        for c in refresh_schedule(20, 30, 10)
+        if c.stage == "lbfgs"
+    ]
     chunks = [lam[(k >= a) & (k < b)] for a, b in spans]
     chunks = [c for c in chunks if len(c) > 1]
     assert len(chunks) >= 2
@@ -193,18 +256,37 @@ def test_relobralo_lbfgs_apply_validated():
 
 
 def _prefetch_pair(method, precision):
-    cfg = TrainConfig(stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=20)), cgm={"k_upd": 10}, precision=precision)
+    cfg = TrainConfig(
+        stages=(cj.stages.Adam(steps=30), cj.stages.LBFGS(steps=20)),
+        cgm={"k_upd": 10},
+        precision=precision,
+    )
     lines = []
-    a = cj.train("poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False)
-    b = cj.train("poisson1d", method, cfg, key=0, print_fn=lines.append, cache=cj.CompileCache(), prefetch_compile=True)
+    a = cj.train(
+        "poisson1d", method, cfg, key=0, quiet=True, cache=cj.CompileCache(), prefetch_compile=False
+    )
+    b = cj.train(
+        "poisson1d",
+        method,
+        cfg,
+        key=0,
+        print_fn=lines.append,
+        cache=cj.CompileCache(),
+        prefetch_compile=True,
+    )
     return a, b, lines
 
 
-@pytest.mark.parametrize("method,precision", [
-    pytest.param("pinn", "float32", marks=pytest.mark.slow),  # opt-in feature; CI time (599 s with it)
-    pytest.param("cgmpinn", "mixed", marks=pytest.mark.slow),
-    pytest.param("cgmpinn", "float64", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "method,precision",
+    [
+        pytest.param(
+            "pinn", "float32", marks=pytest.mark.slow
+        ),  # opt-in feature; CI time (599 s with it)
+        pytest.param("cgmpinn", "mixed", marks=pytest.mark.slow),
+        pytest.param("cgmpinn", "float64", marks=pytest.mark.slow),
+    ],
+)
 def test_background_compile_of_the_second_stage_gives_identical_results(method, precision):
     """The L-BFGS chunk compiled in a thread while Adam runs is the program the main thread
     would have compiled: same jax precision settings (thread-local), same fast-path switches."""

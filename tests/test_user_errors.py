@@ -29,7 +29,9 @@ from cgmpinn_jax.problems import (
     validate_problem,
 )
 
-TINY = cj.TrainConfig(stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 1}, width=4, depth=1)
+TINY = cj.TrainConfig(
+    stages=(cj.stages.Adam(steps=2), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 1}, width=4, depth=1
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +88,9 @@ def _sample_with(**changes):
 
 
 def train_tiny(problem, **kw):
-    return lambda: cj.train(problem, kw.pop("method", "pinn"), kw.pop("config", TINY), quiet=True, **kw)
+    return lambda: cj.train(
+        problem, kw.pop("method", "pinn"), kw.pop("config", TINY), quiet=True, **kw
+    )
 
 
 def _missing_method():
@@ -185,78 +189,280 @@ NAN, INF = float("nan"), float("inf")
 CASES = [
     # ---- TrainConfig and train() arguments
     ("config_beta_nan", lambda: lambda: cj.TrainConfig(cgm={"beta": NAN}), ValueError, r"beta"),
-    ("config_adam_lr_inf", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(lr=INF), cj.stages.LBFGS())), ValueError, r"Adam\.lr"),
-    ("config_negative_steps", lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(steps=-5), cj.stages.LBFGS())), ValueError, r"Adam\.steps"),
-    ("config_not_a_trainconfig", lambda: train_tiny(Good(), config={"adam_steps": 5}), (TypeError, ValueError), r"config"),
+    (
+        "config_adam_lr_inf",
+        lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(lr=INF), cj.stages.LBFGS())),
+        ValueError,
+        r"Adam\.lr",
+    ),
+    (
+        "config_negative_steps",
+        lambda: lambda: cj.TrainConfig(stages=(cj.stages.Adam(steps=-5), cj.stages.LBFGS())),
+        ValueError,
+        r"Adam\.steps",
+    ),
+    (
+        "config_not_a_trainconfig",
+        lambda: train_tiny(Good(), config={"adam_steps": 5}),
+        (TypeError, ValueError),
+        r"config",
+    ),
     ("key_string", lambda: train_tiny(Good(), key="0"), (TypeError, ValueError), r"key"),
     ("key_float", lambda: train_tiny(Good(), key=1.5), (TypeError, ValueError), r"key"),
     ("unknown_method", lambda: train_tiny(Good(), method="cgmpin"), ValueError, r"cgmpin"),
-    ("unknown_problem_name", lambda: lambda: cj.get_problem("burgers"), ValueError, r"'burgers'.*module:ClassName"),
-    ("unimportable_class_path", lambda: lambda: cj.get_problem("no_such_module_xyz:Foo"), ValueError, r"no_such_module_xyz"),
+    (
+        "unknown_problem_name",
+        lambda: lambda: cj.get_problem("burgers"),
+        ValueError,
+        r"'burgers'.*module:ClassName",
+    ),
+    (
+        "unimportable_class_path",
+        lambda: lambda: cj.get_problem("no_such_module_xyz:Foo"),
+        ValueError,
+        r"no_such_module_xyz",
+    ),
     ("class_instead_of_instance", lambda: lambda: validate_problem(Good), TypeError, r"Good\(\)"),
     # ---- exact / operator
-    ("exact_shape_1", lambda: train_tiny(bad("ExactShape1", exact=lambda self, z: jnp.sin(z[:1]))),
-     ValueError, r"ExactShape1\.exact\(z\).*scalar \(shape \(\)\).*got shape \(1,\)"),
-    ("exact_shape_2", lambda: train_tiny(bad("ExactShape2", exact=lambda self, z: jnp.sin(z))),
-     ValueError, r"ExactShape2\.exact\(z\).*got shape \(2,\)"),
-    ("exact_written_for_batches", lambda: train_tiny(bad("ExactBatched", exact=lambda self, z: jnp.sin(z[:, 0]))),
-     ValueError, r"ExactBatched\.exact\(z\) raised IndexError"),
-    ("operator_returns_vector", lambda: train_tiny(bad("OpVector", operator=lambda self, u, z: jnp.stack([partial(u, 1)(z), partial(u, 0, 0)(z)]))),
-     ValueError, r"OpVector\.operator\(u, z\).*scalar.*got shape \(2,\)"),
-    ("operator_forgot_z", lambda: train_tiny(bad("OpNoCall", operator=lambda self, u, z: partial(u, 1))),
-     ValueError, r"OpNoCall\.operator\(u, z\)"),
+    (
+        "exact_shape_1",
+        lambda: train_tiny(bad("ExactShape1", exact=lambda self, z: jnp.sin(z[:1]))),
+        ValueError,
+        r"ExactShape1\.exact\(z\).*scalar \(shape \(\)\).*got shape \(1,\)",
+    ),
+    (
+        "exact_shape_2",
+        lambda: train_tiny(bad("ExactShape2", exact=lambda self, z: jnp.sin(z))),
+        ValueError,
+        r"ExactShape2\.exact\(z\).*got shape \(2,\)",
+    ),
+    (
+        "exact_written_for_batches",
+        lambda: train_tiny(bad("ExactBatched", exact=lambda self, z: jnp.sin(z[:, 0]))),
+        ValueError,
+        r"ExactBatched\.exact\(z\) raised IndexError",
+    ),
+    (
+        "operator_returns_vector",
+        lambda: train_tiny(
+            bad(
+                "OpVector",
+                operator=lambda self, u, z: jnp.stack([partial(u, 1)(z), partial(u, 0, 0)(z)]),
+            )
+        ),
+        ValueError,
+        r"OpVector\.operator\(u, z\).*scalar.*got shape \(2,\)",
+    ),
+    (
+        "operator_forgot_z",
+        lambda: train_tiny(bad("OpNoCall", operator=lambda self, u, z: partial(u, 1))),
+        ValueError,
+        r"OpNoCall\.operator\(u, z\)",
+    ),
     # ---- pieces() against sample_points()
-    ("two_pieces_one_array", lambda: train_tiny(bad("OneArray", sample_points=_sample_with(bc=lambda p: p["bc"][:1]))),
-     ValueError, r"OneArray\.sample_points\(key\)\['bc'\].*1 point array.*2 piece"),
-    ("term_points_not_a_tuple", lambda: train_tiny(bad("BareArray", sample_points=_sample_with(ic=lambda p: p["ic"][0]))),
-     ValueError, r"BareArray\.sample_points\(key\)\['ic'\].*tuple.*\(points,\)"),
-    ("term_points_missing", lambda: train_tiny(bad("NoIC", sample_points=_sample_with(ic=None))),
-     ValueError, r"NoIC\.sample_points\(key\).*no key 'ic'"),
-    ("points_for_undeclared_term", lambda: train_tiny(bad("ExtraTerm", sample_points=_sample_with(obs=lambda p: (p["pde"],)))),
-     ValueError, r"ExtraTerm\.sample_points\(key\).*'obs'.*terms"),
-    ("pieces_term_misspelled", lambda: train_tiny(bad("Misspelled", pieces=lambda self: {"ic": (Dirichlet(),), "BC": (Dirichlet(), Dirichlet())})),
-     ValueError, r"Misspelled\.pieces\(\).*'BC'.*not declared"),
-    ("piece_class_not_instance", lambda: train_tiny(bad("PieceClass", pieces=lambda self: {"ic": (Dirichlet,), "bc": (Dirichlet(), Dirichlet())})),
-     ValueError, r"PieceClass\.pieces\(\)\['ic'\]\[0\].*Dirichlet\(\.\.\.\)"),
-    ("pieces_not_a_tuple", lambda: train_tiny(bad("PieceBare", pieces=lambda self: {"ic": Dirichlet(), "bc": (Dirichlet(), Dirichlet())})),
-     ValueError, r"PieceBare\.pieces\(\)\['ic'\].*tuple of pieces"),
-    ("derivative_axis_out_of_coords", lambda: train_tiny(bad("AxisTooBig", pieces=lambda self: {"ic": (DerivativeMatch(2),), "bc": (Dirichlet(), Dirichlet())})),
-     ValueError, r"AxisTooBig\.pieces\(\)\['ic'\]\[0\].*coords.*0\.\.1.*got 2"),
-    ("pde_points_wrong_dim", lambda: train_tiny(bad("PdeDim", sample_points=_sample_with(pde=lambda p: p["pde"][:, :1]))),
-     ValueError, r"PdeDim\.sample_points\(key\)\['pde'\].*\(n, 2\).*got shape \(16, 1\)"),
-    ("bc_points_wrong_dim", lambda: train_tiny(bad("BcDim", sample_points=_sample_with(bc=lambda p: (p["bc"][0], jnp.ones((8, 3)))))),
-     ValueError, r"BcDim\.sample_points\(key\)\['bc'\]\[1\].*\(n, 2\).*\(8, 3\)"),
-    ("periodic_points_not_paired", lambda: train_tiny(bad("Unpaired", pieces=lambda self: {"ic": (Dirichlet(),), "bc": (Periodic(), Periodic((0,)))})),
-     ValueError, r"Unpaired\.sample_points\(key\)\['bc'\]\[0\].*\(n, 2, 2\).*Periodic"),
-    ("integer_points", lambda: train_tiny(bad("IntPoints", sample_points=_sample_with(bc=(jnp.zeros((4, 2), jnp.int32), jnp.ones((4, 2)))))),
-     ValueError, r"IntPoints\.sample_points\(key\)\['bc'\]\[0\].*floating"),
-    ("empty_points", lambda: train_tiny(bad("NoPoints", sample_points=_sample_with(ic=(jnp.zeros((0, 2)),)))),
-     ValueError, r"NoPoints\.sample_points\(key\)\['ic'\]\[0\].*no points"),
-    ("sample_points_uses_numpy_on_key", lambda: train_tiny(bad("NumpyKey", sample_points=_sample_with(pde=lambda p: jnp.asarray(__import__("numpy").asarray(p["pde"]))))),
-     ValueError, r"NumpyKey\.sample_points\(key\) raised"),
-    ("test_grid_not_a_testgrid", lambda: train_tiny(bad("BadGrid", test_grid=lambda self: jnp.zeros((4, 2)))),
-     ValueError, r"BadGrid\.test_grid\(\).*TestGrid"),
+    (
+        "two_pieces_one_array",
+        lambda: train_tiny(bad("OneArray", sample_points=_sample_with(bc=lambda p: p["bc"][:1]))),
+        ValueError,
+        r"OneArray\.sample_points\(key\)\['bc'\].*1 point array.*2 piece",
+    ),
+    (
+        "term_points_not_a_tuple",
+        lambda: train_tiny(bad("BareArray", sample_points=_sample_with(ic=lambda p: p["ic"][0]))),
+        ValueError,
+        r"BareArray\.sample_points\(key\)\['ic'\].*tuple.*\(points,\)",
+    ),
+    (
+        "term_points_missing",
+        lambda: train_tiny(bad("NoIC", sample_points=_sample_with(ic=None))),
+        ValueError,
+        r"NoIC\.sample_points\(key\).*no key 'ic'",
+    ),
+    (
+        "points_for_undeclared_term",
+        lambda: train_tiny(bad("ExtraTerm", sample_points=_sample_with(obs=lambda p: (p["pde"],)))),
+        ValueError,
+        r"ExtraTerm\.sample_points\(key\).*'obs'.*terms",
+    ),
+    (
+        "pieces_term_misspelled",
+        lambda: train_tiny(
+            bad(
+                "Misspelled",
+                pieces=lambda self: {"ic": (Dirichlet(),), "BC": (Dirichlet(), Dirichlet())},
+            )
+        ),
+        ValueError,
+        r"Misspelled\.pieces\(\).*'BC'.*not declared",
+    ),
+    (
+        "piece_class_not_instance",
+        lambda: train_tiny(
+            bad(
+                "PieceClass",
+                pieces=lambda self: {"ic": (Dirichlet,), "bc": (Dirichlet(), Dirichlet())},
+            )
+        ),
+        ValueError,
+        r"PieceClass\.pieces\(\)\['ic'\]\[0\].*Dirichlet\(\.\.\.\)",
+    ),
+    (
+        "pieces_not_a_tuple",
+        lambda: train_tiny(
+            bad(
+                "PieceBare",
+                pieces=lambda self: {"ic": Dirichlet(), "bc": (Dirichlet(), Dirichlet())},
+            )
+        ),
+        ValueError,
+        r"PieceBare\.pieces\(\)\['ic'\].*tuple of pieces",
+    ),
+    (
+        "derivative_axis_out_of_coords",
+        lambda: train_tiny(
+            bad(
+                "AxisTooBig",
+                pieces=lambda self: {"ic": (DerivativeMatch(2),), "bc": (Dirichlet(), Dirichlet())},
+            )
+        ),
+        ValueError,
+        r"AxisTooBig\.pieces\(\)\['ic'\]\[0\].*coords.*0\.\.1.*got 2",
+    ),
+    (
+        "pde_points_wrong_dim",
+        lambda: train_tiny(
+            bad("PdeDim", sample_points=_sample_with(pde=lambda p: p["pde"][:, :1]))
+        ),
+        ValueError,
+        r"PdeDim\.sample_points\(key\)\['pde'\].*\(n, 2\).*got shape \(16, 1\)",
+    ),
+    (
+        "bc_points_wrong_dim",
+        lambda: train_tiny(
+            bad("BcDim", sample_points=_sample_with(bc=lambda p: (p["bc"][0], jnp.ones((8, 3)))))
+        ),
+        ValueError,
+        r"BcDim\.sample_points\(key\)\['bc'\]\[1\].*\(n, 2\).*\(8, 3\)",
+    ),
+    (
+        "periodic_points_not_paired",
+        lambda: train_tiny(
+            bad(
+                "Unpaired",
+                pieces=lambda self: {"ic": (Dirichlet(),), "bc": (Periodic(), Periodic((0,)))},
+            )
+        ),
+        ValueError,
+        r"Unpaired\.sample_points\(key\)\['bc'\]\[0\].*\(n, 2, 2\).*Periodic",
+    ),
+    (
+        "integer_points",
+        lambda: train_tiny(
+            bad(
+                "IntPoints",
+                sample_points=_sample_with(bc=(jnp.zeros((4, 2), jnp.int32), jnp.ones((4, 2)))),
+            )
+        ),
+        ValueError,
+        r"IntPoints\.sample_points\(key\)\['bc'\]\[0\].*floating",
+    ),
+    (
+        "empty_points",
+        lambda: train_tiny(bad("NoPoints", sample_points=_sample_with(ic=(jnp.zeros((0, 2)),)))),
+        ValueError,
+        r"NoPoints\.sample_points\(key\)\['ic'\]\[0\].*no points",
+    ),
+    (
+        "sample_points_uses_numpy_on_key",
+        lambda: train_tiny(
+            bad(
+                "NumpyKey",
+                sample_points=_sample_with(
+                    pde=lambda p: jnp.asarray(__import__("numpy").asarray(p["pde"]))
+                ),
+            )
+        ),
+        ValueError,
+        r"NumpyKey\.sample_points\(key\) raised",
+    ),
+    (
+        "test_grid_not_a_testgrid",
+        lambda: train_tiny(bad("BadGrid", test_grid=lambda self: jnp.zeros((4, 2)))),
+        ValueError,
+        r"BadGrid\.test_grid\(\).*TestGrid",
+    ),
     # ---- class attributes
-    ("bounds_reversed", lambda: train_tiny(bad("Reversed", lower=(0.0, 1.0), upper=(1.0, 0.0))),
-     ValueError, r"Reversed\.lower/upper.*lower < upper.*\bt\b"),
-    ("bounds_wrong_length", lambda: train_tiny(bad("ShortBounds", lower=(0.0,))),
-     ValueError, r"ShortBounds\.lower.*tuple of 2 floats"),
-    ("bound_not_a_tuple", lambda: train_tiny(bad("FloatBound", coords=("x",), lower=(0.0), upper=(1.0,))),
-     ValueError, r"FloatBound\.lower.*\(0\.0,\)"),
-    ("coords_a_string", lambda: train_tiny(bad("CoordStr", coords="xt")),
-     ValueError, r"CoordStr\.coords.*tuple"),
-    ("terms_a_string", lambda: train_tiny(bad("TermStr", terms="bc")),
-     ValueError, r"TermStr\.terms.*\('bc',\)"),
-    ("pde_declared_as_term", lambda: train_tiny(bad("PdeTerm", terms=("pde", "ic", "bc"))),
-     ValueError, r"PdeTerm\.terms.*reserved"),
-    ("missing_class_attribute", lambda: train_tiny(_missing_coords()), ValueError, r"NoCoords.*'coords'"),
+    (
+        "bounds_reversed",
+        lambda: train_tiny(bad("Reversed", lower=(0.0, 1.0), upper=(1.0, 0.0))),
+        ValueError,
+        r"Reversed\.lower/upper.*lower < upper.*\bt\b",
+    ),
+    (
+        "bounds_wrong_length",
+        lambda: train_tiny(bad("ShortBounds", lower=(0.0,))),
+        ValueError,
+        r"ShortBounds\.lower.*tuple of 2 floats",
+    ),
+    (
+        "bound_not_a_tuple",
+        lambda: train_tiny(bad("FloatBound", coords=("x",), lower=(0.0), upper=(1.0,))),
+        ValueError,
+        r"FloatBound\.lower.*\(0\.0,\)",
+    ),
+    (
+        "coords_a_string",
+        lambda: train_tiny(bad("CoordStr", coords="xt")),
+        ValueError,
+        r"CoordStr\.coords.*tuple",
+    ),
+    (
+        "terms_a_string",
+        lambda: train_tiny(bad("TermStr", terms="bc")),
+        ValueError,
+        r"TermStr\.terms.*\('bc',\)",
+    ),
+    (
+        "pde_declared_as_term",
+        lambda: train_tiny(bad("PdeTerm", terms=("pde", "ic", "bc"))),
+        ValueError,
+        r"PdeTerm\.terms.*reserved",
+    ),
+    (
+        "missing_class_attribute",
+        lambda: train_tiny(_missing_coords()),
+        ValueError,
+        r"NoCoords.*'coords'",
+    ),
     ("missing_method", lambda: train_tiny(_missing_method()), ValueError, r"NoTestGrid.*test_grid"),
-    ("dataclass_not_decorated", lambda: train_tiny(_not_decorated()), ValueError, r"Undecorated.*nu.*@dataclasses\.dataclass\(frozen=True\)"),
+    (
+        "dataclass_not_decorated",
+        lambda: train_tiny(_not_decorated()),
+        ValueError,
+        r"Undecorated.*nu.*@dataclasses\.dataclass\(frozen=True\)",
+    ),
     ("dataclass_not_frozen", lambda: _not_frozen, TypeError, r"frozen"),
-    ("unhashable_field", lambda: train_tiny(WithArrayField(coeffs=jnp.ones(3))), ValueError, r"WithArrayField\.coeffs.*hashable"),
+    (
+        "unhashable_field",
+        lambda: train_tiny(WithArrayField(coeffs=jnp.ones(3))),
+        ValueError,
+        r"WithArrayField\.coeffs.*hashable",
+    ),
     # ---- sweep validates too
-    ("sweep_bad_problem", lambda: lambda: cj.sweep(bad("SweepShape", exact=lambda self, z: jnp.sin(z)), "pinn", TINY, seeds=[0], quiet=True),
-     ValueError, r"SweepShape\.exact\(z\)"),
+    (
+        "sweep_bad_problem",
+        lambda: (
+            lambda: cj.sweep(
+                bad("SweepShape", exact=lambda self, z: jnp.sin(z)),
+                "pinn",
+                TINY,
+                seeds=[0],
+                quiet=True,
+            )
+        ),
+        ValueError,
+        r"SweepShape\.exact\(z\)",
+    ),
 ]
 
 
@@ -269,8 +475,18 @@ def test_mistake_raises_clear_error(case):
 
 # save/load mistakes need a trained (tiny) model; kept apart for the tmp_path fixture.
 SAVE_CASES = [
-    ("load_class_defined_in_function", _save_unimportable, ValueError, r"<locals>\.LocalProblem.*problem="),
-    ("load_class_no_longer_importable", _load_renamed_class, ValueError, r"my_deleted_module.*problem="),
+    (
+        "load_class_defined_in_function",
+        _save_unimportable,
+        ValueError,
+        r"<locals>\.LocalProblem.*problem=",
+    ),
+    (
+        "load_class_no_longer_importable",
+        _load_renamed_class,
+        ValueError,
+        r"my_deleted_module.*problem=",
+    ),
 ]
 
 
@@ -310,8 +526,11 @@ def test_valid_problems_pass():
 
         def sample_points(self, key):
             left, right = box_edges(self.lower, self.upper, 6, key=key)[:2]
-            return {"pde": uniform(key, 10, self.lower, self.upper), "bc": box_edges(self.lower, self.upper, 5),
-                    "neumann": (left, jnp.stack([left, right], axis=1))}
+            return {
+                "pde": uniform(key, 10, self.lower, self.upper),
+                "bc": box_edges(self.lower, self.upper, 5),
+                "neumann": (left, jnp.stack([left, right], axis=1)),
+            }
 
         def test_grid(self):
             return grid(self.lower, self.upper, (4, 4))

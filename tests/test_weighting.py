@@ -94,7 +94,15 @@ def _fit(resp, variances):
     resp = jnp.asarray(resp, jnp.float32)
     k = resp.shape[1]
     z = jnp.zeros((k,), jnp.float32)
-    return GMMFit(z + 1.0 / k, z, jnp.asarray(variances, jnp.float32), resp, jnp.float32(0), jnp.int32(3), jnp.int32(0))
+    return GMMFit(
+        z + 1.0 / k,
+        z,
+        jnp.asarray(variances, jnp.float32),
+        resp,
+        jnp.float32(0),
+        jnp.int32(3),
+        jnp.int32(0),
+    )
 
 
 FIT = _fit(RESP, VAR)
@@ -129,7 +137,11 @@ def test_cgm_golden(tau, use_variance, r):
     want = ref_cgm(r, RESP, VAR, tau, use_variance=use_variance)
     np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5)
     raw = wt.cgm_weights(jnp.asarray(r), FIT, tau, variance_factor=use_variance, normalize=False)
-    np.testing.assert_allclose(np.asarray(raw), ref_cgm(r, RESP, VAR, tau, use_variance=use_variance, normalize=False), rtol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(raw),
+        ref_cgm(r, RESP, VAR, tau, use_variance=use_variance, normalize=False),
+        rtol=2e-5,
+    )
 
 
 def test_cgm_golden_literal():
@@ -194,7 +206,9 @@ def test_theorem_bounds_random():
     lower = np.exp(-np.asarray(betas))[:, None] * v_min[:, None]
     tol = 1e-6
     assert np.all(raw >= lower * (1 - tol)) and np.all(raw <= 1 + tol)
-    assert np.all(raw_nov >= np.exp(-np.asarray(betas))[:, None] * (1 - tol)) and np.all(raw_nov <= 1 + tol)
+    assert np.all(raw_nov >= np.exp(-np.asarray(betas))[:, None] * (1 - tol)) and np.all(
+        raw_nov <= 1 + tol
+    )
     # normalisation w / (mean(w) + eps): mean is mean_raw / (mean_raw + eps), i.e. 1 within
     # eps / mean_raw (1e-5 once mean_raw >= 0.1)
     mean_raw = raw.mean(axis=1)
@@ -222,7 +236,9 @@ def test_curriculum_direction():
         assert c1[hard] > c1[easy]
     # on real residuals via the fitted GMM, tau = 0 favours small-|r| points, tau = 1 large-|r|
     rng = np.random.default_rng(1)
-    x = jnp.asarray(np.r_[rng.normal(0, 0.05, N_SMALL // 2), rng.normal(3.0, 0.05, N_SMALL // 2)], jnp.float32)
+    x = jnp.asarray(
+        np.r_[rng.normal(0, 0.05, N_SMALL // 2), rng.normal(3.0, 0.05, N_SMALL // 2)], jnp.float32
+    )
     fit = fit_gmm(x, 4)
     w0 = np.asarray(wt.cgm_weights(x, fit, 0.0))
     w1 = np.asarray(wt.cgm_weights(x, fit, 1.0))
@@ -237,7 +253,9 @@ def test_curriculum_direction():
 
 def _residuals(seed=0):
     rng = np.random.default_rng(seed)
-    return jnp.asarray(np.r_[rng.normal(0, 0.1, N_SMALL // 2), rng.standard_t(2, N_SMALL // 2) + 2.0], jnp.float32)
+    return jnp.asarray(
+        np.r_[rng.normal(0, 0.1, N_SMALL // 2), rng.standard_t(2, N_SMALL // 2) + 2.0], jnp.float32
+    )
 
 
 def test_cgm_weighting_update_matches_pure_function():
@@ -288,10 +306,14 @@ def test_ablation_and_uniform_weightings():
     r = _residuals(4)
     g8 = wt.gmmpinn_weighting()
     w, s = g8.update(r, 0.7, g8.init(N_SMALL))
-    np.testing.assert_allclose(np.asarray(w), np.asarray(wt.gmmpinn_weights(r, fit_gmm(r))), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(w), np.asarray(wt.gmmpinn_weights(r, fit_gmm(r))), rtol=1e-5
+    )
     c8 = wt.clpinn_weighting(beta=2.0)
     w, s = c8.update(r, 0.7, c8.init(N_SMALL))
-    np.testing.assert_allclose(np.asarray(w), ref_clpinn(np.asarray(r, np.float64).tolist(), 0.7, beta=2.0), rtol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(w), ref_clpinn(np.asarray(r, np.float64).tolist(), 0.7, beta=2.0), rtol=2e-5
+    )
     w_nan, s = c8.update(r.at[0].set(jnp.nan), 0.7, s)
     assert int(s.last_status) == GMMStatus.NONFINITE
     np.testing.assert_allclose(np.asarray(w_nan), np.asarray(w), rtol=1e-6)

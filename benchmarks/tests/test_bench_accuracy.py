@@ -5,9 +5,19 @@ from benchmarks import accuracy as ab
 
 def _run(seed, e2, backend, wall):
     reach = {f"{t:.0e}": {"iterations": 100, "seconds": wall / 2} for t in ab.THRESHOLDS}
-    return dict(problem="poisson2d", method="pinn", seed=seed, second_steps=1500, metrics={"rel_e2": e2},
-                reach=reach, wall_seconds=wall, compile_seconds=10.0, statuses={"second": "COMPLETED"},
-                threads="one XLA thread", machine={"backend": backend, "devices": [backend]})
+    return dict(
+        problem="poisson2d",
+        method="pinn",
+        seed=seed,
+        second_steps=1500,
+        metrics={"rel_e2": e2},
+        reach=reach,
+        wall_seconds=wall,
+        compile_seconds=10.0,
+        statuses={"second": "COMPLETED"},
+        threads="one XLA thread",
+        machine={"backend": backend, "devices": [backend]},
+    )
 
 
 def _rows(text):
@@ -15,10 +25,16 @@ def _rows(text):
 
 
 def test_cpu_and_gpu_runs_of_a_cell_get_their_own_rows_and_one_goal():
-    recs = {"a": _run(0, 8e-7, "cpu", 4666.0), "b": _run(1, 2e-6, "gpu", 60.0), "c": _run(2, 3e-6, "gpu", 70.0)}
+    recs = {
+        "a": _run(0, 8e-7, "cpu", 4666.0),
+        "b": _run(1, 2e-6, "gpu", 60.0),
+        "c": _run(2, 3e-6, "gpu", 70.0),
+    }
     cpu, gpu = _rows(ab.render(recs))
     assert "| cpu | 0 |" in cpu and "| 4666 |" in cpu
-    assert "| gpu | 1,2 |" in gpu and "| 65 |" in gpu  # the GPU row's median wall, not pooled with the CPU's
+    assert (
+        "| gpu | 1,2 |" in gpu and "| 65 |" in gpu
+    )  # the GPU row's median wall, not pooled with the CPU's
     # median of all three seeds is 2e-6: missed by 2x, judged on every seed in both rows
     assert "missed x2.0 (all 3 seeds)" in cpu and "missed x2.0 (all 3 seeds)" in gpu
 

@@ -53,10 +53,13 @@ def test_check_fails_on_a_stale_table_a_missing_block_or_an_unsourced_number():
     assert rt.unsourced_numbers(speed.replace("PINN 57.2 s", "PINN 57.3 s")) == ["57.3"]
     # outside a sourced region nothing is checked
     assert rt.unsourced_numbers("PINN 57.3 s, 8.97e-5") == []
-    assert rt.unsourced_numbers("<!-- BEGIN sourced -->\nPINN 57.3 s\n<!-- END sourced -->") == ["57.3"]
+    assert rt.unsourced_numbers("<!-- BEGIN sourced -->\nPINN 57.3 s\n<!-- END sourced -->") == [
+        "57.3"
+    ]
     # what is not checked: ratios, approximations, versions
-    assert rt.readme_numbers("2.7x below, 1.9-21x, ~7 s, about 4 s, jax 0.10.2, x86_64, 112.5 s, 684 s, 1e-3") == [
-        "112.5", "684", "1e-3"]
+    assert rt.readme_numbers(
+        "2.7x below, 1.9-21x, ~7 s, about 4 s, jax 0.10.2, x86_64, 112.5 s, 684 s, 1e-3"
+    ) == ["112.5", "684", "1e-3"]
 
 
 def test_number_precision():
@@ -72,4 +75,6 @@ def test_unknown_block_is_an_error():
 
 def test_docs_figure_is_the_study_figure():
     """docs/img/gn_wall_heat.png is a copy of the figure the (retired) gn_wall study wrote."""
-    assert (ROOT / "docs/img/gn_wall_heat.png").read_bytes() == (ROOT / "benchmarks/results/gn_wall_heat.png").read_bytes()
+    assert (ROOT / "docs/img/gn_wall_heat.png").read_bytes() == (
+        ROOT / "benchmarks/results/gn_wall_heat.png"
+    ).read_bytes()

@@ -21,8 +21,13 @@ def test_cached_run_trains_once(dirs, tmp_path):
 
     def fn():
         calls.append(1)
-        return {"metrics": {"rel_e2": np.float32(1e-3), "e_inf": float("nan")}, "config": {"beta": 1.0},
-                "run_seconds": 2.5, "loss_curve": np.arange(5.0), "prediction": [0.1, 0.2]}
+        return {
+            "metrics": {"rel_e2": np.float32(1e-3), "e_inf": float("nan")},
+            "config": {"beta": 1.0},
+            "run_seconds": 2.5,
+            "loss_curve": np.arange(5.0),
+            "prediction": [0.1, 0.2],
+        }
 
     a = rc.cached_run("precision", "p1-f32-seed0", fn, **dirs)
     b = rc.cached_run("precision", "p1-f32-seed0", fn, **dirs)
@@ -31,7 +36,10 @@ def test_cached_run_trains_once(dirs, tmp_path):
     assert a["metrics"]["rel_e2"] == pytest.approx(1e-3)
     assert "loss_curve" not in a and "prediction" not in a
     assert {"machine", "finished_at", "call_seconds", "commit", "threads"} <= set(a)
-    assert a["commit"] == rc.code_commit() and a["threads"] in ("one XLA thread", "XLA default threads")
+    assert a["commit"] == rc.code_commit() and a["threads"] in (
+        "one XLA thread",
+        "XLA default threads",
+    )
 
     full = rc.Study("precision", **dirs).load_full("p1-f32-seed0")
     assert full["loss_curve"] == [0.0, 1.0, 2.0, 3.0, 4.0] and full["prediction"] == [0.1, 0.2]
@@ -61,7 +69,9 @@ def test_recorded_run_is_done_without_cache(dirs, tmp_path):
 def test_accept_reruns_and_replaces(dirs):
     st = rc.Study("s", **dirs)
     st.save("k", {"version": "0.1.0", "v": 1})
-    rec = st.run("k", lambda: {"version": "0.2.0", "v": 2}, accept=lambda r: r["version"] == "0.2.0")
+    rec = st.run(
+        "k", lambda: {"version": "0.2.0", "v": 2}, accept=lambda r: r["version"] == "0.2.0"
+    )
     assert rec["v"] == 2 and st.load()["k"]["v"] == 2 and st.load_full("k")["v"] == 2
 
 
@@ -85,13 +95,20 @@ def test_sync_adds_cached_full_runs_and_keeps_extra_keys(dirs, tmp_path):
 
 def test_custom_compact_and_bad_input(dirs):
     st = rc.Study("s", **dirs)
-    rec = st.save("k", {"metrics": {"a": 1}, "big": list(range(10))}, compact=lambda f: {"metrics": f["metrics"]})
+    rec = st.save(
+        "k",
+        {"metrics": {"a": 1}, "big": list(range(10))},
+        compact=lambda f: {"metrics": f["metrics"]},
+    )
     assert set(rec) == {"metrics", "run_key", "machine", "finished_at", "commit", "threads"}
     with pytest.raises(TypeError):
         st.run("j", lambda: [1, 2])
     with pytest.raises(ValueError):
         st.run("../escape", lambda: {})
-    assert rc.to_json({"x": np.array([1.0, math.inf]), (1, 2): np.int64(3)}) == {"x": [1.0, "inf"], "(1, 2)": 3}
+    assert rc.to_json({"x": np.array([1.0, math.inf]), (1, 2): np.int64(3)}) == {
+        "x": [1.0, "inf"],
+        "(1, 2)": 3,
+    }
 
 
 def test_machine_description_and_thread_flags(monkeypatch):
@@ -101,14 +118,30 @@ def test_machine_description_and_thread_flags(monkeypatch):
     import platform
 
     info = rc.machine_info()
-    assert list(info) == ["platform", "processor", "cpu_count", "cpus_available", "python", "jax", "jaxlib",
-                          "backend", "devices"]
+    assert list(info) == [
+        "platform",
+        "processor",
+        "cpu_count",
+        "cpus_available",
+        "python",
+        "jax",
+        "jaxlib",
+        "backend",
+        "devices",
+    ]
     assert info["cpu_count"] == os.cpu_count() and info["python"] == platform.python_version()
-    assert (rc.machine_text("{processor}, {cpu_count} cores, {system}")
-            == f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}")
-    assert rc.machine_text("{arch}, Python {python}") == f"{platform.machine()}, Python {platform.python_version()}"
-    assert rc.host("device_count", "backend") == {"device_count": len(__import__("jax").devices()),
-                                                  "backend": info["backend"]}
+    assert (
+        rc.machine_text("{processor}, {cpu_count} cores, {system}")
+        == f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+    )
+    assert (
+        rc.machine_text("{arch}, Python {python}")
+        == f"{platform.machine()}, Python {platform.python_version()}"
+    )
+    assert rc.host("device_count", "backend") == {
+        "device_count": len(__import__("jax").devices()),
+        "backend": info["backend"],
+    }
     with pytest.raises(KeyError):
         rc.host("hostname")
     assert rc.threads_label(rc.ONE_THREAD_XLA_FLAGS) == "one XLA thread"
@@ -140,7 +173,12 @@ def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path,
     from cgmpinn_jax.training import _checkpoint as ck
 
     monkeypatch.setattr(rc, "CACHE", tmp_path / "cache")
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}, width=8, depth=2)
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=60), cj.stages.LBFGS(steps=0)),
+        cgm={"k_upd": 20},
+        width=8,
+        depth=2,
+    )
     plain, resumed = rc.train_resumable("st", "r0", "poisson1d", "pinn", cfg, key=0, quiet=True)
     assert resumed is False and not (tmp_path / "cache" / "st_checkpoints" / "r0").exists()
 
@@ -149,7 +187,11 @@ def test_train_resumable_resumes_a_killed_run_drops_init_and_cleans_up(tmp_path,
     cj.train("poisson1d", "pinn", cfg, key=0, quiet=True, checkpoint_dir=folder, checkpoint_every=0)
     for c in sorted((folder / ck.SUBDIR).iterdir())[1:]:
         shutil.rmtree(c)
-    other = cj.train("poisson1d", "pinn", cfg.replace().with_steps(20, None), key=5, quiet=True).model
-    res, resumed = rc.train_resumable("st", "r1", "poisson1d", "pinn", cfg, key=0, quiet=True, init=other)
+    other = cj.train(
+        "poisson1d", "pinn", cfg.replace().with_steps(20, None), key=5, quiet=True
+    ).model
+    res, resumed = rc.train_resumable(
+        "st", "r1", "poisson1d", "pinn", cfg, key=0, quiet=True, init=other
+    )
     assert resumed is True and not folder.exists()
     assert_same_run(plain, res)

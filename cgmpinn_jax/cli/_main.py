@@ -69,7 +69,9 @@ def paper_tables() -> dict:
     return json.loads(resources.files("cgmpinn_jax").joinpath("data/paper_tables.json").read_text())
 
 
-def paper_row(problem: str, method: str, adam_steps: int, second_steps: int, second: str = "lbfgs") -> dict | None:
+def paper_row(
+    problem: str, method: str, adam_steps: int, second_steps: int, second: str = "lbfgs"
+) -> dict | None:
     """The paper's numbers for a run of Adam then ``second`` (the paper's Adam + L-BFGS, or its
     optimizer study's Adam only or L-BFGS only), if it reports them (method, optimizer or
     ablation tables)."""
@@ -103,17 +105,28 @@ def _table(result, paper: dict | None) -> str:
         "e_inf": s["e_inf"],
         "seconds": s["run_seconds"] + s["compile_seconds"],
     }
-    keys = {"e_loss": "e_loss", "e2 (RMS)": "e2_rms", "relative e2": "rel_e2", "e_inf": "e_inf", "seconds": "cpu_s"}
+    keys = {
+        "e_loss": "e_loss",
+        "e2 (RMS)": "e2_rms",
+        "relative e2": "rel_e2",
+        "e_inf": "e_inf",
+        "seconds": "cpu_s",
+    }
     # the "paper" column only where the paper has a number for this problem, method and budget
     lines = [f"{'metric':<14}{'cgmpinn-jax':>14}" + (f"{'paper':>14}" if paper else "")]
     for name, v in ours.items():
-        lines.append(f"{name:<14}{_fmt(v):>14}" + (f"{_fmt(paper.get(keys[name])):>14}" if paper else ""))
+        lines.append(
+            f"{name:<14}{_fmt(v):>14}" + (f"{_fmt(paper.get(keys[name])):>14}" if paper else "")
+        )
     for field, m in result.metrics.per_field:  # a system: each field's own relative error
         lines.append(f"{'rel e2 ' + field:<14}{_fmt(m.rel_e2):>14}")
     if result.metrics.against != "exact":
-        lines.append(result.metrics.describe() if result.metrics.against == "none"
-                     else f"(errors against the {result.metrics.against}"
-                     + ("; relative e2 pools every field and point)" if result.metrics.per_field else ")"))
+        lines.append(
+            result.metrics.describe()
+            if result.metrics.against == "none"
+            else f"(errors against the {result.metrics.against}"
+            + ("; relative e2 pools every field and point)" if result.metrics.per_field else ")")
+        )
     lines.append(
         f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine"
         + ("; paper = one PyTorch CPU run, hardware not stated)" if paper else ")")
@@ -121,8 +134,11 @@ def _table(result, paper: dict | None) -> str:
     lines += result.stage_lines()
     for st in (st for st in result.stages if st.name != "adam"):
         if st.iterations:
-            per = ("damping trials per iteration (one Jacobian per iteration, one forward evaluation per trial)"
-                   if st.label == "Gauss-Newton" else "loss+gradient evaluations per iteration")
+            per = (
+                "damping trials per iteration (one Jacobian per iteration, one forward evaluation per trial)"
+                if st.label == "Gauss-Newton"
+                else "loss+gradient evaluations per iteration"
+            )
             lines.append(f"{st.label}: {st.evaluations / st.iterations:.2f} {per}")
     lines.append(f"ReLoBRaLo: {s['relobralo']}")
     return "\n".join(lines)
@@ -146,12 +162,18 @@ def _cmd_list(_args) -> int:
     print("problems (or your own Problem subclass: cgmpinn-jax run package.module:ClassName):")
     for name, cls in PROBLEMS.items():
         d = cls.defaults
-        print(f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.second_steps}, width {d.width}")
-    print("worked examples (no closed form: errors against reference data; docs/problems-from-data.md):")
+        print(
+            f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.second_steps}, width {d.width}"
+        )
+    print(
+        "worked examples (no closed form: errors against reference data; docs/problems-from-data.md):"
+    )
     for name, cls in WORKED.items():
         p = cls()
-        print(f"  {name:<22} coords={','.join(cls.coords):<5} fields={','.join(cls.fields)} "
-              f"against {p.reference_data().source}")
+        print(
+            f"  {name:<22} coords={','.join(cls.coords):<5} fields={','.join(cls.fields)} "
+            f"against {p.reference_data().source}"
+        )
     _list_pinnacle()
     print("methods (relobralo = the method's default --relobralo mode, on the heat problem):")
     internal = {v[0]: k for k, v in RELOBRALO_MODES.items()}
@@ -162,8 +184,10 @@ def _cmd_list(_args) -> int:
 
     for name, m in METHODS.items():
         relo = internal.get(m.settings(probe).relobralo, m.settings(probe).relobralo)
-        print(f"  {name:<22} {m.label or name:<10} network={short(m.network, '_network')}, "
-              f"weighting={short(m.weighting, '_weights')}, relobralo={relo}")
+        print(
+            f"  {name:<22} {m.label or name:<10} network={short(m.network, '_network')}, "
+            f"weighting={short(m.weighting, '_weights')}, relobralo={relo}"
+        )
     print("ReLoBRaLo modes (--relobralo MODE; internal names in parentheses):")
     for mode, (internal, text) in RELOBRALO_MODES.items():
         print(f"  {mode:<5} ({internal}): {text}")
@@ -177,10 +201,19 @@ def _train_with_progress(args, problem, method, config, out: Path, key):
 
     bars = _Bars(config) if _Bars.wanted(args) else None
     try:
-        return train(problem, method, config, key=key, quiet=args.quiet or bars is not None,
-                     prefetch_compile=args.background_compile == "on", progress=bars, checkpoint_dir=out,
-                     checkpoint_every=args.checkpoint_every, resume=out if args.resume else None,
-                     call_seconds=args.call_seconds)
+        return train(
+            problem,
+            method,
+            config,
+            key=key,
+            quiet=args.quiet or bars is not None,
+            prefetch_compile=args.background_compile == "on",
+            progress=bars,
+            checkpoint_dir=out,
+            checkpoint_every=args.checkpoint_every,
+            resume=out if args.resume else None,
+            call_seconds=args.call_seconds,
+        )
     finally:
         if bars is not None:
             bars.close()
@@ -192,13 +225,34 @@ def _resumed(args, command: str):
     from ..training import recorded_run
 
     defaults = build_parser().parse_args([command])
-    given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
-             if k not in ("resume", "func", "quiet", "no_plots", "compile_cache", "background_compile", "checkpoint_every",
-                          "command", "time_limit", "call_seconds") and getattr(defaults, k, v) != v]
+    given = [
+        f"--{k.replace('_', '-')}"
+        for k, v in vars(args).items()
+        if k
+        not in (
+            "resume",
+            "func",
+            "quiet",
+            "no_plots",
+            "compile_cache",
+            "background_compile",
+            "checkpoint_every",
+            "command",
+            "time_limit",
+            "call_seconds",
+        )
+        and getattr(defaults, k, v) != v
+    ]
     if given:
-        raise ValueError(f"--resume continues the run with the settings it recorded; drop {', '.join(given)}")
+        raise ValueError(
+            f"--resume continues the run with the settings it recorded; drop {', '.join(given)}"
+        )
     run = recorded_run(args.resume)
-    config = run["config"] if args.time_limit is None else run["config"].replace(time_limit=args.time_limit)
+    config = (
+        run["config"]
+        if args.time_limit is None
+        else run["config"].replace(time_limit=args.time_limit)
+    )
     return run["problem"], run["method"], config, run["key"], Path(args.resume)
 
 
@@ -242,8 +296,12 @@ def _interrupted(stop, out: Path, command: str) -> int:
     print()
     if stop.result is not None:
         io.save_result(stop.result, out)
-        print(f"interrupted: the best model so far (rel e2 {stop.result.metrics.rel_e2:.3e}) saved in {out}")
-    print(f"checkpoint in {stop.checkpoint_dir}; continue with: cgmpinn-jax {command} --resume {out}")
+        print(
+            f"interrupted: the best model so far (rel e2 {stop.result.metrics.rel_e2:.3e}) saved in {out}"
+        )
+    print(
+        f"checkpoint in {stop.checkpoint_dir}; continue with: cgmpinn-jax {command} --resume {out}"
+    )
     return EXIT_INTERRUPTED
 
 
@@ -266,10 +324,14 @@ def _prepared(args, kind: str, build):
 
     user_module = ":" in args.problem or ":" in (getattr(args, "network", None) or "")
     if user_module and "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # a user's module in the current directory, as `python -m` would
+        sys.path.insert(
+            0, str(Path.cwd())
+        )  # a user's module in the current directory, as `python -m` would
     try:
         if not args.call_seconds > 0 or args.call_seconds == float("inf"):
-            raise ValueError(f"--call-seconds must be a number of seconds > 0, got {args.call_seconds!r}")
+            raise ValueError(
+                f"--call-seconds must be a number of seconds > 0, got {args.call_seconds!r}"
+            )
         problem, method, config, key, out = _resumed(args, kind) if args.resume else build()
         return problem, method, config, key, out, _compile_cache(args)
     except (ValueError, TypeError, FileNotFoundError, CheckpointError) as e:
@@ -286,15 +348,19 @@ def _default_out(args, problem, method, tag: str = "") -> Path:
 def _stages_text(config) -> str:
     """The run's stages by name: ``"stages Adam, Gauss-Newton"`` (``"L-BFGS (jaxopt)"`` for the
     jaxopt backend)."""
-    return "stages " + ", ".join(st.label + (" (jaxopt)" if getattr(st, "backend", "optax") == "jaxopt" else "")
-                                 for st in config.stages)
+    return "stages " + ", ".join(
+        st.label + (" (jaxopt)" if getattr(st, "backend", "optax") == "jaxopt" else "")
+        for st in config.stages
+    )
 
 
 def _finish(out: Path, result, command: str) -> int:
     """A finished run drops its checkpoints; one that stopped on its time limit keeps them."""
     if result.time_limited:
-        print(f"wrote {out}; the run stopped on its time limit ({result.config.time_limit:g} s): continue with "
-              f"cgmpinn-jax {command} --resume {out} --time-limit LARGER")
+        print(
+            f"wrote {out}; the run stopped on its time limit ({result.config.time_limit:g} s): continue with "
+            f"cgmpinn-jax {command} --resume {out} --time-limit LARGER"
+        )
         return 0
     _drop_checkpoints(out)
     print(f"wrote {out}")
@@ -310,24 +376,28 @@ def _cmd_run(args) -> int:
     def build():
         problem = validate_problem(get_problem(args.problem))
         method = get_method(args.method)
-        return (problem, method, build_config(args), args.seed,
-                _default_out(args, problem, method))
+        return (problem, method, build_config(args), args.seed, _default_out(args, problem, method))
 
     ready = _prepared(args, "run", build)
     if ready is None:
         return 2
     problem, method, config, key, out, cache_text = ready
     args.seed = key
-    print(f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
-          f"{config.precision}, {_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; "
-          f"output -> {out}")
+    print(
+        f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
+        f"{config.precision}, {_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; "
+        f"output -> {out}"
+    )
     result = _train_and_save(args, problem, method, config, out, key, "run")
     if isinstance(result, int):
         return result
     names = config.stage_names  # the paper's numbers are for Adam + one later stage
     budgets = result.budgets
-    paper = (paper_row(problem.name, method.name, budgets["adam"], budgets[names[1]], names[1])
-             if len(names) == 2 and names[0] == "adam" else None)
+    paper = (
+        paper_row(problem.name, method.name, budgets["adam"], budgets[names[1]], names[1])
+        if len(names) == 2 and names[0] == "adam"
+        else None
+    )
     print()
     print(f"{problem.name} / {method.name} (seed {args.seed}):")
     print(_table(result, paper))
@@ -343,31 +413,48 @@ def _cmd_infer(args) -> int:
     from ..problems import get_problem
 
     def build():
-        problem = inverse_problem(get_problem(args.problem), unknowns=as_list(args.unknowns), n_obs=args.n_obs,
-                                  noise=args.noise, key=args.seed if args.obs_seed is None else args.obs_seed,
-                                  obs_weight=args.obs_weight)
+        problem = inverse_problem(
+            get_problem(args.problem),
+            unknowns=as_list(args.unknowns),
+            n_obs=args.n_obs,
+            noise=args.noise,
+            key=args.seed if args.obs_seed is None else args.obs_seed,
+            obs_weight=args.obs_weight,
+        )
         method = get_method(args.method)
-        return (problem, method, build_config(args), args.seed,
-                _default_out(args, problem, method, "-infer"))
+        return (
+            problem,
+            method,
+            build_config(args),
+            args.seed,
+            _default_out(args, problem, method, "-infer"),
+        )
 
     ready = _prepared(args, "infer", build)
     if ready is None:
         return 2
     problem, method, config, key, out, cache_text = ready
     args.seed, args.noise = key, problem.observations.noise
-    print(f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, unknowns "
-          f"{', '.join(problem.unknown_names)}, {len(problem.observations)} observations, noise {args.noise:g}"
-          + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
-          + f", seed {args.seed}, {config.precision}, "
-          f"{_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; output -> {out}")
+    print(
+        f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, unknowns "
+        f"{', '.join(problem.unknown_names)}, {len(problem.observations)} observations, noise {args.noise:g}"
+        + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
+        + f", seed {args.seed}, {config.precision}, "
+        f"{_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; output -> {out}"
+    )
     result = _train_and_save(args, problem, method, config, out, key, "infer")
     if isinstance(result, int):
         return result
-    (out / "observations.json").write_text(json.dumps(io.to_jsonable({**problem.observations.to_dict(),
-                                                                       "obs_weight": problem.obs_weight})))
+    (out / "observations.json").write_text(
+        json.dumps(
+            io.to_jsonable({**problem.observations.to_dict(), "obs_weight": problem.obs_weight})
+        )
+    )
     print()
-    print(f"{problem.name} / {method.name} (seed {args.seed}), inverse: {len(problem.observations)} observations, "
-          f"noise {args.noise:g}")
+    print(
+        f"{problem.name} / {method.name} (seed {args.seed}), inverse: {len(problem.observations)} observations, "
+        f"noise {args.noise:g}"
+    )
     print(result.unknowns.table())
     print(_table(result, None))
     return _finish(out, result, "infer")

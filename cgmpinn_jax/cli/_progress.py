@@ -28,7 +28,9 @@ class _Bars:
             self.close()
             self.stage = p.stage
             name = STAGES[p.stage].label
-            self.bar = tqdm(total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(
+                total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True
+            )
         post = {"loss": f"{p.loss:.3e}"}
         if p.coeffs:
             post.update({k: f"{v:.5g}" for k, v in p.coeffs.items()})

@@ -32,7 +32,9 @@ def _float_tuple(value: Any, owner: str, arg: str) -> tuple[float, ...]:
     except (TypeError, ValueError):
         raise ValueError(f"{owner}: {arg} must be a sequence of numbers, got {value!r}") from None
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{owner}: {arg} must be a non-empty 1-D sequence of numbers, got {value!r}")
+        raise ValueError(
+            f"{owner}: {arg} must be a non-empty 1-D sequence of numbers, got {value!r}"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{owner}: {arg} must be finite, got {value!r}")
     return tuple(float(v) for v in arr)
@@ -40,12 +42,16 @@ def _float_tuple(value: Any, owner: str, arg: str) -> tuple[float, ...]:
 
 def _check_name(owner: str, name: Any) -> None:
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{owner}: name must be a non-empty string (the boundary part's name), got {name!r}")
+        raise ValueError(
+            f"{owner}: name must be a non-empty string (the boundary part's name), got {name!r}"
+        )
 
 
 def _check_count(where: str, n: Any) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"{where}: n must be a non-negative Python int (a static count under jax.jit), got {n!r}")
+        raise ValueError(
+            f"{where}: n must be a non-negative Python int (a static count under jax.jit), got {n!r}"
+        )
     return int(n)
 
 
@@ -301,7 +307,9 @@ class Geometry(abc.ABC):
     def _points(self, x: Any, where: str) -> jax.Array:
         x = jnp.asarray(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"{self._label()}.{where}: x must have shape (n, {self.dim}), got {tuple(x.shape)}")
+            raise ValueError(
+                f"{self._label()}.{where}: x must have shape (n, {self.dim}), got {tuple(x.shape)}"
+            )
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_float_dtype())
 
     def _part_name(self, name: Any, where: str) -> None:
@@ -309,8 +317,10 @@ class Geometry(abc.ABC):
             return
         if not isinstance(name, str) or name not in self._all_names():
             extra = f" (and the faces {self._sub_names()})" if self._sub_names() else ""
-            raise ValueError(f"{self._label()}.{where}: unknown boundary part name {name!r}; "
-                             f"the parts are {self.boundary_names()}{extra}")
+            raise ValueError(
+                f"{self._label()}.{where}: unknown boundary part name {name!r}; "
+                f"the parts are {self.boundary_names()}{extra}"
+            )
 
     def contains(self, x: Any) -> jax.Array:
         """Whether each point is in the closed domain (boundary included, within a tolerance
@@ -393,7 +403,9 @@ class Geometry(abc.ABC):
         """
         return _sample_interior(self, key, _check_count(f"{self._label()}.sample_interior", n))
 
-    def sample_boundary(self, key: jax.Array, n: int, name: str | None = None) -> tuple[jax.Array, jax.Array]:
+    def sample_boundary(
+        self, key: jax.Array, n: int, name: str | None = None
+    ) -> tuple[jax.Array, jax.Array]:
         """``n`` points uniform (by length or area) on the boundary, with outward normals.
 
         Args:
@@ -418,8 +430,10 @@ class Geometry(abc.ABC):
         self._part_name(name, "sample_boundary")
         acceptance = self._boundary_acceptance(name)
         if acceptance is not None and acceptance <= 0.0:
-            raise ValueError(f"{where}: the boundary part {name!r} is empty in this geometry (no point of it "
-                             "survives the set operations)")
+            raise ValueError(
+                f"{where}: the boundary part {name!r} is empty in this geometry (no point of it "
+                "survives the set operations)"
+            )
         return _sample_boundary(self, key, n, name)
 
     def grid(self, sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -441,10 +455,17 @@ class Geometry(abc.ABC):
             >>> points.shape, mask.tolist()
             ((5, 2), [False, True, False, True, True, True, False, True, False])
         """
-        bad = (not isinstance(sizes, (tuple, list)) or len(sizes) != self.dim
-               or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1 for s in sizes))
+        bad = (
+            not isinstance(sizes, (tuple, list))
+            or len(sizes) != self.dim
+            or any(
+                isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1 for s in sizes
+            )
+        )
         if bad:
-            raise ValueError(f"{self._label()}.grid: sizes must be a tuple of {self.dim} ints >= 1, got {sizes!r}")
+            raise ValueError(
+                f"{self._label()}.grid: sizes must be a tuple of {self.dim} ints >= 1, got {sizes!r}"
+            )
         axes = [np.linspace(lo, hi, int(s)) for lo, hi, s in zip(self.lower, self.upper, sizes)]
         mesh = np.meshgrid(*axes, indexing="ij")
         points = np.stack([m.reshape(-1) for m in mesh], axis=-1)
@@ -497,7 +518,9 @@ def _normal(geom: Geometry, x: jax.Array, names: tuple[str, ...]) -> jax.Array:
     normals = jnp.stack([geom._part_normal(x, p) for p in names])
     on = geom._on_parts(x, names)
     dist = jnp.stack([geom._part_distance(x, p) for p in names])
-    best = jnp.where(on.any(axis=0), jnp.argmin(jnp.where(on, dist, jnp.inf), axis=0), jnp.argmin(dist, axis=0))
+    best = jnp.where(
+        on.any(axis=0), jnp.argmin(jnp.where(on, dist, jnp.inf), axis=0), jnp.argmin(dist, axis=0)
+    )
     return jnp.take_along_axis(normals, best[None, :, None], axis=0)[0]
 
 
@@ -510,8 +533,12 @@ def _sample_interior(geom: Geometry, key: jax.Array, n: int) -> jax.Array:
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 3))
-def _sample_boundary(geom: Geometry, key: jax.Array, n: int, name: str | None) -> tuple[jax.Array, jax.Array]:
+def _sample_boundary(
+    geom: Geometry, key: jax.Array, n: int, name: str | None
+) -> tuple[jax.Array, jax.Array]:
     acceptance = geom._boundary_acceptance(name)
     m = n if acceptance is None else _n_candidates(n, acceptance)
-    x, nrm, valid = _jax_candidates(key, m, lambda draw, m: geom._boundary_candidates(draw, m, name))
+    x, nrm, valid = _jax_candidates(
+        key, m, lambda draw, m: geom._boundary_candidates(draw, m, name)
+    )
     return (x, nrm) if acceptance is None else _first_valid(_all_valid(valid, m), n, x, nrm)

@@ -23,14 +23,17 @@ def _cross(o: Point, a: Point, b: Point) -> float:
 
 def _on_segment(a: Point, b: Point, p: Point, eps: float) -> bool:
     """Whether ``p``, known to be on the line through ``a`` and ``b``, lies between them."""
-    return (min(a[0], b[0]) - eps <= p[0] <= max(a[0], b[0]) + eps
-            and min(a[1], b[1]) - eps <= p[1] <= max(a[1], b[1]) + eps)
+    return (
+        min(a[0], b[0]) - eps <= p[0] <= max(a[0], b[0]) + eps
+        and min(a[1], b[1]) - eps <= p[1] <= max(a[1], b[1]) + eps
+    )
 
 
 def _segments_meet(p1: Point, p2: Point, q1: Point, q2: Point, eps: float, eps_len: float) -> bool:
     """Whether the closed segments ``p1 p2`` and ``q1 q2`` share a point."""
     d1, d2 = _cross(q1, q2, p1), _cross(q1, q2, p2)
     d3, d4 = _cross(p1, p2, q1), _cross(p1, p2, q2)
+
     def straddle(u: float, v: float) -> bool:
         return (u > eps and v < -eps) or (u < -eps and v > eps)
 
@@ -44,9 +47,13 @@ def _parse_vertices(vertices: Any) -> tuple[Point, ...]:
     try:
         arr = np.asarray(vertices, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"Polygon: vertices must be a sequence of (x, y) pairs, got {vertices!r}") from None
+        raise ValueError(
+            f"Polygon: vertices must be a sequence of (x, y) pairs, got {vertices!r}"
+        ) from None
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"Polygon: vertices must be a sequence of (x, y) pairs, got shape {arr.shape}")
+        raise ValueError(
+            f"Polygon: vertices must be a sequence of (x, y) pairs, got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"Polygon: vertices must be finite, got {vertices!r}")
     verts = tuple((float(x), float(y)) for x, y in arr)
@@ -60,25 +67,36 @@ def _check_simple(verts: tuple[Point, ...]) -> float:
     k = len(verts)
     for i in range(k):
         if verts[i] == verts[(i + 1) % k]:
-            raise ValueError(f"Polygon: vertices {i} and {(i + 1) % k} coincide ({verts[i]}), so edge {i} has zero "
-                             "length and no normal (do not repeat the first vertex at the end)")
+            raise ValueError(
+                f"Polygon: vertices {i} and {(i + 1) % k} coincide ({verts[i]}), so edge {i} has zero "
+                "length and no normal (do not repeat the first vertex at the end)"
+            )
     arr = np.asarray(verts)
     ext = float(np.max(arr.max(axis=0) - arr.min(axis=0)))
-    area = 0.5 * float(np.sum(arr[:, 0] * np.roll(arr[:, 1], -1) - np.roll(arr[:, 0], -1) * arr[:, 1]))
+    area = 0.5 * float(
+        np.sum(arr[:, 0] * np.roll(arr[:, 1], -1) - np.roll(arr[:, 0], -1) * arr[:, 1])
+    )
     if abs(area) <= 1e-12 * ext**2:
         raise ValueError(f"Polygon: the vertices enclose zero area (all on one line?): {verts}")
     eps, eps_len = 1e-12 * ext**2, 1e-12 * ext
     for i in range(k):
         a, b, c = verts[i], verts[(i + 1) % k], verts[(i + 2) % k]
-        if abs(_cross(a, b, c)) <= eps and (b[0] - a[0]) * (c[0] - b[0]) + (b[1] - a[1]) * (c[1] - b[1]) < 0:
-            raise ValueError(f"Polygon: edges {i} and {(i + 1) % k} fold back onto each other at vertex "
-                             f"{(i + 1) % k} {b}; the polygon must be simple")
+        if (
+            abs(_cross(a, b, c)) <= eps
+            and (b[0] - a[0]) * (c[0] - b[0]) + (b[1] - a[1]) * (c[1] - b[1]) < 0
+        ):
+            raise ValueError(
+                f"Polygon: edges {i} and {(i + 1) % k} fold back onto each other at vertex "
+                f"{(i + 1) % k} {b}; the polygon must be simple"
+            )
         for j in range(i + 2, k):
             if (j + 1) % k == i:
                 continue
             if _segments_meet(a, b, verts[j], verts[(j + 1) % k], eps, eps_len):
-                raise ValueError(f"Polygon: edges {i} and {j} intersect; the vertices must trace a simple "
-                                 "(non-self-intersecting) polygon")
+                raise ValueError(
+                    f"Polygon: edges {i} and {j} intersect; the vertices must trace a simple "
+                    "(non-self-intersecting) polygon"
+                )
     return area
 
 
@@ -92,8 +110,10 @@ def _find_ear(v: tuple[Point, ...], idx: list[int], eps: float) -> int | None:
             if (turn <= eps) if strict else (turn < -eps):
                 continue
             others = (v[j] for j in idx if j not in (idx[i - 1], idx[i], idx[(i + 1) % m]))
-            if not any(_cross(a, b, p) >= -eps and _cross(b, c, p) >= -eps and _cross(c, a, p) >= -eps
-                       for p in others):
+            if not any(
+                _cross(a, b, p) >= -eps and _cross(b, c, p) >= -eps and _cross(c, a, p) >= -eps
+                for p in others
+            ):
                 return i
     return None
 
@@ -142,7 +162,9 @@ class Polygon(Geometry):
 
     vertices: tuple[tuple[float, float], ...]
     name: str = "polygon"
-    _area: float = dataclasses.field(init=False, repr=False, compare=False)  # signed: > 0 counter-clockwise
+    _area: float = dataclasses.field(
+        init=False, repr=False, compare=False
+    )  # signed: > 0 counter-clockwise
     _triangles: tuple = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

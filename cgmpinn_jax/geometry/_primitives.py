@@ -45,12 +45,16 @@ class Box(Geometry):
         lower = _float_tuple(self.lower, "Box", "lower")
         upper = _float_tuple(self.upper, "Box", "upper")
         if len(lower) != len(upper):
-            raise ValueError(f"Box: lower and upper must have the same length, got {len(lower)} and {len(upper)} "
-                             f"({lower} and {upper})")
+            raise ValueError(
+                f"Box: lower and upper must have the same length, got {len(lower)} and {len(upper)} "
+                f"({lower} and {upper})"
+            )
         for i, (lo, hi) in enumerate(zip(lower, upper)):
             if not lo < hi:
-                raise ValueError(f"Box: lower must be < upper in every coordinate; coordinate {i} has "
-                                 f"lower={lo} >= upper={hi}")
+                raise ValueError(
+                    f"Box: lower must be < upper in every coordinate; coordinate {i} has "
+                    f"lower={lo} >= upper={hi}"
+                )
         _check_name("Box", self.name)
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
@@ -78,7 +82,7 @@ class Box(Geometry):
 
     def _face_areas(self) -> list[float]:
         ext = [u - lo for lo, u in zip(self.lower, self.upper)]
-        return [math.prod(ext[:i] + ext[i + 1:]) for i in range(self.dim) for _ in "-+"]
+        return [math.prod(ext[:i] + ext[i + 1 :]) for i in range(self.dim) for _ in "-+"]
 
     def measure(self) -> float:
         return float(math.prod(u - lo for lo, u in zip(self.lower, self.upper)))
@@ -86,7 +90,9 @@ class Box(Geometry):
     def boundary_measure(self, name: str | None = None) -> float:
         self._part_name(name, "boundary_measure")
         areas = self._face_areas()
-        return float(sum(areas) if name in (None, self.name) else areas[self.face_names().index(name)])
+        return float(
+            sum(areas) if name in (None, self.name) else areas[self.face_names().index(name)]
+        )
 
     def _arrays(self, xp: Any, dtype: Any) -> tuple[Any, Any]:
         return xp.asarray(self.lower, dtype=dtype), xp.asarray(self.upper, dtype=dtype)
@@ -178,8 +184,10 @@ class Ball(Geometry):
         owner = type(self).__name__
         center = _float_tuple(self.center, owner, "center")
         if len(center) < 2:
-            raise ValueError(f"{owner}: center must have at least 2 coordinates, got {center} "
-                             "(a 1-D ball is an interval: use Box((a,), (b,)))")
+            raise ValueError(
+                f"{owner}: center must have at least 2 coordinates, got {center} "
+                "(a 1-D ball is an interval: use Box((a,), (b,)))"
+            )
         try:
             radius = float(self.radius)
         except (TypeError, ValueError):
@@ -270,4 +278,6 @@ class Disk(Ball):
     def __post_init__(self) -> None:
         super().__post_init__()
         if len(self.center) != 2:
-            raise ValueError(f"Disk: center must have 2 coordinates, got {self.center} (use Ball for d != 2)")
+            raise ValueError(
+                f"Disk: center must have 2 coordinates, got {self.center} (use Ball for d != 2)"
+            )

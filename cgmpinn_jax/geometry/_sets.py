@@ -53,7 +53,9 @@ class _SetOperation(Geometry):
     a: Geometry
     b: Geometry
     # acceptance estimates, made on first need: {("interior", None) or ("boundary", name): (f, lower bound)}
-    _estimates: dict = dataclasses.field(init=False, repr=False, compare=False, default_factory=dict)
+    _estimates: dict = dataclasses.field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     _flip: ClassVar[float] = 1.0  # multiplies the second operand's normals
     _empty_hint: ClassVar[str] = ""
@@ -63,14 +65,20 @@ class _SetOperation(Geometry):
         op = type(self).__name__
         for arg in ("a", "b"):
             if not isinstance(getattr(self, arg), Geometry):
-                raise TypeError(f"{op}: operand {arg} must be a Geometry, got {getattr(self, arg)!r}")
+                raise TypeError(
+                    f"{op}: operand {arg} must be a Geometry, got {getattr(self, arg)!r}"
+                )
         if self.a.dim != self.b.dim:
-            raise ValueError(f"{op}: the operands have different dimensions: {self.a._label()} is {self.a.dim}-D, "
-                             f"{self.b._label()} is {self.b.dim}-D")
+            raise ValueError(
+                f"{op}: the operands have different dimensions: {self.a._label()} is {self.a.dim}-D, "
+                f"{self.b._label()} is {self.b.dim}-D"
+            )
         shared = [p for p in self.a._all_names() if p in self.b._all_names()]
         if shared:
-            raise ValueError(f"{op}({self.a._label()}, {self.b._label()}): boundary part name(s) {shared} appear in "
-                             "both operands; give the primitives distinct names, e.g. Disk(..., name='hole1')")
+            raise ValueError(
+                f"{op}({self.a._label()}, {self.b._label()}): boundary part name(s) {shared} appear in "
+                "both operands; give the primitives distinct names, e.g. Disk(..., name='hole1')"
+            )
         self._check_bounds()
         self._check_not_empty()
 
@@ -98,14 +106,21 @@ class _SetOperation(Geometry):
     def _check_not_empty(self) -> None:
         """A quick check with few candidates; where none is valid, the full estimate decides."""
         if self._count("interior", None, _M_CHECK, 1) == 0 and self._estimate("interior")[0] == 0.0:
-            raise ValueError(f"{self._label()}: the result is empty ({self._empty_hint}; none of {_M_INTERIOR} "
-                             "uniform candidate points lies in it)")
+            raise ValueError(
+                f"{self._label()}: the result is empty ({self._empty_hint}; none of {_M_INTERIOR} "
+                "uniform candidate points lies in it)"
+            )
         for name in self.boundary_names():
-            if self._count("boundary", name, _M_CHECK, 1) == 0 and self._estimate("boundary", name)[0] == 0.0:
+            if (
+                self._count("boundary", name, _M_CHECK, 1) == 0
+                and self._estimate("boundary", name)[0] == 0.0
+            ):
                 owner, from_b = self._owner(name)
-                raise ValueError(f"{self._label()}: the boundary part {name!r} of {owner._label()} vanishes entirely "
-                                 f"({self._vanish_hint[from_b]}; none of {_M_PART} points drawn on it is on the "
-                                 "boundary of the result)")
+                raise ValueError(
+                    f"{self._label()}: the boundary part {name!r} of {owner._label()} vanishes entirely "
+                    f"({self._vanish_hint[from_b]}; none of {_M_PART} points drawn on it is on the "
+                    "boundary of the result)"
+                )
 
     def _label(self) -> str:
         return f"{type(self).__name__}({self.a._label()}, {self.b._label()})"
@@ -211,7 +226,9 @@ class _SetOperation(Geometry):
             ids = xp.full((m,), j)
         else:  # every primitive's whole boundary, in proportion to its measure
             cands = [leaf._boundary_candidates(draw, m, None) for leaf in leaves]
-            ids = draw.choice(len(leaves), m, np.asarray([leaf.boundary_measure() for leaf in leaves]))
+            ids = draw.choice(
+                len(leaves), m, np.asarray([leaf.boundary_measure() for leaf in leaves])
+            )
             rows = xp.arange(m)
             x = xp.stack([c[0] for c in cands])[ids, rows]
             n = xp.stack([c[1] for c in cands])[ids, rows]
@@ -245,8 +262,13 @@ def _walk(node: Geometry, plus: Any, minus: Any, ids: Any, start: int) -> _Rows:
     xp = _xp(plus)
     if not isinstance(node, _SetOperation):
         under = ids == start
-        return _Rows(node._inside(plus, 0.0), node._inside(minus, 0.0), xp.ones_like(under), xp.zeros_like(under),
-                     under)
+        return _Rows(
+            node._inside(plus, 0.0),
+            node._inside(minus, 0.0),
+            xp.ones_like(under),
+            xp.zeros_like(under),
+            under,
+        )
     ra = _walk(node.a, plus, minus, ids, start)
     rb = _walk(node.b, plus, minus, ids, start + len(_leaves(node.a)))
     plus_in, minus_in = node._combine(ra.plus, rb.plus), node._combine(ra.minus, rb.minus)
@@ -279,7 +301,10 @@ class Union(_SetOperation):
     """
 
     _empty_hint: ClassVar[str] = "both operands are empty"
-    _vanish_hint: ClassVar[tuple[str, str]] = ("it lies inside the second operand", "it lies inside the first operand")
+    _vanish_hint: ClassVar[tuple[str, str]] = (
+        "it lies inside the second operand",
+        "it lies inside the first operand",
+    )
 
     @property
     def lower(self) -> tuple[float, ...]:
@@ -306,7 +331,9 @@ class Union(_SetOperation):
         xb, vb = self.b._interior_candidates(draw, m)
         pa, pb = self.a._interior_proposal_measure(), self.b._interior_proposal_measure()
         from_a = draw.uniform((m,)) < pa / (pa + pb)
-        valid = xp.where(from_a, _all_valid(va, m, xp), _all_valid(vb, m, xp) & ~self.a._inside(xb, 0.0))
+        valid = xp.where(
+            from_a, _all_valid(va, m, xp), _all_valid(vb, m, xp) & ~self.a._inside(xb, 0.0)
+        )
         return xp.where(from_a[:, None], xa, xb), valid
 
 
@@ -335,8 +362,10 @@ class Difference(_SetOperation):
 
     _flip: ClassVar[float] = -1.0
     _empty_hint: ClassVar[str] = "the second operand covers the first"
-    _vanish_hint: ClassVar[tuple[str, str]] = ("it lies inside the second operand",
-                                               "it lies outside the first operand, which the second does not cut")
+    _vanish_hint: ClassVar[tuple[str, str]] = (
+        "it lies inside the second operand",
+        "it lies outside the first operand, which the second does not cut",
+    )
 
     @property
     def lower(self) -> tuple[float, ...]:
@@ -384,12 +413,16 @@ class Intersection(_SetOperation):
     """
 
     _empty_hint: ClassVar[str] = "the operands do not overlap"
-    _vanish_hint: ClassVar[tuple[str, str]] = ("it lies outside the second operand",
-                                               "it lies outside the first operand")
+    _vanish_hint: ClassVar[tuple[str, str]] = (
+        "it lies outside the second operand",
+        "it lies outside the first operand",
+    )
 
     def _check_bounds(self) -> None:
         if any(lo >= hi for lo, hi in zip(self.lower, self.upper)):
-            raise ValueError(f"{self._label()}: the result is empty (the operands' bounding boxes do not overlap)")
+            raise ValueError(
+                f"{self._label()}: the result is empty (the operands' bounding boxes do not overlap)"
+            )
 
     @property
     def lower(self) -> tuple[float, ...]:

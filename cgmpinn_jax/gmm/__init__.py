@@ -92,7 +92,6 @@ Examples:
     [-0.95, 2.1]
 """
 
-
 from __future__ import annotations
 
 from cgmpinn_jax.gmm._bic import GMMSelection, fit_gmm_bic

@@ -139,14 +139,22 @@ def _pad_fit(fit: GMMFit, k_max: int) -> GMMFit:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("max_components", "max_iter", "init", "kmeans_max_iter"))
+@functools.partial(
+    jax.jit, static_argnames=("max_components", "max_iter", "init", "kmeans_max_iter")
+)
 def _fit_gmm_bic_impl(r, tol, reg_covar, *, max_components, max_iter, init, kmeans_max_iter):
     n = r.shape[0]
     dtype = r.dtype
     fits, bics = [], []
     for k in range(1, max_components + 1):
         fit = _fit_gmm_impl(
-            r, tol, reg_covar, n_components=k, max_iter=max_iter, init=init, kmeans_max_iter=kmeans_max_iter
+            r,
+            tol,
+            reg_covar,
+            n_components=k,
+            max_iter=max_iter,
+            init=init,
+            kmeans_max_iter=kmeans_max_iter,
         )
         n_params = 3 * k - 1
         bic = -2.0 * n * fit.loglik + n_params * math.log(n)

@@ -105,7 +105,9 @@ def _fit_gmm_impl(r, tol, reg_covar, *, n_components, max_iter, init, kmeans_max
     stream = _SampleStream(r.shape[0], dtype)
     edges = _init_edges(data.xs, k, init, kmeans_max_iter)
     logw0, mu0, var0 = _init_params(stream, data.xs, edges, k, data.reg)
-    it, (logw, mu, var), converged = _em_loop(stream, data.x, (logw0, mu0, var0), data.reg, tol, max_iter)
+    it, (logw, mu, var), converged = _em_loop(
+        stream, data.x, (logw0, mu0, var0), data.reg, tol, max_iter
+    )
     weights, means, variances = _raw_unit_update(stream, data, logw, mu, var, reg_covar)
     resp, loglik = _final_e_step(stream, data.x_raw, weights, means, variances)
     fit = GMMFit(weights, means, variances, resp, loglik, it.astype(jnp.int32), None)
@@ -159,7 +161,9 @@ def _em_loop(stream, x, params0, reg, tol, max_iter):
         return it + 1, logw_new, mu_new, var_new, ll_prev_iter, ll
 
     neg_inf = jnp.array(-jnp.inf, dtype)
-    it, logw, mu, var, ll_prev, ll_last = lax.while_loop(em_cond, em_body, (jnp.int32(0), *params0, neg_inf, neg_inf))
+    it, logw, mu, var, ll_prev, ll_last = lax.while_loop(
+        em_cond, em_body, (jnp.int32(0), *params0, neg_inf, neg_inf)
+    )
     converged = jnp.abs(ll_last - ll_prev) < tol
     return it, (logw, mu, var), converged
 
@@ -209,7 +213,13 @@ def _with_status(fit: GMMFit, converged, degenerate, all_finite) -> GMMFit:
     """Set the `GMMStatus` of ``fit`` (its ``status`` field is ignored); a NONFINITE
     fit gets the finite placeholder (uniform weights / responsibilities, means 0, variances 1,
     ``loglik = finfo(dtype).min``)."""
-    weights, means, variances, resp, loglik = fit.weights, fit.means, fit.variances, fit.resp, fit.loglik
+    weights, means, variances, resp, loglik = (
+        fit.weights,
+        fit.means,
+        fit.variances,
+        fit.resp,
+        fit.loglik,
+    )
     n, k = resp.shape
     dtype = weights.dtype
     status = jnp.where(converged, GMMStatus.CONVERGED, GMMStatus.MAX_ITER)

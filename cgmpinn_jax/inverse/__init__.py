@@ -63,5 +63,14 @@ from ._inverse import unknowns_result as unknowns_result
 from ._observations import Observations as Observations
 from ._observations import synthetic_observations as synthetic_observations
 
-__all__ = ["Unknown", "TRANSFORMS", "Observations", "synthetic_observations", "InverseProblem", "UnknownsResult",
-           "inverse_problem", "declared_unknowns", "INVERSE_BENCHMARKS"]
+__all__ = [
+    "Unknown",
+    "TRANSFORMS",
+    "Observations",
+    "synthetic_observations",
+    "InverseProblem",
+    "UnknownsResult",
+    "inverse_problem",
+    "declared_unknowns",
+    "INVERSE_BENCHMARKS",
+]

@@ -59,13 +59,19 @@ def declared_unknowns(problem: Problem) -> tuple[Unknown, ...]:
     """
     decl = getattr(type(problem), "unknowns", ())
     if not isinstance(decl, (tuple, list)) or not all(isinstance(u, Unknown) for u in decl):
-        raise ValueError(f"{type(problem).__name__}.unknowns must be a tuple of Unknown(name, init, transform), got {decl!r}")
+        raise ValueError(
+            f"{type(problem).__name__}.unknowns must be a tuple of Unknown(name, init, transform), got {decl!r}"
+        )
     return tuple(decl)
 
 
 def _float_fields(problem: Problem) -> list[str]:
-    return [f.name for f in dataclasses.fields(problem)
-            if isinstance(getattr(problem, f.name), float) and not isinstance(getattr(problem, f.name), bool)]
+    return [
+        f.name
+        for f in dataclasses.fields(problem)
+        if isinstance(getattr(problem, f.name), float)
+        and not isinstance(getattr(problem, f.name), bool)
+    ]
 
 
 def _with_values(problem: Problem, values: dict) -> Problem:
@@ -94,7 +100,9 @@ def _operator_reads(problem: Problem, name: str) -> bool:
     def op(c, z):
         return _with_values(problem, {name: c}).operator(_probe_field, z)
 
-    g = jax.jit(jax.vmap(jax.grad(op), in_axes=(None, 0)))(c0, pts)  # one compile, not many eager ops
+    g = jax.jit(jax.vmap(jax.grad(op), in_axes=(None, 0)))(
+        c0, pts
+    )  # one compile, not many eager ops
     return bool(np.any(np.abs(np.asarray(g)) > 0))
 
 
@@ -115,8 +123,10 @@ def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
     floats = _float_fields(forward)
     if unknowns is None:
         if not declared:
-            raise ValueError(f"{cls} declares no unknown coefficients (class attribute unknowns); pass unknowns="
-                             f"(Unknown(name, init), ...) naming its float fields ({', '.join(floats) or 'none'})")
+            raise ValueError(
+                f"{cls} declares no unknown coefficients (class attribute unknowns); pass unknowns="
+                f"(Unknown(name, init), ...) naming its float fields ({', '.join(floats) or 'none'})"
+            )
         return tuple(declared.values())
     if isinstance(unknowns, (str, Unknown)):
         unknowns = (unknowns,)
@@ -125,14 +135,22 @@ def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
         if isinstance(u, str):
             if u not in declared:
                 known = ", ".join(declared) or "none"
-                extra = f"; {u!r} is a field: pass Unknown({u!r}, init) to give an initial guess" if u in floats else ""
-                raise ValueError(f"unknown coefficient {u!r} for {cls}: its declared unknowns are {known}{extra}")
+                extra = (
+                    f"; {u!r} is a field: pass Unknown({u!r}, init) to give an initial guess"
+                    if u in floats
+                    else ""
+                )
+                raise ValueError(
+                    f"unknown coefficient {u!r} for {cls}: its declared unknowns are {known}{extra}"
+                )
             u = declared[u]
         elif not isinstance(u, Unknown):
             raise ValueError(f"unknowns must be names or Unknown(name, init, transform), got {u!r}")
         if u.name not in floats:
-            raise ValueError(f"unknown coefficient {u.name!r} for {cls}: not a float field of the problem "
-                             f"(its float fields: {', '.join(floats) or 'none'})")
+            raise ValueError(
+                f"unknown coefficient {u.name!r} for {cls}: not a float field of the problem "
+                f"(its float fields: {', '.join(floats) or 'none'})"
+            )
         out.append(u)
     names = [u.name for u in out]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -192,27 +210,41 @@ class InverseProblem(ForwardWrapper):
     def __post_init__(self):
         fwd = get_problem(self.forward) if isinstance(self.forward, str) else self.forward
         if isinstance(fwd, InverseProblem):
-            raise ValueError("InverseProblem: forward must be a forward problem, got an InverseProblem")
+            raise ValueError(
+                "InverseProblem: forward must be a forward problem, got an InverseProblem"
+            )
         if not isinstance(fwd, Problem):
-            raise TypeError(f"InverseProblem: forward must be a Problem or a registry name, got {type(fwd).__name__}")
+            raise TypeError(
+                f"InverseProblem: forward must be a Problem or a registry name, got {type(fwd).__name__}"
+            )
         validate_problem(fwd)
         if OBS_TERM in fwd.terms:
-            raise ValueError(f"InverseProblem: {type(fwd).__name__} already has a term named {OBS_TERM!r}")
+            raise ValueError(
+                f"InverseProblem: {type(fwd).__name__} already has a term named {OBS_TERM!r}"
+            )
         object.__setattr__(self, "forward", fwd)
         unknowns = _resolve_unknowns(fwd, self.unknowns)
         for u in unknowns:
             if not _operator_reads(fwd, u.name):
-                raise ValueError(f"unknown coefficient {u.name!r} for {type(fwd).__name__}: its operator does not read it "
-                                 f"(d N[u] / d {u.name} = 0), so the PDE residual cannot identify it")
+                raise ValueError(
+                    f"unknown coefficient {u.name!r} for {type(fwd).__name__}: its operator does not read it "
+                    f"(d N[u] / d {u.name} = 0), so the PDE residual cannot identify it"
+                )
         object.__setattr__(self, "unknowns", unknowns)
         w = self.obs_weight
-        if isinstance(w, bool) or not isinstance(w, (int, float, np.floating, np.integer)) \
-                or not np.isfinite(float(w)) or not float(w) > 0:
+        if (
+            isinstance(w, bool)
+            or not isinstance(w, (int, float, np.floating, np.integer))
+            or not np.isfinite(float(w))
+            or not float(w) > 0
+        ):
             raise ValueError(f"InverseProblem: obs_weight must be a finite number > 0, got {w!r}")
         object.__setattr__(self, "obs_weight", float(w))
         if not isinstance(self.observations, Observations):
-            raise TypeError(f"InverseProblem: observations must be Observations(points, values), "
-                            f"got {type(self.observations).__name__}")
+            raise TypeError(
+                f"InverseProblem: observations must be Observations(points, values), "
+                f"got {type(self.observations).__name__}"
+            )
         self.observations.check(fwd)
 
     # ---- what differs from the forward problem (the rest: ForwardWrapper) -----------
@@ -249,11 +281,18 @@ class InverseProblem(ForwardWrapper):
         # the observed values are the targets (``sample``); a forward problem without an exact
         # solution gets a placeholder target so that nothing asks it for one
         g = {} if self.forward.has_exact else {"g": 0.0}
-        obs = Dirichlet(**g) if self.obs_weight == 1.0 else WeightedObservation(weight=self.obs_weight, **g)
+        obs = (
+            Dirichlet(**g)
+            if self.obs_weight == 1.0
+            else WeightedObservation(weight=self.obs_weight, **g)
+        )
         return {**self.forward.pieces(), OBS_TERM: (obs,)}
 
     def sample_points(self, key):
-        return {**self.forward.sample_points(key), OBS_TERM: (jnp.asarray(self.observations.points),)}
+        return {
+            **self.forward.sample_points(key),
+            OBS_TERM: (jnp.asarray(self.observations.points),),
+        }
 
     def sample(self, key):
         """The forward problem's training batch plus the observations,
@@ -329,7 +368,9 @@ class InverseProblem(ForwardWrapper):
             A bound copy of this problem.
         """
         out = copy.copy(self)
-        object.__setattr__(out, "_bound_forward", _with_values(self.forward, self.coefficient_values(raw)))
+        object.__setattr__(
+            out, "_bound_forward", _with_values(self.forward, self.coefficient_values(raw))
+        )
         return out
 
 
@@ -361,32 +402,50 @@ class UnknownsResult:
 
     def as_dict(self) -> dict:
         """``{name: {"estimate", "true", "rel_error", "init"}}`` as plain floats."""
-        return {n: {"estimate": float(e), "true": float(t), "rel_error": float(r), "init": float(i)}
-                for n, e, t, r, i in zip(self.names, self.estimate, self.true, self.rel_error, self.init)}
+        return {
+            n: {"estimate": float(e), "true": float(t), "rel_error": float(r), "init": float(i)}
+            for n, e, t, r, i in zip(
+                self.names, self.estimate, self.true, self.rel_error, self.init
+            )
+        }
 
     def table(self) -> str:
         """The coefficients as a plain-text table: name, estimate, true value, relative error,
         initial guess."""
         lines = [f"{'coefficient':<12}{'estimate':>14}{'true':>14}{'rel. error':>12}{'init':>12}"]
         for n, d in self.as_dict().items():
-            lines.append(f"{n:<12}{d['estimate']:>14.6g}{d['true']:>14.6g}{d['rel_error']:>12.3e}{d['init']:>12.4g}")
+            lines.append(
+                f"{n:<12}{d['estimate']:>14.6g}{d['true']:>14.6g}{d['rel_error']:>12.3e}{d['init']:>12.4g}"
+            )
         return "\n".join(lines)
 
 
 def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
     """The `UnknownsResult` of a trained run from its final raw parameters."""
     est = np.asarray(problem.coefficient_array(raw), np.float64)
-    return UnknownsResult(names=problem.unknown_names, estimate=est, true=problem.true_values(),
-                          init=np.array([u.init for u in problem.unknowns]))
+    return UnknownsResult(
+        names=problem.unknown_names,
+        estimate=est,
+        true=problem.true_values(),
+        init=np.array([u.init for u in problem.unknowns]),
+    )
 
 
 # --------------------------------------------------------------------------------------
 # ready-made problems and a one-call run
 
 
-def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str | Unknown]] = None, n_obs: int = 200,
-                    noise: float = 0.01, key: jax.Array | int = 0, observations: Optional[Observations] = None,
-                    obs_weight: float = 1.0, **params) -> InverseProblem:
+def inverse_problem(
+    problem: Problem | str,
+    *,
+    unknowns: Optional[Sequence[str | Unknown]] = None,
+    n_obs: int = 200,
+    noise: float = 0.01,
+    key: jax.Array | int = 0,
+    observations: Optional[Observations] = None,
+    obs_weight: float = 1.0,
+    **params,
+) -> InverseProblem:
     """The inverse version of a problem, with synthetic observations unless some are given.
 
     The synthetic observations are ``n_obs`` points uniform in the domain with the exact
@@ -425,7 +484,11 @@ def inverse_problem(problem: Problem | str, *, unknowns: Optional[Sequence[str |
     if isinstance(problem, InverseProblem):
         raise ValueError("inverse_problem: already an InverseProblem")
     forward = get_problem(problem, **params)
-    obs = observations if observations is not None else synthetic_observations(forward, key, n_obs, noise)
+    obs = (
+        observations
+        if observations is not None
+        else synthetic_observations(forward, key, n_obs, noise)
+    )
     if isinstance(unknowns, str):
         unknowns = as_list(unknowns)  # "D,r" or "D"
     return InverseProblem(forward, obs, None if unknowns is None else tuple(unknowns), obs_weight)

@@ -40,25 +40,35 @@ class Observations:
             pts = np.asarray(self.points, dtype=np.float64)
             vals = np.asarray(self.values, dtype=np.float64)
         except (TypeError, ValueError) as e:
-            raise ValueError(f"Observations: points and values must be numeric arrays ({e})") from None
+            raise ValueError(
+                f"Observations: points and values must be numeric arrays ({e})"
+            ) from None
         if pts.ndim != 2:
             raise ValueError(f"Observations.points must have shape (M, d), got {pts.shape}")
         if vals.ndim != 1:
             hint = " (flatten it: values.reshape(-1))" if vals.ndim == 2 and 1 in vals.shape else ""
             raise ValueError(f"Observations.values must have shape (M,), got {vals.shape}{hint}")
         if pts.shape[0] != vals.shape[0]:
-            raise ValueError(f"Observations: {pts.shape[0]} points (points {pts.shape}) but {vals.shape[0]} values "
-                             f"(values {vals.shape}); one value per point")
+            raise ValueError(
+                f"Observations: {pts.shape[0]} points (points {pts.shape}) but {vals.shape[0]} values "
+                f"(values {vals.shape}); one value per point"
+            )
         if pts.shape[0] < 1:
             raise ValueError("Observations: no observations (M = 0)")
         for label, arr in (("points", pts), ("values", vals)):
             bad = np.argwhere(~np.isfinite(arr))
             if bad.size:
                 where = tuple(int(i) for i in bad[0])
-                raise ValueError(f"Observations.{label} must be finite: {label}[{', '.join(map(str, where))}] = "
-                                 f"{arr[where]} ({len(bad)} non-finite entr{'y' if len(bad) == 1 else 'ies'})")
-        if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(float(self.noise)) or self.noise < 0:
+                raise ValueError(
+                    f"Observations.{label} must be finite: {label}[{', '.join(map(str, where))}] = "
+                    f"{arr[where]} ({len(bad)} non-finite entr{'y' if len(bad) == 1 else 'ies'})"
+                )
+        if (
+            isinstance(self.noise, bool)
+            or not isinstance(self.noise, (int, float, np.floating, np.integer))
+            or not math.isfinite(float(self.noise))
+            or self.noise < 0
+        ):
             raise ValueError(f"Observations.noise must be a finite number >= 0, got {self.noise!r}")
         object.__setattr__(self, "points", pts)
         object.__setattr__(self, "values", vals)
@@ -83,8 +93,10 @@ class Observations:
         """
         d = problem.dim
         if self.points.shape[1] != d:
-            raise ValueError(f"Observations.points must have shape (M, {d}) for {type(problem).__name__} "
-                             f"(coords {tuple(problem.coords)!r}), got {self.points.shape}")
+            raise ValueError(
+                f"Observations.points must have shape (M, {d}) for {type(problem).__name__} "
+                f"(coords {tuple(problem.coords)!r}), got {self.points.shape}"
+            )
         lo, hi = np.asarray(problem.lower, np.float64), np.asarray(problem.upper, np.float64)
         outside = (self.points < lo) | (self.points > hi)
         if outside.any():
@@ -94,7 +106,8 @@ class Observations:
                 f"Observations.points[{m}] = {self.points[m].tolist()} is outside the domain of "
                 f"{type(problem).__name__}: {problem.coords[j]} = {self.points[m, j]} not in "
                 f"[{lo[j]}, {hi[j]}] ({n_out} point(s) outside the box lower = {tuple(problem.lower)}, "
-                f"upper = {tuple(problem.upper)})")
+                f"upper = {tuple(problem.upper)})"
+            )
         return self
 
     def to_dict(self) -> dict:
@@ -108,7 +121,9 @@ def _as_key(key) -> jax.Array:
     return key
 
 
-def synthetic_observations(problem: Problem | str, key: jax.Array | int, n: int = 200, noise: float = 0.0) -> Observations:
+def synthetic_observations(
+    problem: Problem | str, key: jax.Array | int, n: int = 200, noise: float = 0.0
+) -> Observations:
     r"""Noisy measurements of a problem's exact solution, reproducible from a key.
 
     The points $z_m$ are uniform inside the domain box; the values are
@@ -145,13 +160,22 @@ def synthetic_observations(problem: Problem | str, key: jax.Array | int, n: int 
     problem = getattr(problem, "forward", problem)  # an InverseProblem's forward problem
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"synthetic_observations: n must be a positive int, got {n!r}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not math.isfinite(noise) or noise < 0:
-        raise ValueError(f"synthetic_observations: noise must be a finite number >= 0, got {noise!r}")
+    if (
+        isinstance(noise, bool)
+        or not isinstance(noise, (int, float))
+        or not math.isfinite(noise)
+        or noise < 0
+    ):
+        raise ValueError(
+            f"synthetic_observations: noise must be a finite number >= 0, got {noise!r}"
+        )
 
     @jax.jit
     def draw(key):
         k_pts, k_noise = jax.random.split(key)
-        pts = uniform(k_pts, int(n), tuple(map(float, problem.lower)), tuple(map(float, problem.upper)))
+        pts = uniform(
+            k_pts, int(n), tuple(map(float, problem.lower)), tuple(map(float, problem.upper))
+        )
         return pts, jax.vmap(problem.exact)(pts), jax.random.normal(k_noise, (int(n),))
 
     pts, exact, eps = (np.asarray(x, np.float64) for x in draw(_as_key(key)))

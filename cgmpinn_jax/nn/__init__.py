@@ -29,6 +29,26 @@ from ._zoo_core import AdaptiveMLP as AdaptiveMLP
 from ._zoo_core import activation_mlp as activation_mlp
 from ._zoo_core import adaptive_mlp as adaptive_mlp
 
-__all__ = ["Linear", "MLP", "LNNPINN", "STARPINN", "mlp", "lnn_pinn", "star_pinn", "count_params", "fast_path",
-           "fast_path_enabled", "activation_mlp", "ActivationMLP", "fourier_mlp", "FourierMLP", "siren", "Siren",
-           "periodic_mlp", "PeriodicMLP", "adaptive_mlp", "AdaptiveMLP", "NETWORKS"]
+__all__ = [
+    "Linear",
+    "MLP",
+    "LNNPINN",
+    "STARPINN",
+    "mlp",
+    "lnn_pinn",
+    "star_pinn",
+    "count_params",
+    "fast_path",
+    "fast_path_enabled",
+    "activation_mlp",
+    "ActivationMLP",
+    "fourier_mlp",
+    "FourierMLP",
+    "siren",
+    "Siren",
+    "periodic_mlp",
+    "PeriodicMLP",
+    "adaptive_mlp",
+    "AdaptiveMLP",
+    "NETWORKS",
+]

@@ -104,7 +104,11 @@ Jet = tuple[jax.Array, jax.Array, jax.Array]
 
 def _linear_jet(layer: "Linear", jet: Jet) -> Jet:
     h, h1, h2 = jet
-    return layer(h), jnp.dot(layer.weight, h1, precision=HIGHEST), jnp.dot(layer.weight, h2, precision=HIGHEST)
+    return (
+        layer(h),
+        jnp.dot(layer.weight, h1, precision=HIGHEST),
+        jnp.dot(layer.weight, h2, precision=HIGHEST),
+    )
 
 
 def _tanh_jet(jet: Jet) -> Jet:
@@ -122,12 +126,16 @@ def _outputs(y: jax.Array) -> jax.Array:
 
 def _check_input(z: jax.Array, in_dim: int) -> None:
     if z.shape != (in_dim,):
-        raise ValueError(f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches")
+        raise ValueError(
+            f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches"
+        )
 
 
 def _check_batch(points: jax.Array, in_dim: int) -> None:
     if points.ndim != 2 or points.shape[1] != in_dim:
-        raise ValueError(f"taylor_lanes() takes a batch of points of shape (n, {in_dim}), got {points.shape}")
+        raise ValueError(
+            f"taylor_lanes() takes a batch of points of shape (n, {in_dim}), got {points.shape}"
+        )
 
 
 class MLP(eqx.Module):
@@ -368,7 +376,9 @@ class STARPINN(eqx.Module):
             for layer in block[:-1]:
                 jet = _tl.tanh(_tl.linear(layer, jet), full)
             o = _tl.linear(block[-1], jet)
-            out = o if out is None else _tl.add(o, _tl.scale(out, jax.nn.sigmoid(self.gates[i - 1])))
+            out = (
+                o if out is None else _tl.add(o, _tl.scale(out, jax.nn.sigmoid(self.gates[i - 1])))
+            )
         return _tl.outputs(out, full, fields)
 
 
@@ -378,8 +388,17 @@ def _check_sizes(in_dim: int, width: int, depth: int, out_dim: int = 1) -> None:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
 
 
-def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
-        input_map: InputMap = None, dtype=None, out_dim: int = 1) -> MLP:
+def mlp(
+    key: jax.Array,
+    in_dim: int,
+    width: int = 50,
+    depth: int = 4,
+    *,
+    init: str = "torch",
+    input_map: InputMap = None,
+    dtype=None,
+    out_dim: int = 1,
+) -> MLP:
     """A new [`MLP`][cgmpinn_jax.nn.MLP] with ``depth`` hidden tanh layers of ``width`` units
     and ``out_dim`` outputs.
 
@@ -417,8 +436,17 @@ def mlp(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: s
     return MLP(layers, in_dim, input_map)
 
 
-def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, init: str = "torch",
-             input_map: InputMap = None, dtype=None, out_dim: int = 1) -> LNNPINN:
+def lnn_pinn(
+    key: jax.Array,
+    in_dim: int,
+    width: int = 50,
+    depth: int = 4,
+    *,
+    init: str = "torch",
+    input_map: InputMap = None,
+    dtype=None,
+    out_dim: int = 1,
+) -> LNNPINN:
     """A new [`LNNPINN`][cgmpinn_jax.nn.LNNPINN] with ``depth - 1`` liquid residual blocks: the
     same linear layers as the [`MLP`][cgmpinn_jax.nn.MLP] of that ``depth`` plus ``2 H`` gate
     parameters per block.
@@ -454,8 +482,18 @@ def lnn_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 4, *, in
     )
 
 
-def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n_blocks: int = 3,
-              init: str = "torch", input_map: InputMap = None, dtype=None, out_dim: int = 1) -> STARPINN:
+def star_pinn(
+    key: jax.Array,
+    in_dim: int,
+    width: int = 50,
+    depth: int = 2,
+    *,
+    n_blocks: int = 3,
+    init: str = "torch",
+    input_map: InputMap = None,
+    dtype=None,
+    out_dim: int = 1,
+) -> STARPINN:
     """A new [`STARPINN`][cgmpinn_jax.nn.STARPINN]: ``n_blocks`` MLP blocks of ``depth`` hidden
     layers each (the reference code's: 3 blocks of 2).
 
@@ -482,7 +520,9 @@ def star_pinn(key: jax.Array, in_dim: int, width: int = 50, depth: int = 2, *, n
     blocks = []
     for kb in jax.random.split(key, n_blocks):
         keys = jax.random.split(kb, len(sizes) - 1)
-        blocks.append(tuple(linear(k, a, b, init, dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:])))
+        blocks.append(
+            tuple(linear(k, a, b, init, dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:]))
+        )
     return STARPINN(tuple(blocks), jnp.full((n_blocks - 1,), 0.5, dtype), in_dim, input_map)
 
 

@@ -88,8 +88,12 @@ HIGHEST = lax.Precision.HIGHEST
 Key = tuple[int, ...]
 Jet = dict  # Key -> array of shape (N, width) or (1, width) (constant over points); absent = 0
 
-_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("cgmpinn_jax_taylor_fast_path", default=True)
-_STACK: contextvars.ContextVar[Optional[bool]] = contextvars.ContextVar("cgmpinn_jax_taylor_stack", default=None)
+_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "cgmpinn_jax_taylor_fast_path", default=True
+)
+_STACK: contextvars.ContextVar[Optional[bool]] = contextvars.ContextVar(
+    "cgmpinn_jax_taylor_stack", default=None
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -312,8 +316,13 @@ def tanh(jet: Jet, keys: tuple[Key, ...]) -> Jet:
     seconds = tuple(k for k in keys if len(k) == 2)
     pairs = tuple((firsts.index(k[:1]), firsts.index(k[1:])) for k in seconds)
     present = tuple(k in jet for k in seconds)
-    t, f_out, s_out = _tanh_lanes(pairs, present, jet[()], tuple(jet[k] for k in firsts),
-                                  tuple(jet[k] for k, p in zip(seconds, present) if p))
+    t, f_out, s_out = _tanh_lanes(
+        pairs,
+        present,
+        jet[()],
+        tuple(jet[k] for k in firsts),
+        tuple(jet[k] for k, p in zip(seconds, present) if p),
+    )
     out: Jet = {(): t}
     out.update(zip(firsts, f_out))
     out.update(zip(seconds, s_out))
@@ -393,7 +402,10 @@ def outputs(jet: Jet, keys: tuple[Key, ...], fields: bool = False) -> dict:
 def field_output(jet: Jet, keys: tuple[Key, ...]) -> dict:
     """``{key: (N, F)}`` from a jet of width F, with zeros for absent lanes."""
     n, f = jet[()].shape
-    return {k: jnp.broadcast_to(jet[k], (n, f)) if k in jet else jnp.zeros((n, f), jet[()].dtype) for k in keys}
+    return {
+        k: jnp.broadcast_to(jet[k], (n, f)) if k in jet else jnp.zeros((n, f), jet[()].dtype)
+        for k in keys
+    }
 
 
 def scalar_output(jet: Jet, keys: tuple[Key, ...]) -> dict:

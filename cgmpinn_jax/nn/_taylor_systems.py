@@ -63,12 +63,16 @@ class LaneFields:
         return self[name]
 
 
-def system_operator_values(operator: Callable, u, points: jax.Array, names: tuple[str, ...]) -> Optional[jax.Array]:
+def system_operator_values(
+    operator: Callable, u, points: jax.Array, names: tuple[str, ...]
+) -> Optional[jax.Array]:
     """A system's ``operator(fields, z)`` (returning its equations stacked, ``(E,)``) at
     ``points`` (N, d) -> (N, E) through the fast path: one Taylor-mode pass of the network for
     every field and lane; ``None`` when the fast path is off or does not cover ``operator``
     and ``u`` (the caller then takes the general path)."""
-    if not (fast_path_enabled() and supports_taylor(u) and jnp.issubdtype(points.dtype, jnp.floating)):
+    if not (
+        fast_path_enabled() and supports_taylor(u) and jnp.issubdtype(points.dtype, jnp.floating)
+    ):
         return None
     field = LaneField(None, None, points.dtype)
 

@@ -25,7 +25,15 @@ import jax
 import jax.numpy as jnp
 
 from ._nets import Linear, _check_input, _check_sizes
-from ._zoo_core import _activation, _dense, _float_dtype, _positive, _xavier_layers, activation_mlp, adaptive_mlp
+from ._zoo_core import (
+    _activation,
+    _dense,
+    _float_dtype,
+    _positive,
+    _xavier_layers,
+    activation_mlp,
+    adaptive_mlp,
+)
 
 __all__ = ["FourierMLP", "Siren", "PeriodicMLP", "fourier_mlp", "siren", "periodic_mlp", "NETWORKS"]
 
@@ -66,11 +74,25 @@ class FourierMLP(eqx.Module):
         _check_input(z, self.in_dim)
         b = jax.lax.stop_gradient(self.frequencies)
         phase = (2.0 * math.pi) * jnp.dot(b, z, precision=jax.lax.Precision.HIGHEST)
-        return _dense(self.layers, _activation(self.activation), jnp.concatenate([jnp.cos(phase), jnp.sin(phase)]))
+        return _dense(
+            self.layers,
+            _activation(self.activation),
+            jnp.concatenate([jnp.cos(phase), jnp.sin(phase)]),
+        )
 
 
-def fourier_mlp(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, depth: int = 4, dtype=None,
-                sigma: float = 1.0, n_features: int = 64, activation: str = "tanh") -> FourierMLP:
+def fourier_mlp(
+    key: jax.Array,
+    in_dim: int,
+    out_dim: int = 1,
+    *,
+    width: int = 50,
+    depth: int = 4,
+    dtype=None,
+    sigma: float = 1.0,
+    n_features: int = 64,
+    activation: str = "tanh",
+) -> FourierMLP:
     r"""A new [`FourierMLP`][cgmpinn_jax.nn.FourierMLP]: random Fourier features (Tancik et
     al., "Fourier features let networks learn high frequency functions in low dimensional
     domains", NeurIPS 2020), as Wang, Wang and Perdikaris use them in PINNs ("On the
@@ -144,12 +166,22 @@ class Siren(eqx.Module):
 
 def _uniform_linear(key: jax.Array, fan_in: int, fan_out: int, bound: float, dtype) -> Linear:
     kw, kb = jax.random.split(key)
-    return Linear(jax.random.uniform(kw, (fan_out, fan_in), dtype, -bound, bound),
-                  jax.random.uniform(kb, (fan_out,), dtype, -bound, bound))
+    return Linear(
+        jax.random.uniform(kw, (fan_out, fan_in), dtype, -bound, bound),
+        jax.random.uniform(kb, (fan_out,), dtype, -bound, bound),
+    )
 
 
-def siren(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, depth: int = 4, dtype=None,
-          omega0: float = 30.0) -> Siren:
+def siren(
+    key: jax.Array,
+    in_dim: int,
+    out_dim: int = 1,
+    *,
+    width: int = 50,
+    depth: int = 4,
+    dtype=None,
+    omega0: float = 30.0,
+) -> Siren:
     r"""A new [`Siren`][cgmpinn_jax.nn.Siren]: the sinusoidal representation network of
     Sitzmann, Martel, Bergman, Lindell and Wetzstein ("Implicit neural representations with
     periodic activation functions", NeurIPS 2020), with the paper's initialisation.
@@ -205,7 +237,10 @@ def siren(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, dep
     sizes = [in_dim] + [width] * depth + [out_dim]
     keys = jax.random.split(key, len(sizes) - 1)
     bounds = [1.0 / in_dim] + [math.sqrt(6.0 / n) / omega0 for n in sizes[1:-1]]
-    layers = tuple(_uniform_linear(k, a, b, bound, dt) for k, a, b, bound in zip(keys, sizes[:-1], sizes[1:], bounds))
+    layers = tuple(
+        _uniform_linear(k, a, b, bound, dt)
+        for k, a, b, bound in zip(keys, sizes[:-1], sizes[1:], bounds)
+    )
     return Siren(layers, in_dim, omega0)
 
 
@@ -214,7 +249,9 @@ def _check_periods(periods, in_dim: int) -> Periods:
     try:
         pairs = tuple((operator.index(i), float(p)) for i, p in periods)
     except (TypeError, ValueError):
-        raise ValueError(f"periods must be a tuple of (coordinate index, period) pairs, got {periods!r}") from None
+        raise ValueError(
+            f"periods must be a tuple of (coordinate index, period) pairs, got {periods!r}"
+        ) from None
     if not pairs:
         raise ValueError("periods must name at least one periodic coordinate")
     index = [i for i, _ in pairs]
@@ -225,7 +262,9 @@ def _check_periods(periods, in_dim: int) -> Periods:
         raise ValueError(f"periods: a coordinate is listed twice in {pairs}")
     for i, p in pairs:
         if not (math.isfinite(p) and p > 0):
-            raise ValueError(f"periods: the period of coordinate {i} must be positive and finite, got {p!r}")
+            raise ValueError(
+                f"periods: the period of coordinate {i} must be positive and finite, got {p!r}"
+            )
     return pairs
 
 
@@ -240,7 +279,7 @@ def _periodic_features(z: jax.Array, periods: Periods, harmonics: int) -> jax.Ar
             angle = (2.0 * math.pi / table[i]) * z[i] * k
             parts += [jnp.cos(angle), jnp.sin(angle)]
         else:
-            parts.append(z[i:i + 1])
+            parts.append(z[i : i + 1])
     return jnp.concatenate(parts)
 
 
@@ -274,8 +313,18 @@ class PeriodicMLP(eqx.Module):
         return _dense(self.layers, _activation(self.activation), h)
 
 
-def periodic_mlp(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, depth: int = 4, dtype=None,
-                 periods: Periods = ((0, 2.0),), harmonics: int = 1, activation: str = "tanh") -> PeriodicMLP:
+def periodic_mlp(
+    key: jax.Array,
+    in_dim: int,
+    out_dim: int = 1,
+    *,
+    width: int = 50,
+    depth: int = 4,
+    dtype=None,
+    periods: Periods = ((0, 2.0),),
+    harmonics: int = 1,
+    activation: str = "tanh",
+) -> PeriodicMLP:
     r"""A new [`PeriodicMLP`][cgmpinn_jax.nn.PeriodicMLP]: periodic boundary conditions
     imposed exactly by the network, as Dong and Ni propose ("A method for representing
     periodic functions and enforcing exactly periodic boundary conditions with deep neural
@@ -322,7 +371,9 @@ def periodic_mlp(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 
     _activation(activation)
     n_features = in_dim + len(pairs) * (2 * harmonics - 1)
     sizes = [n_features] + [width] * depth + [out_dim]
-    return PeriodicMLP(_xavier_layers(key, sizes, _float_dtype(dtype)), in_dim, pairs, harmonics, activation)
+    return PeriodicMLP(
+        _xavier_layers(key, sizes, _float_dtype(dtype)), in_dim, pairs, harmonics, activation
+    )
 
 
 NETWORKS = {

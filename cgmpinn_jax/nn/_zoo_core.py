@@ -43,7 +43,9 @@ def _activation(name: str) -> Callable[[jax.Array], jax.Array]:
     try:
         return _ACTIVATIONS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}") from None
+        raise ValueError(
+            f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}"
+        ) from None
 
 
 def _float_dtype(dtype) -> jnp.dtype:
@@ -68,7 +70,9 @@ def _xavier_layers(key: jax.Array, sizes: list[int], dtype) -> tuple[Linear, ...
     return tuple(linear(k, a, b, "xavier", dtype) for k, a, b in zip(keys, sizes[:-1], sizes[1:]))
 
 
-def _dense(layers: tuple[Linear, ...], act: Callable[[jax.Array], jax.Array], h: jax.Array) -> jax.Array:
+def _dense(
+    layers: tuple[Linear, ...], act: Callable[[jax.Array], jax.Array], h: jax.Array
+) -> jax.Array:
     """``act`` after every layer but the last, which is linear; the output as ``_outputs``."""
     for layer in layers[:-1]:
         h = act(layer(h))
@@ -97,8 +101,16 @@ class ActivationMLP(eqx.Module):
         return _dense(self.layers, _activation(self.activation), z)
 
 
-def activation_mlp(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, depth: int = 4,
-                   dtype=None, activation: str = "tanh") -> ActivationMLP:
+def activation_mlp(
+    key: jax.Array,
+    in_dim: int,
+    out_dim: int = 1,
+    *,
+    width: int = 50,
+    depth: int = 4,
+    dtype=None,
+    activation: str = "tanh",
+) -> ActivationMLP:
     r"""A new [`ActivationMLP`][cgmpinn_jax.nn.ActivationMLP]: the PINN network of Raissi,
     Perdikaris and Karniadakis (J. Comput. Phys. 378, 2019) with a choice of activation,
     initialised as Glorot and Bengio (AISTATS 2010) propose: Xavier-normal weights (standard
@@ -174,8 +186,18 @@ class AdaptiveMLP(eqx.Module):
         return _outputs(self.layers[-1](h))
 
 
-def adaptive_mlp(key: jax.Array, in_dim: int, out_dim: int = 1, *, width: int = 50, depth: int = 4,
-                 dtype=None, kind: str = "layer", scale: float = 10.0, activation: str = "tanh") -> AdaptiveMLP:
+def adaptive_mlp(
+    key: jax.Array,
+    in_dim: int,
+    out_dim: int = 1,
+    *,
+    width: int = 50,
+    depth: int = 4,
+    dtype=None,
+    kind: str = "layer",
+    scale: float = 10.0,
+    activation: str = "tanh",
+) -> AdaptiveMLP:
     r"""A new [`AdaptiveMLP`][cgmpinn_jax.nn.AdaptiveMLP]: adaptive activation functions of
     Jagtap, Kawaguchi and Karniadakis.
 

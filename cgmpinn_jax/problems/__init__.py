@@ -19,15 +19,37 @@ import sys
 
 from ..geometry import Ball, Box, Difference, Disk, Geometry, Intersection, Polygon, Union
 from ._normal_pieces import Neumann, Robin
-from .base import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, Problem, ProblemDefaults, TestGrid,
-                   Truth, check_points, grid, uniform)
+from .base import (
+    Condition,
+    DerivativeMatch,
+    Dirichlet,
+    Fields,
+    Periodic,
+    Piece,
+    Problem,
+    ProblemDefaults,
+    TestGrid,
+    Truth,
+    check_points,
+    grid,
+    uniform,
+)
 from .hard import ConstrainedNetwork, HardConstrained
 from .reference import Reference, load_reference, pinnacle_reference, read_comsol, read_table
 from .validate import validate_problem
 from .points import box_edges, edge_pair, initial_line
 from .paper import AdvectionDiffusion, DampedWave, FisherKPP, Heat, Poisson1D, Poisson2D
 from .worked import WORKED, BurgersFromData, LidDrivenCavity, SquareWithHoles
-from .pinnacle import PINNACLE, Burgers1DC, Heat2DMultiscale, HeatND, NS2DC, Poisson2DC, PoissonND, Wave1DC
+from .pinnacle import (
+    PINNACLE,
+    Burgers1DC,
+    Heat2DMultiscale,
+    HeatND,
+    NS2DC,
+    Poisson2DC,
+    PoissonND,
+    Wave1DC,
+)
 
 PROBLEMS: dict[str, type[Problem]] = {
     cls.name: cls for cls in (Poisson1D, Poisson2D, Heat, DampedWave, AdvectionDiffusion, FisherKPP)
@@ -79,15 +101,21 @@ def import_problem_class(path: str) -> type[Problem]:
     """
     module_name, sep, qualname = path.partition(":")
     if not sep or not module_name or not qualname:
-        raise ValueError(f"problem class path must look like 'package.module:ClassName', got {path!r}")
+        raise ValueError(
+            f"problem class path must look like 'package.module:ClassName', got {path!r}"
+        )
     if "<locals>" in qualname:
-        raise ValueError(f"problem class {path!r} was defined inside a function and cannot be imported; "
-                         "define it at module level")
+        raise ValueError(
+            f"problem class {path!r} was defined inside a function and cannot be imported; "
+            "define it at module level"
+        )
     try:
         module = sys.modules.get(module_name) or importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - re-raised with the path named
-        raise ValueError(f"cannot import the module {module_name!r} of problem class {path!r}: "
-                         f"{type(e).__name__}: {e}") from e
+        raise ValueError(
+            f"cannot import the module {module_name!r} of problem class {path!r}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
     obj = module
     for part in qualname.split("."):
         if not hasattr(obj, part):
@@ -128,8 +156,10 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
     """
     if isinstance(name, Problem):
         if params:
-            raise ValueError(f"get_problem: parameters {sorted(params)} given with a Problem instance; "
-                             "use dataclasses.replace(problem, ...) instead")
+            raise ValueError(
+                f"get_problem: parameters {sorted(params)} given with a Problem instance; "
+                "use dataclasses.replace(problem, ...) instead"
+            )
         return name
     if isinstance(name, type) and issubclass(name, Problem):
         cls = name

@@ -50,7 +50,9 @@ def _dtype(x: Any):
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+        v, (bool, np.bool_)
+    )
 
 
 def _user_call(problem: Any, where: str, fn: Callable, *args: Any) -> Any:
@@ -75,9 +77,21 @@ def _check_declarations(problem: Any) -> None:
     if not isinstance(name, str) or not name:
         _fail(problem, "name", f"must be a non-empty string ({_ATTR_HELP['name']}), got {name!r}")
     coords = problem.coords
-    if not isinstance(coords, (tuple, list)) or not coords or not all(isinstance(c, str) and c for c in coords):
-        hint = " (a string is not a tuple: write ('x',) for one coordinate)" if isinstance(coords, str) else ""
-        _fail(problem, "coords", f"must be a non-empty tuple of coordinate names, e.g. ('x', 't'), got {coords!r}{hint}")
+    if (
+        not isinstance(coords, (tuple, list))
+        or not coords
+        or not all(isinstance(c, str) and c for c in coords)
+    ):
+        hint = (
+            " (a string is not a tuple: write ('x',) for one coordinate)"
+            if isinstance(coords, str)
+            else ""
+        )
+        _fail(
+            problem,
+            "coords",
+            f"must be a non-empty tuple of coordinate names, e.g. ('x', 't'), got {coords!r}{hint}",
+        )
     if len(set(coords)) != len(coords):
         _fail(problem, "coords", f"names must be distinct, got {tuple(coords)!r}")
     d = len(coords)
@@ -85,25 +99,51 @@ def _check_declarations(problem: Any) -> None:
         v = getattr(problem, attr)
         if not isinstance(v, (tuple, list)) or len(v) != d or not all(_is_number(x) for x in v):
             hint = " ((0.0) is a float, not a tuple: write (0.0,))" if _is_number(v) else ""
-            _fail(problem, attr, f"must be a tuple of {d} floats (one per coordinate of {tuple(coords)!r}), got {v!r}{hint}")
+            _fail(
+                problem,
+                attr,
+                f"must be a tuple of {d} floats (one per coordinate of {tuple(coords)!r}), got {v!r}{hint}",
+            )
         if not all(math.isfinite(float(x)) for x in v):
             _fail(problem, attr, f"must be finite, got {tuple(v)!r}")
-    bad = [c for c, lo, hi in zip(coords, problem.lower, problem.upper) if not float(lo) < float(hi)]
+    bad = [
+        c for c, lo, hi in zip(coords, problem.lower, problem.upper) if not float(lo) < float(hi)
+    ]
     if bad:
-        _fail(problem, "lower/upper", f"need lower < upper along every coordinate; not so for {', '.join(bad)}: "
-                                      f"lower = {tuple(problem.lower)!r}, upper = {tuple(problem.upper)!r}")
+        _fail(
+            problem,
+            "lower/upper",
+            f"need lower < upper along every coordinate; not so for {', '.join(bad)}: "
+            f"lower = {tuple(problem.lower)!r}, upper = {tuple(problem.upper)!r}",
+        )
     terms = problem.terms
     if not isinstance(terms, (tuple, list)) or not all(isinstance(t, str) and t for t in terms):
-        hint = " (a string is not a tuple: write ('bc',) for one term)" if isinstance(terms, str) else ""
-        _fail(problem, "terms", f"must be a tuple of term names, e.g. ('ic', 'bc') or (), got {terms!r}{hint}")
+        hint = (
+            " (a string is not a tuple: write ('bc',) for one term)"
+            if isinstance(terms, str)
+            else ""
+        )
+        _fail(
+            problem,
+            "terms",
+            f"must be a tuple of term names, e.g. ('ic', 'bc') or (), got {terms!r}{hint}",
+        )
     if len(set(terms)) != len(terms):
         _fail(problem, "terms", f"names must be distinct, got {tuple(terms)!r}")
     if "pde" in terms:
-        _fail(problem, "terms", f"'pde' is reserved for the PDE residual term (always present); got {tuple(terms)!r}")
+        _fail(
+            problem,
+            "terms",
+            f"'pde' is reserved for the PDE residual term (always present); got {tuple(terms)!r}",
+        )
     if not isinstance(problem.homogeneous, (bool, np.bool_)):
         _fail(problem, "homogeneous", f"must be True or False, got {problem.homogeneous!r}")
     if not isinstance(problem.defaults, ProblemDefaults):
-        _fail(problem, "defaults", f"must be a ProblemDefaults(...), got {type(problem.defaults).__name__}")
+        _fail(
+            problem,
+            "defaults",
+            f"must be a ProblemDefaults(...), got {type(problem.defaults).__name__}",
+        )
 
 
 def _check_dataclass(problem: Any) -> None:
@@ -112,7 +152,8 @@ def _check_dataclass(problem: Any) -> None:
     fields = {f.name for f in dataclasses.fields(problem)}
     own = cls.__dict__.get("__annotations__", {})
     undeclared = [
-        k for k, a in own.items()
+        k
+        for k, a in own.items()
         if k not in fields and "ClassVar" not in (a if isinstance(a, str) else repr(a))
     ]
     if undeclared and "__dataclass_fields__" not in cls.__dict__:
@@ -132,38 +173,74 @@ def _check_dataclass(problem: Any) -> None:
                     f"{cls.__name__}.{f.name}: field values must be hashable (floats, ints, strings, tuples), "
                     f"got a {type(v).__name__}; use a tuple instead of a list or an array"
                 ) from None
-        raise ValueError(f"{cls.__name__} instances must be hashable: decorate the class with "
-                         f"@dataclasses.dataclass(frozen=True)") from None
+        raise ValueError(
+            f"{cls.__name__} instances must be hashable: decorate the class with "
+            f"@dataclasses.dataclass(frozen=True)"
+        ) from None
 
 
 def _check_pieces(problem: Any, pieces: Any) -> None:
     """``pieces()``: a dict with exactly the declared terms, each a tuple of valid pieces."""
     terms = tuple(problem.terms)
     if not isinstance(pieces, dict):
-        _fail(problem, "pieces()", f"must return a dict {{term: (piece, ...)}} for the terms {terms!r}, "
-                                   f"got {type(pieces).__name__}")
+        _fail(
+            problem,
+            "pieces()",
+            f"must return a dict {{term: (piece, ...)}} for the terms {terms!r}, "
+            f"got {type(pieces).__name__}",
+        )
     for t in pieces:
         if t not in terms:
-            _fail(problem, "pieces()", f"returns the term {t!r}, which is not declared in terms = {terms!r}")
+            _fail(
+                problem,
+                "pieces()",
+                f"returns the term {t!r}, which is not declared in terms = {terms!r}",
+            )
     for t in terms:
         if t not in pieces:
-            _fail(problem, "pieces()", f"has no entry for the term {t!r} declared in terms = {terms!r}")
+            _fail(
+                problem,
+                "pieces()",
+                f"has no entry for the term {t!r} declared in terms = {terms!r}",
+            )
         group = pieces[t]
         if isinstance(group, Piece) or not isinstance(group, (tuple, list)):
-            _fail(problem, f"pieces()[{t!r}]", f"must be a tuple of pieces, e.g. (Dirichlet(),), got {group!r}")
+            _fail(
+                problem,
+                f"pieces()[{t!r}]",
+                f"must be a tuple of pieces, e.g. (Dirichlet(),), got {group!r}",
+            )
         if not group:
             _fail(problem, f"pieces()[{t!r}]", "is empty: a term needs at least one piece")
         for i, piece in enumerate(group):
             where = f"pieces()[{t!r}][{i}]"
             if isinstance(piece, type) and issubclass(piece, Piece):
-                _fail(problem, where, f"must be a Piece instance: write {piece.__name__}(...), not {piece.__name__}")
+                _fail(
+                    problem,
+                    where,
+                    f"must be a Piece instance: write {piece.__name__}(...), not {piece.__name__}",
+                )
             if not isinstance(piece, Piece):
                 _fail(problem, where, f"must be a Piece ({_PIECE_KINDS}), got {piece!r}")
-            axes = (piece.axis,) if isinstance(piece, DerivativeMatch) else getattr(piece, "axes", ()) if isinstance(piece, Periodic) else ()
+            axes = (
+                (piece.axis,)
+                if isinstance(piece, DerivativeMatch)
+                else getattr(piece, "axes", ())
+                if isinstance(piece, Periodic)
+                else ()
+            )
             for a in axes:
-                if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not 0 <= a < problem.dim:
-                    _fail(problem, where, f"{piece!r}: an axis indexes coords = {tuple(problem.coords)!r}, so it must "
-                                          f"be an int in 0..{problem.dim - 1}, got {a!r}")
+                if (
+                    not isinstance(a, (int, np.integer))
+                    or isinstance(a, bool)
+                    or not 0 <= a < problem.dim
+                ):
+                    _fail(
+                        problem,
+                        where,
+                        f"{piece!r}: an axis indexes coords = {tuple(problem.coords)!r}, so it must "
+                        f"be an int in 0..{problem.dim - 1}, got {a!r}",
+                    )
 
 
 def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
@@ -172,29 +249,55 @@ def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
     where = "sample_points(key)"
     expected_keys = ("pde",) + terms
     if not isinstance(pts, dict):
-        _fail(problem, where, f"must return a dict with the keys {expected_keys!r}, got {type(pts).__name__}")
+        _fail(
+            problem,
+            where,
+            f"must return a dict with the keys {expected_keys!r}, got {type(pts).__name__}",
+        )
     for k in pts:
         if k not in expected_keys:
-            _fail(problem, where, f"returns the key {k!r}, which is neither 'pde' nor a term declared in terms = {terms!r}")
+            _fail(
+                problem,
+                where,
+                f"returns the key {k!r}, which is neither 'pde' nor a term declared in terms = {terms!r}",
+            )
     for k in expected_keys:
         if k not in pts:
-            what = "the collocation points (N, d)" if k == "pde" else f"the points of the term {k!r}"
+            what = (
+                "the collocation points (N, d)" if k == "pde" else f"the points of the term {k!r}"
+            )
             _fail(problem, where, f"has no key {k!r} ({what}); expected the keys {expected_keys!r}")
 
     def check_array(x: Any, label: str, paired: bool) -> None:
         shape = _shape(x)
         want = f"(n, 2, {d})" if paired else f"(n, {d})"
-        ok = shape is not None and len(shape) == (3 if paired else 2) and shape[-1] == d and (not paired or shape[1] == 2)
+        ok = (
+            shape is not None
+            and len(shape) == (3 if paired else 2)
+            and shape[-1] == d
+            and (not paired or shape[1] == 2)
+        )
         if not ok:
             got = "not an array" if shape is None else f"shape {shape}"
-            extra = " (paired points for a Periodic piece: jnp.stack([left, right], axis=1))" if paired else ""
-            _fail(problem, f"{where}[{label}]", f"must be an array of shape {want} (d = {d} coordinates "
-                                                f"{tuple(problem.coords)!r}){extra}, got {got}")
+            extra = (
+                " (paired points for a Periodic piece: jnp.stack([left, right], axis=1))"
+                if paired
+                else ""
+            )
+            _fail(
+                problem,
+                f"{where}[{label}]",
+                f"must be an array of shape {want} (d = {d} coordinates "
+                f"{tuple(problem.coords)!r}){extra}, got {got}",
+            )
         if shape[0] < 1:
             _fail(problem, f"{where}[{label}]", f"has no points (shape {shape})")
         if not jnp.issubdtype(_dtype(x), jnp.floating):
-            _fail(problem, f"{where}[{label}]", f"must hold floating-point coordinates, got dtype {_dtype(x)} "
-                                                "(write 0.0, not 0)")
+            _fail(
+                problem,
+                f"{where}[{label}]",
+                f"must hold floating-point coordinates, got dtype {_dtype(x)} (write 0.0, not 0)",
+            )
 
     check_array(pts["pde"], "'pde'", False)
     for t in terms:
@@ -202,12 +305,20 @@ def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
         n_pieces = len(group)
         if not isinstance(arrays, (tuple, list)):
             shape = _shape(arrays)
-            _fail(problem, f"{where}[{t!r}]", f"must be a tuple with one point array per piece ({n_pieces} declared in "
-                                              f"pieces()[{t!r}]), got {'an array of shape ' + str(shape) if shape else repr(arrays)}"
-                                              f"; wrap a single array as (points,)")
+            _fail(
+                problem,
+                f"{where}[{t!r}]",
+                f"must be a tuple with one point array per piece ({n_pieces} declared in "
+                f"pieces()[{t!r}]), got {'an array of shape ' + str(shape) if shape else repr(arrays)}"
+                f"; wrap a single array as (points,)",
+            )
         if len(arrays) != n_pieces:
-            _fail(problem, f"{where}[{t!r}]", f"has {len(arrays)} point array(s) but pieces()[{t!r}] declares "
-                                              f"{n_pieces} piece(s) {tuple(group)!r}: piece i pairs with point array i")
+            _fail(
+                problem,
+                f"{where}[{t!r}]",
+                f"has {len(arrays)} point array(s) but pieces()[{t!r}] declares "
+                f"{n_pieces} piece(s) {tuple(group)!r}: piece i pairs with point array i",
+            )
         for i, (piece, x) in enumerate(zip(group, arrays)):
             check_array(x, f"{t!r}][{i}", piece.paired)
 

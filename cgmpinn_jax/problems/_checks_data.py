@@ -33,10 +33,18 @@ def check_system_declarations(problem: Any) -> None:
     geo = problem.geometry
     if geo is not None:
         if not hasattr(geo, "boundary_names") or not hasattr(geo, "sample_interior"):
-            _fail(problem, "geometry", f"must be a Geometry (cgmpinn_jax.geometry), got {type(geo).__name__}")
+            _fail(
+                problem,
+                "geometry",
+                f"must be a Geometry (cgmpinn_jax.geometry), got {type(geo).__name__}",
+            )
         if geo.dim != problem.dim:
-            _fail(problem, "geometry", f"is {geo.dim}-dimensional but coords = {tuple(problem.coords)!r} has "
-                                       f"{problem.dim} coordinates")
+            _fail(
+                problem,
+                "geometry",
+                f"is {geo.dim}-dimensional but coords = {tuple(problem.coords)!r} has "
+                f"{problem.dim} coordinates",
+            )
 
 
 def expected_shape(problem: Any, what: str) -> tuple[int, ...]:
@@ -65,21 +73,46 @@ def check_solution_and_source(problem: Any, z: Any, probe: Any) -> None:
     if problem.has_exact:
         out = _user_call(problem, "exact(z)", jax.eval_shape, problem.exact, z)
         if _shape(out) != want_f:
-            what = "a scalar (shape ())" if want_f == () else f"one value per field {tuple(problem.fields)!r}, shape {want_f}"
-            _fail(problem, "exact(z)", f"must return {what} {one_point}, got {_describe(out)}"
-                                       + ("; index the result, e.g. expr[0]" if _shape(out) == (1,) else ""))
+            what = (
+                "a scalar (shape ())"
+                if want_f == ()
+                else f"one value per field {tuple(problem.fields)!r}, shape {want_f}"
+            )
+            _fail(
+                problem,
+                "exact(z)",
+                f"must return {what} {one_point}, got {_describe(out)}"
+                + ("; index the result, e.g. expr[0]" if _shape(out) == (1,) else ""),
+            )
     elif not problem.homogeneous:
         out = _user_call(problem, "source(z)", jax.eval_shape, problem.source, z)
         if _shape(out) != want_e:
-            _fail(problem, "source(z)", f"must return {want_e or 'a scalar'} (one value per equation "
-                                        f"{tuple(problem.equations)!r}) {one_point}, got {_describe(out)}")
+            _fail(
+                problem,
+                "source(z)",
+                f"must return {want_e or 'a scalar'} (one value per equation "
+                f"{tuple(problem.equations)!r}) {one_point}, got {_describe(out)}",
+            )
     fields = [("a network", probe)] + ([("exact", problem.exact)] if problem.has_exact else [])
     for label, u in fields:
-        out = _user_call(problem, "operator(u, z)", jax.eval_shape,
-                         lambda q, u=u: problem.operator(problem.as_fields(u), q), z)
+        out = _user_call(
+            problem,
+            "operator(u, z)",
+            jax.eval_shape,
+            lambda q, u=u: problem.operator(problem.as_fields(u), q),
+            z,
+        )
         if _stacked_shape(out) != want_e:
-            what = "a scalar (shape ())" if want_e == () else f"one value per equation {tuple(problem.equations)!r} (a tuple or shape {want_e})"
-            _fail(problem, "operator(u, z)", f"must return {what} {one_point} (u = {label}), got {_describe(out)}")
+            what = (
+                "a scalar (shape ())"
+                if want_e == ()
+                else f"one value per equation {tuple(problem.equations)!r} (a tuple or shape {want_e})"
+            )
+            _fail(
+                problem,
+                "operator(u, z)",
+                f"must return {what} {one_point} (u = {label}), got {_describe(out)}",
+            )
 
 
 def check_piece_fields(problem: Any, pieces: dict) -> None:
@@ -91,10 +124,18 @@ def check_piece_fields(problem: Any, pieces: dict) -> None:
                 continue
             f = piece.field
             if f is None and len(fields) > 1:
-                _fail(problem, f"pieces()[{t!r}][{i}]", f"{piece!r} must name the field it constrains on this system "
-                                                        f"(field=one of {fields!r})")
+                _fail(
+                    problem,
+                    f"pieces()[{t!r}][{i}]",
+                    f"{piece!r} must name the field it constrains on this system "
+                    f"(field=one of {fields!r})",
+                )
             if f is not None and f not in fields:
-                _fail(problem, f"pieces()[{t!r}][{i}]", f"field={f!r} is not one of the problem's fields {fields!r}")
+                _fail(
+                    problem,
+                    f"pieces()[{t!r}][{i}]",
+                    f"field={f!r} is not one of the problem's fields {fields!r}",
+                )
 
 
 def check_reference(problem: Any) -> None:
@@ -104,12 +145,20 @@ def check_reference(problem: Any) -> None:
         return
     pts = np.asarray(ref.points)
     if pts.ndim != 2 or pts.shape[1] != problem.dim:
-        _fail(problem, "reference()", f"{ref.source!r}: points must have {problem.dim} columns "
-                                      f"({tuple(problem.coords)!r}), got shape {pts.shape}")
+        _fail(
+            problem,
+            "reference()",
+            f"{ref.source!r}: points must have {problem.dim} columns "
+            f"({tuple(problem.coords)!r}), got shape {pts.shape}",
+        )
     missing = [f for f in problem.fields if f not in tuple(ref.fields)]
     if missing:
-        _fail(problem, "reference()", f"{ref.source!r} has the fields {tuple(ref.fields)!r}, not {tuple(missing)!r} "
-                                      f"of the problem's fields {tuple(problem.fields)!r}")
+        _fail(
+            problem,
+            "reference()",
+            f"{ref.source!r} has the fields {tuple(ref.fields)!r}, not {tuple(missing)!r} "
+            f"of the problem's fields {tuple(problem.fields)!r}",
+        )
     geo = problem.geometry
     contains = None if geo is None else (lambda x: np.asarray(geo.contains(jnp.asarray(x))))
     try:
@@ -120,11 +169,19 @@ def check_reference(problem: Any) -> None:
 
 def _check_sampler(problem: Any, where: str, pts: Any, n: int, ok: Any, what: str) -> None:
     if _shape(pts) != (n, problem.dim):
-        _fail(problem, where, f"returned shape {_shape(pts)} for n = {n}; expected ({n}, {problem.dim})")
+        _fail(
+            problem,
+            where,
+            f"returned shape {_shape(pts)} for n = {n}; expected ({n}, {problem.dim})",
+        )
     bad = ~np.asarray(ok)
     if bad.any():
         first = np.asarray(pts)[np.argmax(bad)]
-        _fail(problem, where, f"returned {int(bad.sum())} of {n} points {what}, the first at {first.tolist()}")
+        _fail(
+            problem,
+            where,
+            f"returned {int(bad.sum())} of {n} points {what}, the first at {first.tolist()}",
+        )
 
 
 def _built_in(geo: Any) -> bool:
@@ -144,11 +201,15 @@ def check_geometry(problem: Any, n: int = 64) -> None:
     if geo is None or _built_in(geo):
         return
     x = _user_call(problem, "geometry.sample_interior(key, n)", geo.sample_interior, key, n)
-    _check_sampler(problem, "geometry.sample_interior(key, n)", x, n, geo.contains(x), "outside the domain")
+    _check_sampler(
+        problem, "geometry.sample_interior(key, n)", x, n, geo.contains(x), "outside the domain"
+    )
     for name in geo.boundary_names():
         where = f"geometry.sample_boundary(key, n, {name!r})"
         x, nrm = _user_call(problem, where, geo.sample_boundary, key, n, name)
-        _check_sampler(problem, where, x, n, geo.on_boundary(x, name), f"off the boundary part {name!r}")
+        _check_sampler(
+            problem, where, x, n, geo.on_boundary(x, name), f"off the boundary part {name!r}"
+        )
         check_unit_normals(problem, where, nrm)
 
 
@@ -156,8 +217,12 @@ def check_unit_normals(problem: Any, where: str, normals: Any) -> None:
     norm = np.linalg.norm(np.asarray(normals, np.float64), axis=-1)
     bad = ~(np.abs(norm - 1.0) < 1e-3)
     if bad.any():
-        _fail(problem, where, f"{int(bad.sum())} normal(s) are not unit vectors (length {float(norm[np.argmax(bad)]):.3g}; "
-                              "a zero-length normal has no direction)")
+        _fail(
+            problem,
+            where,
+            f"{int(bad.sum())} normal(s) are not unit vectors (length {float(norm[np.argmax(bad)]):.3g}; "
+            "a zero-length normal has no direction)",
+        )
 
 
 def check_concrete_draw(problem: Any, pieces: dict) -> None:
@@ -165,14 +230,22 @@ def check_concrete_draw(problem: Any, pieces: dict) -> None:
     of `Neumann` / `Robin` pieces."""
     from ._normal_pieces import normals_at
 
-    normal_pieces = [(t, i, p) for t, g in pieces.items() for i, p in enumerate(g) if hasattr(p, "normal")]
+    normal_pieces = [
+        (t, i, p) for t, g in pieces.items() for i, p in enumerate(g) if hasattr(p, "normal")
+    ]
     if problem.geometry is None and not normal_pieces:
         return
     pts = _user_call(problem, "sample_points(key)", problem.sample_points, jax.random.key(0))
     if problem.geometry is not None:
         x = jnp.asarray(pts["pde"])
-        _check_sampler(problem, "sample_points(key)['pde']", x, x.shape[0], problem.geometry.contains(x),
-                       "outside the geometry")
+        _check_sampler(
+            problem,
+            "sample_points(key)['pde']",
+            x,
+            x.shape[0],
+            problem.geometry.contains(x),
+            "outside the geometry",
+        )
     for t, i, piece in normal_pieces:
         where = f"pieces()[{t!r}][{i}] normal"
         x = jnp.asarray(pts[t][i])

@@ -69,7 +69,9 @@ class Neumann(Piece):
         return _values_of(self.g, points)
 
     def value(self, u, points):
-        return _normal_derivative(self.scalar(u), points, normals_at(self.normal, self.boundary, points))
+        return _normal_derivative(
+            self.scalar(u), points, normals_at(self.normal, self.boundary, points)
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,8 +17,21 @@ from ..derivatives import partial
 
 ScalarField = Callable[[jax.Array], jax.Array]
 
-__all__ = ["ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "Condition", "Fields",
-           "exact_field", "uniform", "grid", "check_points", "ScalarField"]
+__all__ = [
+    "ProblemDefaults",
+    "TestGrid",
+    "Piece",
+    "Dirichlet",
+    "DerivativeMatch",
+    "Periodic",
+    "Condition",
+    "Fields",
+    "exact_field",
+    "uniform",
+    "grid",
+    "check_points",
+    "ScalarField",
+]
 
 
 # --------------------------------------------------------------------------------------
@@ -51,13 +64,19 @@ def check_points(points: Any, dim: int, *, name: str = "points", paired: bool = 
     """
     arr = jnp.asarray(points)
     expected = "(n, 2, %d)" % dim if paired else "(n, %d)" % dim
-    ok = arr.ndim == (3 if paired else 2) and arr.shape[-1] == dim and (not paired or arr.shape[1] == 2)
+    ok = (
+        arr.ndim == (3 if paired else 2)
+        and arr.shape[-1] == dim
+        and (not paired or arr.shape[1] == 2)
+    )
     if not ok:
         raise ValueError(f"{name} must have shape {expected}, got {tuple(arr.shape)}")
     return arr
 
 
-def uniform(key: jax.Array, n: int, lower: tuple[float, ...], upper: tuple[float, ...]) -> jax.Array:
+def uniform(
+    key: jax.Array, n: int, lower: tuple[float, ...], upper: tuple[float, ...]
+) -> jax.Array:
     """``n`` i.i.d. points uniform in the box ``[lower, upper)``: collocation points.
 
     The reference code's ``torch.rand`` scaled to the box: ``lower + (upper - lower) * U``
@@ -192,8 +211,10 @@ def exact_field(problem: Any, field: str | None) -> ScalarField:
     """The exact solution's scalar field ``field`` (the whole exact solution for a scalar
     problem); a ValueError when the problem states no exact solution."""
     if not getattr(problem, "has_exact", True):
-        raise ValueError(f"{type(problem).__name__} states no exact(z), so a piece without a target g cannot derive "
-                         f"one: give the piece its target, e.g. Dirichlet(g=0.0) or Dirichlet(g=lambda z: ...)")
+        raise ValueError(
+            f"{type(problem).__name__} states no exact(z), so a piece without a target g cannot derive "
+            f"one: give the piece its target, e.g. Dirichlet(g=0.0) or Dirichlet(g=lambda z: ...)"
+        )
     fields = tuple(getattr(problem, "fields", ("u",)))
     if len(fields) == 1:
         return problem.exact
@@ -276,7 +297,9 @@ class Piece(abc.ABC):
         field = getattr(self, "field", None)
         if isinstance(u, Fields):
             if field is None:
-                raise ValueError(f"{self!r} constrains a system with fields {u.names!r}: name one, e.g. field={u.names[0]!r}")
+                raise ValueError(
+                    f"{self!r} constrains a system with fields {u.names!r}: name one, e.g. field={u.names[0]!r}"
+                )
             return u[field]
         return u
 

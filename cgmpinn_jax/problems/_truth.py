@@ -47,8 +47,10 @@ def _reference_values(problem: Any, ref: Any) -> np.ndarray:
     names = tuple(ref.fields)
     missing = [f for f in problem.fields if f not in names]
     if missing:
-        raise ValueError(f"{type(problem).__name__}.reference(): the reference {ref.source!r} has the fields {names!r}, "
-                         f"not {tuple(missing)!r} of the problem's fields {tuple(problem.fields)!r}")
+        raise ValueError(
+            f"{type(problem).__name__}.reference(): the reference {ref.source!r} has the fields {names!r}, "
+            f"not {tuple(missing)!r} of the problem's fields {tuple(problem.fields)!r}"
+        )
     cols = np.stack([np.asarray(ref.values)[:, names.index(f)] for f in problem.fields], axis=-1)
     return cols[:, 0] if cols.shape[1] == 1 else cols
 
@@ -64,4 +66,6 @@ def truth_of(problem: Any, dtype=None) -> Truth | None:
     ref = problem.reference_data()
     if ref is None:
         return None
-    return Truth(np.asarray(ref.points), _reference_values(problem, ref), f"reference {ref.source}", fields)
+    return Truth(
+        np.asarray(ref.points), _reference_values(problem, ref), f"reference {ref.source}", fields
+    )

@@ -71,14 +71,39 @@ import jax.numpy as jnp
 
 from .. import nn
 from ._checks import _check_pieces, _check_sampled  # the same checks as validate_problem
-from ._pieces import (Condition, DerivativeMatch, Dirichlet, Fields, Periodic, Piece, ProblemDefaults, ScalarField,
-                      TestGrid, check_points, grid, uniform)
+from ._pieces import (
+    Condition,
+    DerivativeMatch,
+    Dirichlet,
+    Fields,
+    Periodic,
+    Piece,
+    ProblemDefaults,
+    ScalarField,
+    TestGrid,
+    check_points,
+    grid,
+    uniform,
+)
 from ._truth import Truth, reference_of, truth_of
 
 Batch = dict[str, Any]
 
-__all__ = ["Problem", "ProblemDefaults", "TestGrid", "Piece", "Dirichlet", "DerivativeMatch", "Periodic", "Condition",
-           "Fields", "Truth", "uniform", "grid", "check_points"]
+__all__ = [
+    "Problem",
+    "ProblemDefaults",
+    "TestGrid",
+    "Piece",
+    "Dirichlet",
+    "DerivativeMatch",
+    "Periodic",
+    "Condition",
+    "Fields",
+    "Truth",
+    "uniform",
+    "grid",
+    "check_points",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,8 +323,10 @@ class Problem(abc.ABC):
         """
         ref = self.reference_data()
         if ref is None:
-            raise NotImplementedError(f"{type(self).__name__} must define test_grid() (it has no reference data "
-                                      "whose points could serve)")
+            raise NotImplementedError(
+                f"{type(self).__name__} must define test_grid() (it has no reference data "
+                "whose points could serve)"
+            )
         return TestGrid(points=ref.points, shape=(ref.points.shape[0],), axes=())
 
     def reference(self) -> Any:
@@ -380,10 +407,14 @@ class Problem(abc.ABC):
             ValueError: when the problem states neither ``exact`` nor ``homogeneous = True``.
         """
         if self.homogeneous:
-            return jnp.zeros(() if len(self.equations) == 1 else (len(self.equations),), dtype=z.dtype)
+            return jnp.zeros(
+                () if len(self.equations) == 1 else (len(self.equations),), dtype=z.dtype
+            )
         if not self.has_exact:
-            raise ValueError(f"{type(self).__name__}.source(z): the problem states no exact(z) to derive f = N[u*] "
-                             "from; define source(z), or set homogeneous = True when f = 0")
+            raise ValueError(
+                f"{type(self).__name__}.source(z): the problem states no exact(z) to derive f = N[u*] "
+                "from; define source(z), or set homogeneous = True when f = 0"
+            )
         return self._equations(self.operator(self.as_fields(self.exact), z))
 
     def residual(self, u: ScalarField, z: jax.Array) -> jax.Array:
@@ -398,7 +429,9 @@ class Problem(abc.ABC):
         """
         return self._equations(self.operator(self.as_fields(u), z)) - self.source(z)
 
-    def pde_residuals(self, u: ScalarField, points: jax.Array, source: jax.Array | None = None) -> jax.Array:
+    def pde_residuals(
+        self, u: ScalarField, points: jax.Array, source: jax.Array | None = None
+    ) -> jax.Array:
         """The PDE residuals ``N[u] - f`` at a batch of points.
 
         The operator goes through the derivative fast path (one Taylor-mode pass of the network
@@ -420,8 +453,9 @@ class Problem(abc.ABC):
             source = jax.vmap(self.source)(points)
         if not self.is_system:
             return nn.operator_values(self.operator, u, points) - source
-        fast = nn.system_operator_values(lambda f, z: self._equations(self.operator(f, z)), u, points,
-                                              self.fields)
+        fast = nn.system_operator_values(
+            lambda f, z: self._equations(self.operator(f, z)), u, points, self.fields
+        )
         if fast is not None:
             return fast - source
         fields = self.as_fields(u)
@@ -451,7 +485,9 @@ class Problem(abc.ABC):
             batch[term] = tuple(group)
         return batch
 
-    def constraint_residuals(self, u: ScalarField, batch: Batch) -> dict[str, tuple[jax.Array, ...]]:
+    def constraint_residuals(
+        self, u: ScalarField, batch: Batch
+    ) -> dict[str, tuple[jax.Array, ...]]:
         """The residual vectors of every piece of every constraint term.
 
         Args:
@@ -481,7 +517,9 @@ class Problem(abc.ABC):
 
 def _forwarded(attr: str) -> property:
     """A read-only property that reads ``attr`` of the wrapped problem, ``self.forward``."""
-    return property(lambda self: getattr(self.forward, attr), doc=f"The forward problem's ``{attr}``.")
+    return property(
+        lambda self: getattr(self.forward, attr), doc=f"The forward problem's ``{attr}``."
+    )
 
 
 class ForwardWrapper(Problem):

@@ -54,9 +54,16 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
     """``satisfies`` as sorted ``"term:index"`` strings, checked against the problem's pieces."""
     pieces = problem.pieces()
     if satisfies is None:
-        ids = [f"{t}:{i}" for t in problem.terms for i, p in enumerate(pieces[t]) if isinstance(p, Dirichlet)]
+        ids = [
+            f"{t}:{i}"
+            for t in problem.terms
+            for i, p in enumerate(pieces[t])
+            if isinstance(p, Dirichlet)
+        ]
         if not ids:
-            raise ValueError(f"HardConstrained: {type(problem).__name__} has no Dirichlet piece to meet exactly")
+            raise ValueError(
+                f"HardConstrained: {type(problem).__name__} has no Dirichlet piece to meet exactly"
+            )
         return tuple(sorted(ids))
     if isinstance(satisfies, str):
         satisfies = (satisfies,)
@@ -64,15 +71,19 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
     for s in satisfies:
         term, _, idx = str(s).partition(":")
         if term not in problem.terms:
-            raise ValueError(f"HardConstrained: satisfies names the term {term!r}, which "
-                             f"{type(problem).__name__} does not have (its terms: {', '.join(problem.terms) or 'none'})")
+            raise ValueError(
+                f"HardConstrained: satisfies names the term {term!r}, which "
+                f"{type(problem).__name__} does not have (its terms: {', '.join(problem.terms) or 'none'})"
+            )
         n = len(pieces[term])
         if not idx:
             ids += [f"{term}:{i}" for i in range(n)]
             continue
         if not idx.isdigit() or int(idx) >= n:
-            raise ValueError(f"HardConstrained: satisfies entry {s!r}: the term {term!r} has pieces 0..{n - 1}; "
-                             f"write 'term' or 'term:index'")
+            raise ValueError(
+                f"HardConstrained: satisfies entry {s!r}: the term {term!r} has pieces 0..{n - 1}; "
+                f"write 'term' or 'term:index'"
+            )
         ids.append(f"{term}:{int(idx)}")
     return tuple(sorted(set(ids)))
 
@@ -83,8 +94,10 @@ def _faces_of(problem: Problem, ids: tuple[str, ...], pts: dict) -> tuple[tuple[
     from ..geometry import Box
 
     if problem.geometry is not None and not isinstance(problem.geometry, Box):
-        raise ValueError(f"HardConstrained: {type(problem).__name__} has a geometry, and g and d are built for "
-                         f"box faces only; give g and d yourself")
+        raise ValueError(
+            f"HardConstrained: {type(problem).__name__} has a geometry, and g and d are built for "
+            f"box faces only; give g and d yourself"
+        )
     lo, hi = np.asarray(problem.lower, np.float64), np.asarray(problem.upper, np.float64)
     tol = 1e-6 * (hi - lo)
     pieces, fields = problem.pieces(), tuple(problem.fields)
@@ -93,15 +106,21 @@ def _faces_of(problem: Problem, ids: tuple[str, ...], pts: dict) -> tuple[tuple[
         term, i = pid.split(":")[0], int(pid.split(":")[1])
         piece = pieces[term][i]
         if not isinstance(piece, Dirichlet):
-            raise ValueError(f"HardConstrained: piece {i} of {term!r} is a {type(piece).__name__}; g and d are built "
-                             f"for Dirichlet pieces only (give g and d yourself, or leave the piece in the loss)")
+            raise ValueError(
+                f"HardConstrained: piece {i} of {term!r} is a {type(piece).__name__}; g and d are built "
+                f"for Dirichlet pieces only (give g and d yourself, or leave the piece in the loss)"
+            )
         z = np.asarray(pts[term][i], np.float64).reshape(-1, problem.dim)
-        on = np.concatenate([np.abs(z - lo) <= tol, np.abs(z - hi) <= tol], axis=1)  # (n, 2d): on face (side, j)
+        on = np.concatenate(
+            [np.abs(z - lo) <= tol, np.abs(z - hi) <= tol], axis=1
+        )  # (n, 2d): on face (side, j)
         only = on[on.sum(axis=1) == 1]
         if not np.all(on.any(axis=1)):
-            raise ValueError(f"HardConstrained: piece {i} of {term!r} has points off the faces of the box "
-                             f"{problem.lower}..{problem.upper}; g and d are built for pieces on box faces only "
-                             f"(give g and d yourself, or leave the piece in the loss)")
+            raise ValueError(
+                f"HardConstrained: piece {i} of {term!r} has points off the faces of the box "
+                f"{problem.lower}..{problem.upper}; g and d are built for pieces on box faces only "
+                f"(give g and d yourself, or leave the piece in the loss)"
+            )
         faces = sorted({int(k) for k in np.nonzero((only if len(only) else on).any(axis=0))[0]})
         f = fields.index(piece.field) if piece.field is not None else 0
         for k in faces:
@@ -163,24 +182,38 @@ class HardConstrained(ForwardWrapper):
 
         fwd = self.forward
         if isinstance(fwd, HardConstrained):
-            raise ValueError("HardConstrained: forward is already hard-constrained; list every piece in one "
-                             "HardConstrained")
+            raise ValueError(
+                "HardConstrained: forward is already hard-constrained; list every piece in one "
+                "HardConstrained"
+            )
         if not isinstance(fwd, Problem):
-            raise TypeError(f"HardConstrained: forward must be a Problem instance (e.g. cj.get_problem('heat')), got "
-                            f"{type(fwd).__name__}")
+            raise TypeError(
+                f"HardConstrained: forward must be a Problem instance (e.g. cj.get_problem('heat')), got "
+                f"{type(fwd).__name__}"
+            )
         if type(fwd).sample is not Problem.sample:
-            raise ValueError(f"HardConstrained: {type(fwd).__name__} builds its own training batch (sample), as an "
-                             f"inverse problem does; a hard constraint wraps a forward problem only")
+            raise ValueError(
+                f"HardConstrained: {type(fwd).__name__} builds its own training batch (sample), as an "
+                f"inverse problem does; a hard constraint wraps a forward problem only"
+            )
         validate_problem(fwd)
         object.__setattr__(self, "satisfies", _piece_ids(fwd, self.satisfies))
         if (self.g is None) != (self.d is None):
-            raise ValueError("HardConstrained: give g and d together (or neither: built from the pieces' box faces)")
+            raise ValueError(
+                "HardConstrained: give g and d together (or neither: built from the pieces' box faces)"
+            )
         for name in ("g", "d"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
-                raise TypeError(f"HardConstrained: {name} must be a function of one point, got "
-                                f"{type(getattr(self, name)).__name__}")
-        pts = fwd.sample_points(jax.random.key(0))  # one draw: the faces are found and checked on it
-        object.__setattr__(self, "_faces", None if self.g is not None else _faces_of(fwd, self.satisfies, pts))
+                raise TypeError(
+                    f"HardConstrained: {name} must be a function of one point, got "
+                    f"{type(getattr(self, name)).__name__}"
+                )
+        pts = fwd.sample_points(
+            jax.random.key(0)
+        )  # one draw: the faces are found and checked on it
+        object.__setattr__(
+            self, "_faces", None if self.g is not None else _faces_of(fwd, self.satisfies, pts)
+        )
         self._check_meets(pts)
 
     @property
@@ -195,8 +228,10 @@ class HardConstrained(ForwardWrapper):
 
     def _kept(self) -> dict[str, tuple[int, ...]]:
         pieces = self.forward.pieces()
-        return {t: tuple(i for i in range(len(pieces[t])) if f"{t}:{i}" not in self.satisfies)
-                for t in self.forward.terms}
+        return {
+            t: tuple(i for i in range(len(pieces[t])) if f"{t}:{i}" not in self.satisfies)
+            for t in self.forward.terms
+        }
 
     # ---- the Problem interface -----------------------------------------------------------
     def operator(self, u, z):
@@ -215,10 +250,16 @@ class HardConstrained(ForwardWrapper):
     def note(self) -> str:
         """The line a run prints: which pieces the output transform meets and what left the loss."""
         gone = [t for t in self.forward.terms if t not in self.terms]
-        how = "the given g and d" if self.g is not None else "g and d built from the pieces' box faces"
-        return (f"[{self.name}] hard constraint ({how}): {', '.join(self.satisfied)} met exactly by the output "
-                f"transform u = g + d N; dropped from the loss and the balancing"
-                + (f" (terms gone: {', '.join(gone)})" if gone else ""))
+        how = (
+            "the given g and d"
+            if self.g is not None
+            else "g and d built from the pieces' box faces"
+        )
+        return (
+            f"[{self.name}] hard constraint ({how}): {', '.join(self.satisfied)} met exactly by the output "
+            f"transform u = g + d N; dropped from the loss and the balancing"
+            + (f" (terms gone: {', '.join(gone)})" if gone else "")
+        )
 
     def lift_and_distance(self, z: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(g(z), d(z))`` at one point ``(d,)``: scalars, or ``(F,)`` on a system."""
@@ -270,6 +311,7 @@ class HardConstrained(ForwardWrapper):
         Returns:
             The constrained field, a function of one point.
         """
+
         def u(z):
             g, d = self.lift_and_distance(z)
             return g + d * net(z)
@@ -279,7 +321,9 @@ class HardConstrained(ForwardWrapper):
     def _check_meets(self, pts: dict) -> None:
         """g and d meet each satisfied piece's targets at a draw ``pts`` of its points (a clear error otherwise)."""
         pieces = self.forward.pieces()
-        u = self.constrain(lambda z: jnp.full((len(self.fields),) if len(self.fields) > 1 else (), 3.0, z.dtype))
+        u = self.constrain(
+            lambda z: jnp.full((len(self.fields),) if len(self.fields) > 1 else (), 3.0, z.dtype)
+        )
         fields = self.as_fields(u)
         for pid in self.satisfied:
             term, i = pid.split(":")[0], int(pid.split(":")[1])
@@ -288,9 +332,11 @@ class HardConstrained(ForwardWrapper):
             scale = 1.0 + float(np.max(np.abs(np.asarray(piece.target(self.forward, p)))))
             worst = float(np.max(np.abs(miss))) if miss.size else 0.0
             if not np.isfinite(worst) or worst > 1e-4 * scale:
-                raise ValueError(f"HardConstrained: the output transform misses piece {i} of {term!r} at its points "
-                                 f"by up to {worst:.3g} (|target| up to {scale - 1:.3g}); g must equal the target "
-                                 f"and d vanish there (incompatible data where faces meet also shows here)")
+                raise ValueError(
+                    f"HardConstrained: the output transform misses piece {i} of {term!r} at its points "
+                    f"by up to {worst:.3g} (|target| up to {scale - 1:.3g}); g must equal the target "
+                    f"and d vanish there (incompatible data where faces meet also shows here)"
+                )
 
 
 class ConstrainedNetwork(eqx.Module):

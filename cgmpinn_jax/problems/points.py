@@ -71,7 +71,9 @@ def box_edges(
     upper = tuple(float(v) for v in upper)
     d = len(lower)
     if d == 0 or len(upper) != d:
-        raise ValueError(f"box_edges: lower and upper must have the same length >= 1, got {lower} and {upper}")
+        raise ValueError(
+            f"box_edges: lower and upper must have the same length >= 1, got {lower} and {upper}"
+        )
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"box_edges: n must be a positive int, got {n!r}")
     dtype = jnp.zeros(()).dtype

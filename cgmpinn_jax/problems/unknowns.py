@@ -73,15 +73,27 @@ class Unknown:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ValueError(f"Unknown.name must be a field name (an identifier), got {self.name!r}")
-        if isinstance(self.init, bool) or not isinstance(self.init, (int, float)) or not math.isfinite(float(self.init)):
-            raise ValueError(f"Unknown({self.name!r}).init must be a finite number, got {self.init!r}")
+            raise ValueError(
+                f"Unknown.name must be a field name (an identifier), got {self.name!r}"
+            )
+        if (
+            isinstance(self.init, bool)
+            or not isinstance(self.init, (int, float))
+            or not math.isfinite(float(self.init))
+        ):
+            raise ValueError(
+                f"Unknown({self.name!r}).init must be a finite number, got {self.init!r}"
+            )
         object.__setattr__(self, "init", float(self.init))
         if self.transform not in TRANSFORMS:
-            raise ValueError(f"Unknown({self.name!r}).transform must be one of {TRANSFORMS}, got {self.transform!r}")
+            raise ValueError(
+                f"Unknown({self.name!r}).transform must be one of {TRANSFORMS}, got {self.transform!r}"
+            )
         if self.transform != "identity" and not self.init > 0:
-            raise ValueError(f"Unknown({self.name!r}).init must be > 0 with transform={self.transform!r} "
-                             f"(a positive coefficient), got {self.init!r}; use transform='identity' for any sign")
+            raise ValueError(
+                f"Unknown({self.name!r}).init must be > 0 with transform={self.transform!r} "
+                f"(a positive coefficient), got {self.init!r}; use transform='identity' for any sign"
+            )
 
     def to_raw(self, value: float) -> float:
         """The raw parameter ``theta`` at which the coefficient equals ``value``: the inverse of

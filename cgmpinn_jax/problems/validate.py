@@ -6,10 +6,24 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._checks import (_check_dataclass, _check_declarations, _check_pieces, _check_sampled, _fail, _probe_field,
-                      _shape, _user_call)
-from ._checks_data import (check_concrete_draw, check_geometry, check_piece_fields, check_reference,
-                           check_solution_and_source, check_system_declarations)
+from ._checks import (
+    _check_dataclass,
+    _check_declarations,
+    _check_pieces,
+    _check_sampled,
+    _fail,
+    _probe_field,
+    _shape,
+    _user_call,
+)
+from ._checks_data import (
+    check_concrete_draw,
+    check_geometry,
+    check_piece_fields,
+    check_reference,
+    check_solution_and_source,
+    check_system_declarations,
+)
 from ._pieces import TestGrid
 from .base import Problem
 
@@ -61,9 +75,13 @@ def validate_problem(problem: "Problem") -> "Problem":
         'heat'
     """
     if isinstance(problem, type) and issubclass(problem, Problem):
-        raise TypeError(f"expected a Problem instance, got the class {problem.__name__}: write {problem.__name__}()")
+        raise TypeError(
+            f"expected a Problem instance, got the class {problem.__name__}: write {problem.__name__}()"
+        )
     if not isinstance(problem, Problem):
-        raise TypeError(f"expected a Problem instance (or a registry name), got {type(problem).__name__}")
+        raise TypeError(
+            f"expected a Problem instance (or a registry name), got {type(problem).__name__}"
+        )
     _check_dataclass(problem)
     cache_key = (type(problem), problem, bool(jax.config.jax_enable_x64))
     if cache_key in _VALIDATED:
@@ -77,14 +95,20 @@ def validate_problem(problem: "Problem") -> "Problem":
 
     check_system_declarations(problem)
     n_fields = len(problem.fields)
-    probe = _probe_field if n_fields == 1 else (lambda q: jnp.sin(jnp.sum(q) + jnp.arange(n_fields, dtype=q.dtype)))
+    probe = (
+        _probe_field
+        if n_fields == 1
+        else (lambda q: jnp.sin(jnp.sum(q) + jnp.arange(n_fields, dtype=q.dtype)))
+    )
     check_solution_and_source(problem, z, probe)
 
     pieces = _user_call(problem, "pieces()", problem.pieces)
     _check_pieces(problem, pieces)
     check_piece_fields(problem, pieces)
     check_geometry(problem)
-    pts = _user_call(problem, "sample_points(key)", jax.eval_shape, problem.sample_points, jax.random.key(0))
+    pts = _user_call(
+        problem, "sample_points(key)", jax.eval_shape, problem.sample_points, jax.random.key(0)
+    )
     _check_sampled(problem, pts, pieces)
     for t in problem.terms:
         for i, (piece, x) in enumerate(zip(pieces[t], pts[t])):
@@ -95,12 +119,20 @@ def validate_problem(problem: "Problem") -> "Problem":
                 where = f"pieces()[{t!r}][{i}].{what}"
                 out = _user_call(problem, where, jax.eval_shape, fn, spec)
                 if _shape(out) != (n,):
-                    _fail(problem, where, f"must return one value per point, shape ({n},), got {_shape(out)}")
+                    _fail(
+                        problem,
+                        where,
+                        f"must return one value per point, shape ({n},), got {_shape(out)}",
+                    )
 
     tg = _user_call(problem, "test_grid()", problem.test_grid)
     if not isinstance(tg, TestGrid):
-        _fail(problem, "test_grid()", f"must return a TestGrid, e.g. grid(self.lower, self.upper, sizes), "
-                                      f"got {type(tg).__name__}")
+        _fail(
+            problem,
+            "test_grid()",
+            f"must return a TestGrid, e.g. grid(self.lower, self.upper, sizes), "
+            f"got {type(tg).__name__}",
+        )
     shape = _shape(tg.points)
     if shape is None or len(shape) != 2 or shape[1] != d or shape[0] < 1:
         _fail(problem, "test_grid()", f"points must have shape (M, {d}), got {shape}")

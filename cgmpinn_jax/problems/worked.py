@@ -61,13 +61,22 @@ def burgers_reference(nu: float) -> Reference:
     files = {0.01 / np.pi: "burgers_nu0.01pi.npz", 0.01: "burgers_nu0.01.npz"}
     name = next((f for v, f in files.items() if abs(nu - v) <= 1e-12 * v), None)
     if name is None:
-        raise ValueError(f"no shipped Burgers reference for nu={nu!r}; shipped: nu = 0.01/pi and 0.01 "
-                         "(python -m benchmarks.burgers_reference computes others)")
-    with importlib.resources.files("cgmpinn_jax").joinpath("data", "burgers", name).open("rb") as fh:
+        raise ValueError(
+            f"no shipped Burgers reference for nu={nu!r}; shipped: nu = 0.01/pi and 0.01 "
+            "(python -m benchmarks.burgers_reference computes others)"
+        )
+    with (
+        importlib.resources.files("cgmpinn_jax").joinpath("data", "burgers", name).open("rb") as fh
+    ):
         data = dict(np.load(fh))
     x, t = np.meshgrid(data["x"], data["t"], indexing="ij")
-    return Reference.from_arrays(np.stack([x.ravel(), t.ravel()], -1), data["u"].reshape(-1, 1), coords=("x", "t"),
-                                 fields=("u",), source=f"burgers/{name} (pseudo-spectral)")
+    return Reference.from_arrays(
+        np.stack([x.ravel(), t.ravel()], -1),
+        data["u"].reshape(-1, 1),
+        coords=("x", "t"),
+        fields=("u",),
+        source=f"burgers/{name} (pseudo-spectral)",
+    )
 
 
 def _refined(problem, pde, sample, key):
@@ -75,7 +84,9 @@ def _refined(problem, pde, sample, key):
     (``pde`` itself when it is 0; a negative count is an error naming the class)."""
     n = problem.n_refine
     if n < 0:
-        raise ValueError(f"{type(problem).__name__}: n_refine must be >= 0 (extra interior points), got {n}")
+        raise ValueError(
+            f"{type(problem).__name__}: n_refine must be >= 0 (extra interior points), got {n}"
+        )
     return jnp.concatenate([pde, sample(key, n, pde.dtype)]) if n else pde
 
 
@@ -117,7 +128,10 @@ class BurgersFromData(Problem):
         return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
 
     def pieces(self):
-        return {"ic": (Dirichlet(g=lambda z: -jnp.sin(jnp.pi * z[0])),), "bc": (Dirichlet(g=0.0), Dirichlet(g=0.0))}
+        return {
+            "ic": (Dirichlet(g=lambda z: -jnp.sin(jnp.pi * z[0])),),
+            "bc": (Dirichlet(g=0.0), Dirichlet(g=0.0)),
+        }
 
     def sample_points(self, key):
         k_pde, k_ic, k_bc = jax.random.split(key, 3)
@@ -147,8 +161,12 @@ def _top_refinement(key, n, dtype):
     denser toward the corner (its distance along each axis is ``0.15 U^2``)."""
     k_strip, k_corner = jax.random.split(key)
     n_strip = n // 2
-    strip = jax.random.uniform(k_strip, (n_strip, 2), dtype) * jnp.array([1.0, 0.1], dtype) + jnp.array([0.0, 0.9], dtype)
-    gap = 0.15 * jax.random.uniform(k_corner, (n - n_strip, 2), dtype) ** 2  # distance from the corner, per axis
+    strip = jax.random.uniform(k_strip, (n_strip, 2), dtype) * jnp.array(
+        [1.0, 0.1], dtype
+    ) + jnp.array([0.0, 0.9], dtype)
+    gap = (
+        0.15 * jax.random.uniform(k_corner, (n - n_strip, 2), dtype) ** 2
+    )  # distance from the corner, per axis
     left = (jnp.arange(n - n_strip) % 2 == 0)[:, None]
     corner = jnp.where(left, jnp.stack([gap[:, 0], 1.0 - gap[:, 1]], 1), 1.0 - gap)
     return jnp.concatenate([strip, corner])
@@ -196,22 +214,46 @@ class LidDrivenCavity(Problem):
 
     def operator(self, f, z):
         u, v = f.u(z), f.v(z)
-        ux, uy, vx, vy = partial(f.u, 0)(z), partial(f.u, 1)(z), partial(f.v, 0)(z), partial(f.v, 1)(z)
+        ux, uy, vx, vy = (
+            partial(f.u, 0)(z),
+            partial(f.u, 1)(z),
+            partial(f.v, 0)(z),
+            partial(f.v, 1)(z),
+        )
         lap = lambda g: partial(g, 0, 0)(z) + partial(g, 1, 1)(z)  # noqa: E731
-        return (u * ux + v * uy + partial(f.p, 0)(z) - lap(f.u) / self.re,
-                u * vx + v * vy + partial(f.p, 1)(z) - lap(f.v) / self.re, ux + vy)
+        return (
+            u * ux + v * uy + partial(f.p, 0)(z) - lap(f.u) / self.re,
+            u * vx + v * vy + partial(f.p, 1)(z) - lap(f.v) / self.re,
+            ux + vy,
+        )
 
     def pieces(self):
         lid = lambda z: 4.0 * z[0] * (1.0 - z[0])  # noqa: E731
-        return {"bc": (Dirichlet(g=lid, field="u"), Dirichlet(g=0.0, field="v"), Dirichlet(g=0.0, field="u"),
-                       Dirichlet(g=0.0, field="v"), Condition(lambda f, z: f.p(z)))}
+        return {
+            "bc": (
+                Dirichlet(g=lid, field="u"),
+                Dirichlet(g=0.0, field="v"),
+                Dirichlet(g=0.0, field="u"),
+                Dirichlet(g=0.0, field="v"),
+                Condition(lambda f, z: f.p(z)),
+            )
+        }
 
     def sample_points(self, key):
         k1, k2, k3 = jax.random.split(key, 3)
         lid = self.geometry.sample_boundary(k2, self.n_lid, "wall.x1+")[0]
-        walls = jnp.concatenate([self.geometry.sample_boundary(k, self.n_wall // 3, f"wall.{face}")[0]
-                                 for k, face in zip(jax.random.split(k3, 3), ("x0-", "x0+", "x1-"))])
-        pde = _refined(self, self.geometry.sample_interior(k1, self.n_pde), _top_refinement, jax.random.fold_in(k1, 1))
+        walls = jnp.concatenate(
+            [
+                self.geometry.sample_boundary(k, self.n_wall // 3, f"wall.{face}")[0]
+                for k, face in zip(jax.random.split(k3, 3), ("x0-", "x0+", "x1-"))
+            ]
+        )
+        pde = _refined(
+            self,
+            self.geometry.sample_interior(k1, self.n_pde),
+            _top_refinement,
+            jax.random.fold_in(k1, 1),
+        )
         return {"pde": pde, "bc": (lid, lid, walls, walls, jnp.zeros((1, 2), lid.dtype))}
 
     def reference(self):
@@ -244,8 +286,13 @@ class SquareWithHoles(Problem):
     coords = ("x", "y")
     terms = ("bc",)
     homogeneous = True
-    geometry = (Box((-0.5, -0.5), (0.5, 0.5), name="square") - Disk((0.3, 0.3), 0.1, name="h1")
-                - Disk((-0.3, 0.3), 0.1, name="h2") - Disk((-0.3, -0.3), 0.1, name="h3") - Disk((0.3, -0.3), 0.1, name="h4"))
+    geometry = (
+        Box((-0.5, -0.5), (0.5, 0.5), name="square")
+        - Disk((0.3, 0.3), 0.1, name="h1")
+        - Disk((-0.3, 0.3), 0.1, name="h2")
+        - Disk((-0.3, -0.3), 0.1, name="h3")
+        - Disk((0.3, -0.3), 0.1, name="h4")
+    )
 
     def operator(self, u, z):
         return partial(u, 0, 0)(z) + partial(u, 1, 1)(z)
@@ -255,15 +302,25 @@ class SquareWithHoles(Problem):
 
     def sample_points(self, key):
         k1, k2, k3 = jax.random.split(key, 3)
-        holes = [self.geometry.sample_boundary(k, self.n_holes // 4, f"h{i + 1}")[0] for i, k in enumerate(jax.random.split(k3, 4))]
-        return {"pde": self.geometry.sample_interior(k1, self.n_pde),
-                "bc": (self.geometry.sample_boundary(k2, self.n_outer, "square")[0], jnp.concatenate(holes))}
+        holes = [
+            self.geometry.sample_boundary(k, self.n_holes // 4, f"h{i + 1}")[0]
+            for i, k in enumerate(jax.random.split(k3, 4))
+        ]
+        return {
+            "pde": self.geometry.sample_interior(k1, self.n_pde),
+            "bc": (
+                self.geometry.sample_boundary(k2, self.n_outer, "square")[0],
+                jnp.concatenate(holes),
+            ),
+        }
 
     def reference(self):
         return pinnacle_reference("poisson1_cg_data", coords=self.coords, fields=("u",))
 
 
-WORKED: dict[str, type[Problem]] = {cls.name: cls for cls in (BurgersFromData, LidDrivenCavity, SquareWithHoles)}
+WORKED: dict[str, type[Problem]] = {
+    cls.name: cls for cls in (BurgersFromData, LidDrivenCavity, SquareWithHoles)
+}
 """The worked examples of docs/problems-from-data.md by registry name (a dict ``{name: Problem
 subclass}``): ``burgers_data``, ``cavity`` and ``holes``; [`get_problem`][cgmpinn_jax.get_problem]
 finds them (``get_problem("cavity")``)."""

@@ -33,5 +33,20 @@ from ._stopping import accepts as accepts
 from ._protocol import StageStatus as StageStatus
 from ._protocol import StepResult as StepResult
 
-__all__ = ["Adam", "LBFGS", "BFGS", "SSBFGS", "SSBroyden", "GaussNewton", "StageOptions", "StopRule", "STAGES",
-           "stage_from_dict", "Stage", "StageStatus", "StepResult", "Guards", "accepts"]
+__all__ = [
+    "Adam",
+    "LBFGS",
+    "BFGS",
+    "SSBFGS",
+    "SSBroyden",
+    "GaussNewton",
+    "StageOptions",
+    "StopRule",
+    "STAGES",
+    "stage_from_dict",
+    "Stage",
+    "StageStatus",
+    "StepResult",
+    "Guards",
+    "accepts",
+]

@@ -108,8 +108,12 @@ __all__ = ["GaussNewtonSolver", "GNState", "PCGState", "memory_bytes", "lm_solve
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
-PCG_AUTO_ROWS = 2048  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
-SVD_AUTO_MAX = 4096  # in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
+PCG_AUTO_ROWS = (
+    2048  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
+)
+SVD_AUTO_MAX = (
+    4096  # in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
+)
 MATFREE_MAX_ITERS = 200  # CG iterations per trial at most (gauss_newton.form="matfree")
 MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.form="matfree")
 
@@ -142,8 +146,9 @@ class GNState(NamedTuple):
     nu: jax.Array  # () growth factor of mu after a rejected trial
 
 
-def lm_solve_form(rows: int, params: int, form: str = "auto", limit_bytes: float | None = None,
-                  itemsize: int = 8) -> str:
+def lm_solve_form(
+    rows: int, params: int, form: str = "auto", limit_bytes: float | None = None, itemsize: int = 8
+) -> str:
     """The linear-system form a Gauss-Newton iteration with ``rows x params`` Jacobian uses.
 
     An explicit ``form`` is returned as it is. For ``"auto"``, in this order:
@@ -222,7 +227,9 @@ def memory_bytes(rows: int, params: int, itemsize: int = 8, form: str = "auto") 
     form = lm_solve_form(rows, params, form, itemsize=itemsize)
     if form == "matfree":
         return itemsize * (10 * rows + 6 * params)
-    if form == "svd":  # J twice, the SVD's V^T and the factorization's workspace (about one more J), U
+    if (
+        form == "svd"
+    ):  # J twice, the SVD's V^T and the factorization's workspace (about one more J), U
         return itemsize * (4 * rows * params + 2 * min(rows, params) ** 2)
     s = rows if form == "kernel" else (min(rows, params) if form == "pcg" else params)
     return itemsize * (2 * rows * params + 3 * s * s)
@@ -317,11 +324,30 @@ class GaussNewtonSolver(Terminates):
         matfree_max: CG iterations per trial at most in the ``"matfree"`` form (200).
     """
 
-    def __init__(self, obj_fn, lsq, *, form: str, mu_init: float, mu_min: float, mu_max: float, max_trials: int,
-                 cg_max: int = PCG_MAX_ITERS, cg_tol: float = PCG_TOL, cg_refactor: int = PCG_REFACTOR,
-                 limit_bytes: float | None = None, matfree_max: int = MATFREE_MAX_ITERS):
+    def __init__(
+        self,
+        obj_fn,
+        lsq,
+        *,
+        form: str,
+        mu_init: float,
+        mu_min: float,
+        mu_max: float,
+        max_trials: int,
+        cg_max: int = PCG_MAX_ITERS,
+        cg_tol: float = PCG_TOL,
+        cg_refactor: int = PCG_REFACTOR,
+        limit_bytes: float | None = None,
+        matfree_max: int = MATFREE_MAX_ITERS,
+    ):
         self.obj_fn, self.lsq = obj_fn, lsq
-        self.form, self.mu_init, self.mu_min, self.mu_max, self.max_trials = form, mu_init, mu_min, mu_max, max_trials
+        self.form, self.mu_init, self.mu_min, self.mu_max, self.max_trials = (
+            form,
+            mu_init,
+            mu_min,
+            mu_max,
+            max_trials,
+        )
         self.cg_max, self.cg_tol, self.cg_refactor = cg_max, cg_tol, cg_refactor
         self.limit_bytes, self.matfree_max = limit_bytes, matfree_max
 
@@ -378,7 +404,12 @@ class GaussNewtonSolver(Terminates):
             p_new = unravel(x + d)
             new_value, tv = self.obj_fn(p_new, w, lam, batch)
             rho = (value - new_value) / pred
-            ok = jnp.all(jnp.isfinite(d)) & jnp.isfinite(new_value) & (pred > 0) & (new_value < value)
+            ok = (
+                jnp.all(jnp.isfinite(d))
+                & jnp.isfinite(new_value)
+                & (pred > 0)
+                & (new_value < value)
+            )
             return ok, rho, p_new, new_value, tv, its
 
         def cond(c):
@@ -388,7 +419,9 @@ class GaussNewtonSolver(Terminates):
         def body(c):
             t, _, _, mu, nu, out, _ = c
             ok, rho, p_new, new_value, tv, its = trial(mu)
-            out = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (p_new, new_value, tv), out)
+            out = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(ok, a, b), (p_new, new_value, tv), out
+            )
             mu_ok = mu * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
             at_max = ~ok & (mu >= hi)
             mu_new = jnp.clip(jnp.where(ok, mu_ok, mu * nu), lo, hi)
@@ -396,9 +429,18 @@ class GaussNewtonSolver(Terminates):
             return t + 1, ok | at_max, at_max, mu_new.astype(dt), nu_new.astype(dt), out, its
 
         out0 = (params, value, state.tv)
-        init = (jnp.int32(0), jnp.asarray(False), jnp.asarray(False), jnp.clip(mu0, lo, hi).astype(dt),
-                state.nu, out0, jnp.int32(0))
-        trials, _, at_max, mu, nu, (p_new, new_value, tv), its = jax.lax.while_loop(cond, body, init)
+        init = (
+            jnp.int32(0),
+            jnp.asarray(False),
+            jnp.asarray(False),
+            jnp.clip(mu0, lo, hi).astype(dt),
+            state.nu,
+            out0,
+            jnp.int32(0),
+        )
+        trials, _, at_max, mu, nu, (p_new, new_value, tv), its = jax.lax.while_loop(
+            cond, body, init
+        )
         status = jnp.where(at_max, StageStatus.NO_DECREASE, 0).astype(jnp.int32)
         new_state = GNState(new_value, unravel(2.0 * g), tv, mu, nu)
         if form == "pcg":
@@ -407,8 +449,10 @@ class GaussNewtonSolver(Terminates):
             # failure stops the stage (module docstring, "pcg with a stale factor")
             retry = at_max & (made == 0)
             status = jnp.where(retry, 0, status).astype(jnp.int32)
-            new_state = new_state._replace(mu=jnp.where(retry, jnp.clip(mu0, lo, hi).astype(dt), mu),
-                                           nu=jnp.where(retry, state.nu, nu))
+            new_state = new_state._replace(
+                mu=jnp.where(retry, jnp.clip(mu0, lo, hi).astype(dt), mu),
+                nu=jnp.where(retry, state.nu, nu),
+            )
             its = jnp.where(retry, self.cg_refactor + 1, its).astype(jnp.int32)
             new_state = PCGState(*new_state, L, its, state.factorizations + made)
         return StepResult(p_new, new_state, new_value, trials, status)
@@ -418,9 +462,15 @@ class GaussNewtonSolver(Terminates):
         residuals' vector-Jacobian product, ``Jv(v) = J v`` its linear transpose; the scale
         from `MATFREE_PROBES` fixed Rademacher probes."""
         r, vjp = jax.vjp(lambda y: self.lsq.residuals(unravel(y), batch, w, lam), x)
-        Jt = lambda u: vjp(u)[0]
+
+        def Jt(u):
+            return vjp(u)[0]
+
         Jv_t = jax.linear_transpose(Jt, r)
-        Jv = lambda v: Jv_t(v)[0]
+
+        def Jv(v):
+            return Jv_t(v)[0]
+
         probes = jax.random.rademacher(jax.random.key(0), (MATFREE_PROBES, x.shape[0]), x.dtype)
         scale = jnp.mean(jax.vmap(lambda v: jnp.sum(Jv(v) ** 2))(probes)) / x.shape[0]
         return r, (Jv, Jt), Jt(r), scale
@@ -430,12 +480,17 @@ class GaussNewtonSolver(Terminates):
         iterations)`` of the form's damped system; ``L`` and ``made`` the preconditioner and
         whether it was factored here (``pcg`` only, else ``None`` and 0). ``J`` is the matrix,
         or for ``matfree`` the pair of products ``(Jv, Jt)``."""
-        dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+
+        def dot(a, b):
+            return jnp.dot(a, b, precision=HIGHEST)
+
         if form == "matfree":
             Jv, Jt = J
 
             def direction(mu):
-                a, its = _cg(lambda u: Jv(Jt(u)) + mu * u, lambda v: v, r, self.matfree_max, self.cg_tol)
+                a, its = _cg(
+                    lambda u: Jv(Jt(u)) + mu * u, lambda v: v, r, self.matfree_max, self.cg_tol
+                )
                 d = -Jt(a)
                 m = r + Jv(d)
                 return d, value - dot(m, m), its
@@ -471,11 +526,18 @@ class GaussNewtonSolver(Terminates):
         def fresh(_):
             A = _gram(J, side)
             eye = jnp.eye(A.shape[0], dtype=A.dtype)
-            chol = lambda m: jnp.linalg.cholesky(A + m * eye)
-            bad = lambda L: ~jnp.all(jnp.isfinite(jnp.diagonal(L)))
-            _, L, _ = jax.lax.while_loop(lambda c: bad(c[1]) & (c[2] < 8),
-                                         lambda c: (100.0 * c[0], chol(100.0 * c[0]), c[2] + 1),
-                                         (mu, chol(mu), jnp.int32(0)))
+
+            def chol(m):
+                return jnp.linalg.cholesky(A + m * eye)
+
+            def bad(L):
+                return ~jnp.all(jnp.isfinite(jnp.diagonal(L)))
+
+            _, L, _ = jax.lax.while_loop(
+                lambda c: bad(c[1]) & (c[2] < 8),
+                lambda c: (100.0 * c[0], chol(100.0 * c[0]), c[2] + 1),
+                (mu, chol(mu), jnp.int32(0)),
+            )
             return L
 
         L = jax.lax.cond(stale, fresh, lambda _: state.L, None)

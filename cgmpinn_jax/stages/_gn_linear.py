@@ -19,7 +19,10 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     n = A.shape[0]
     b = blocks if n >= 128 * blocks else 1
     parts = jnp.array_split(A, b)
-    dot = lambda a, c: jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
+
+    def dot(a, c):
+        return jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
+
     tiles = [[None] * b for _ in range(b)]
     for i in range(b):
         for j in range(i + 1):
@@ -34,16 +37,27 @@ def _pcg(J, r, mu, L, max_iters: int, tol: float):
     (``L``: an earlier iteration's factor), from ``a = 0``, until the residual is below
     ``tol * |r|`` or ``max_iters`` iterations: ``(a, iterations)``. Each iteration is two
     products with ``J`` (``4 M P`` flops) and two triangular solves (``2 M^2``)."""
-    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
-    return _cg(lambda u: dot(J, dot(u, J)) + mu * u, lambda v: jax.scipy.linalg.cho_solve((L, True), v), r,
-               max_iters, tol)
+
+    def dot(a, b):
+        return jnp.dot(a, b, precision=HIGHEST)
+
+    return _cg(
+        lambda u: dot(J, dot(u, J)) + mu * u,
+        lambda v: jax.scipy.linalg.cho_solve((L, True), v),
+        r,
+        max_iters,
+        tol,
+    )
 
 
 def _cg(op, prec, r, max_iters: int, tol: float):
     """``op(a) = r`` (``op`` symmetric positive definite) by conjugate gradients preconditioned
     with ``prec``, from ``a = 0``, until the residual is below ``tol * |r|`` or ``max_iters``
     iterations (or a breakdown: a non-finite or non-positive ``r . z``): ``(a, iterations)``."""
-    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+
+    def dot(a, b):
+        return jnp.dot(a, b, precision=HIGHEST)
+
     stop = (tol * tol) * dot(r, r)
 
     def body(c):
@@ -57,8 +71,11 @@ def _cg(op, prec, r, max_iters: int, tol: float):
 
     z0 = prec(r)
     c0 = (jnp.int32(0), jnp.zeros_like(r), r, z0, z0, dot(r, z0))
-    k, a, *_ = jax.lax.while_loop(lambda c: (c[0] < max_iters) & (dot(c[2], c[2]) > stop) & jnp.isfinite(c[5])
-                                  & (c[5] > 0), body, c0)
+    k, a, *_ = jax.lax.while_loop(
+        lambda c: (c[0] < max_iters) & (dot(c[2], c[2]) > stop) & jnp.isfinite(c[5]) & (c[5] > 0),
+        body,
+        c0,
+    )
     return a, k
 
 
@@ -67,7 +84,10 @@ def cholesky_direction(J, r, g, value, form: str):
     one product `_gram`: ``direction(mu) -> (d, predicted decrease, 0)``, each trial a Cholesky
     factor of the product plus ``mu I`` (NaN where it is not numerically positive definite).
     In the kernel form the model residual is exact and free: ``r + J d = mu a``."""
-    dot = lambda a, b: jnp.dot(a, b, precision=HIGHEST)
+
+    def dot(a, b):
+        return jnp.dot(a, b, precision=HIGHEST)
+
     A = _gram(J, form)
     eye = jnp.eye(A.shape[0], dtype=A.dtype)
 

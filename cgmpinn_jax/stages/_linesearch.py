@@ -138,11 +138,7 @@ def _ls_body(ctx: "_Ctx", value_and_grad_fn, st: _LS) -> _LS:
     # decrease c1 a |f'(0)| is below the value tolerance (rounding regime)
     armijo = finite & (
         (f <= f0 + c1 * a * d0)
-        | (
-            (-c1 * a * d0 <= f_tol)
-            & (f <= f0 + f_tol)
-            & (d <= (2.0 * c1 - 1.0) * d0)
-        )
+        | ((-c1 * a * d0 <= f_tol) & (f <= f0 + f_tol) & (d <= (2.0 * c1 - 1.0) * d0))
     )
     curv = finite & (jnp.abs(d) <= -c2 * d0)
     better = finite & (f < st.best[1])
@@ -296,5 +292,3 @@ def line_search(
         n_evals=st.i,
         success=st.done,
     )
-
-

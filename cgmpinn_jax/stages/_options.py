@@ -16,8 +16,18 @@ from typing import Any, ClassVar, Mapping, NamedTuple, Optional
 
 from .._options import GN_FORMS, _Checks
 
-__all__ = ["StageOptions", "Adam", "LBFGS", "BFGS", "SSBFGS", "SSBroyden", "GaussNewton", "StopRule", "STAGES",
-           "stage_from_dict"]
+__all__ = [
+    "StageOptions",
+    "Adam",
+    "LBFGS",
+    "BFGS",
+    "SSBFGS",
+    "SSBroyden",
+    "GaussNewton",
+    "StopRule",
+    "STAGES",
+    "stage_from_dict",
+]
 
 
 class StopRule(NamedTuple):
@@ -71,7 +81,9 @@ class StageOptions(_Checks):
         """This stage with ``changes`` (validated again)."""
         return dataclasses.replace(self, **changes)
 
-    def solver(self, obj_fn, *, n_steps: int, n_params: int, dtype: str, divergence_ratio: float, lsq=None):
+    def solver(
+        self, obj_fn, *, n_steps: int, n_params: int, dtype: str, divergence_ratio: float, lsq=None
+    ):
         """The solver that runs this stage on the objective ``obj_fn(params, w, lam, batch) ->
         (value, terms)``, with its stop rule for ``dtype`` and the run's guards (a
         [`Stage`][cgmpinn_jax.stages.Stage]).
@@ -179,7 +191,8 @@ class _Iterative(StageOptions):
         from ._stopping import Stopping
 
         return self._member(obj_fn, n_steps=n_steps, n_params=n_params, lsq=lsq).with_stopping(
-            Stopping(divergence_ratio, self.stop_rule(dtype)))
+            Stopping(divergence_ratio, self.stop_rule(dtype))
+        )
 
     def _member(self, obj_fn, *, n_steps, n_params, lsq):
         raise NotImplementedError
@@ -256,17 +269,28 @@ class LBFGS(_Iterative):
         if self.backend == "optax":
             for f in self.JAXOPT_ONLY:
                 if getattr(self, f) != LBFGS.__dataclass_fields__[f].default:
-                    raise ValueError(f"LBFGS.{f} is a jaxopt option; it has no effect with backend='optax' "
-                                     f"(use backend='jaxopt')")
+                    raise ValueError(
+                        f"LBFGS.{f} is a jaxopt option; it has no effect with backend='optax' "
+                        f"(use backend='jaxopt')"
+                    )
 
     def _member(self, obj_fn, *, n_steps, n_params, lsq):
         from ._second_stage import JaxoptLBFGS, OptaxLBFGS
 
         if self.backend == "optax":
-            return OptaxLBFGS(obj_fn, lr=self.lr, history=self.history, max_linesearch=self.max_linesearch)
-        return JaxoptLBFGS(obj_fn, lr=self.lr, history=self.history, max_linesearch=self.max_linesearch,
-                           maxiter=max(1, n_steps), linesearch=self.linesearch, linesearch_init=self.linesearch_init,
-                           reset_on_failure=self.reset_on_failure)
+            return OptaxLBFGS(
+                obj_fn, lr=self.lr, history=self.history, max_linesearch=self.max_linesearch
+            )
+        return JaxoptLBFGS(
+            obj_fn,
+            lr=self.lr,
+            history=self.history,
+            max_linesearch=self.max_linesearch,
+            maxiter=max(1, n_steps),
+            linesearch=self.linesearch,
+            linesearch_init=self.linesearch_init,
+            reset_on_failure=self.reset_on_failure,
+        )
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -292,11 +316,14 @@ class _Dense(_Iterative):
         from ._second_stage import DenseQuasiNewton
 
         if n_params > self.max_params:
-            raise ValueError(f"the {self.name!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the "
-                             f"network has {n_params} parameters > {type(self).__name__}.max_params={self.max_params}. "
-                             f"Use LBFGS() or raise max_params.")
-        return DenseQuasiNewton(obj_fn, method=self.name, max_params=self.max_params,
-                                max_linesearch=self.max_linesearch)
+            raise ValueError(
+                f"the {self.name!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the "
+                f"network has {n_params} parameters > {type(self).__name__}.max_params={self.max_params}. "
+                f"Use LBFGS() or raise max_params."
+            )
+        return DenseQuasiNewton(
+            obj_fn, method=self.name, max_params=self.max_params, max_linesearch=self.max_linesearch
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -471,8 +498,10 @@ class GaussNewton(_Iterative):
             self._real(name, positive=True)
         self._int("max_trials", 1)
         if not self.mu_min <= self.mu_init <= self.mu_max:
-            raise ValueError(f"GaussNewton: need mu_min <= mu_init <= mu_max, got {self.mu_min}, "
-                             f"{self.mu_init}, {self.mu_max}")
+            raise ValueError(
+                f"GaussNewton: need mu_min <= mu_init <= mu_max, got {self.mu_min}, "
+                f"{self.mu_init}, {self.mu_max}"
+            )
 
     def form_for(self, rows: int, n_params: int, itemsize: int) -> str:
         """The linear-system form this stage uses on a ``rows x n_params`` Jacobian of
@@ -496,10 +525,19 @@ class GaussNewton(_Iterative):
         from ._gauss_newton import GaussNewtonSolver
 
         if lsq is None:
-            raise ValueError("the Gauss-Newton stage needs the objective's least-squares view (lsq)")
-        return GaussNewtonSolver(obj_fn, lsq, form=self.form, mu_init=self.mu_init, mu_min=self.mu_min,
-                                 mu_max=self.mu_max, max_trials=self.max_trials,
-                                 limit_bytes=self.memory_limit_gb * 2**30)
+            raise ValueError(
+                "the Gauss-Newton stage needs the objective's least-squares view (lsq)"
+            )
+        return GaussNewtonSolver(
+            obj_fn,
+            lsq,
+            form=self.form,
+            mu_init=self.mu_init,
+            mu_min=self.mu_min,
+            mu_max=self.mu_max,
+            max_trials=self.max_trials,
+            limit_bytes=self.memory_limit_gb * 2**30,
+        )
 
 
 STAGES: dict[str, type] = {c.name: c for c in (Adam, LBFGS, BFGS, SSBFGS, SSBroyden, GaussNewton)}
@@ -527,5 +565,7 @@ def stage_from_dict(d: Mapping[str, Any]) -> StageOptions:
     fields = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(opts) - set(fields))
     if unknown:
-        raise ValueError(f"{cls.__name__} has no option {', '.join(map(repr, unknown))}; its options: {', '.join(fields)}")
+        raise ValueError(
+            f"{cls.__name__} has no option {', '.join(map(repr, unknown))}; its options: {', '.join(fields)}"
+        )
     return cls(**opts)

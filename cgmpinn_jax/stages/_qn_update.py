@@ -59,7 +59,13 @@ def _apply_update(H, s, Hy, rho, yHy, tau, phi):
     c_vv = (phi - 1.0) * yHty
     zero = jnp.zeros_like(rho)
     A = jnp.stack([Hty, s, v], axis=1)
-    C = jnp.stack([jnp.stack([zero, -rho, zero]), jnp.stack([-rho, c_ss, zero]), jnp.stack([zero, zero, c_vv])])
+    C = jnp.stack(
+        [
+            jnp.stack([zero, -rho, zero]),
+            jnp.stack([-rho, c_ss, zero]),
+            jnp.stack([zero, zero, c_vv]),
+        ]
+    )
     return H / tau + jnp.dot(A, jnp.dot(C, A.T, precision=_HI), precision=_HI)
 
 
@@ -69,9 +75,16 @@ def _next_H(H, bad, upd_ok, reset, s, Hy, rho, yHy, tau, phi):
     bad and not updated), else ``H`` unchanged. Branches by ``lax.cond``, so only the taken
     one touches the n x n matrix."""
     n = H.shape[0]
-    eye = lambda: jnp.eye(n, dtype=H.dtype)
-    base = lambda: lax.cond(bad, eye, lambda: H)
-    keep = lambda: lax.cond(reset, eye, lambda: H)
+
+    def eye():
+        return jnp.eye(n, dtype=H.dtype)
+
+    def base():
+        return lax.cond(bad, eye, lambda: H)
+
+    def keep():
+        return lax.cond(reset, eye, lambda: H)
+
     return lax.cond(upd_ok, lambda: _apply_update(base(), s, Hy, rho, yHy, tau, phi), keep)
 
 
@@ -87,7 +100,16 @@ def update_metric(H, g, s, y, alpha, take, bad, fresh, method, ceps, eps):
     h = yHy * rho
     b = -alpha * _dot(s, g) * rho
     tau, phi = _scalings(method, n, h, b, fresh, eps)
-    upd_ok = (curv_ok & (yHy > 0) & (b > 0) & jnp.isfinite(rho) & jnp.isfinite(tau) & (tau > 0)
-              & jnp.isfinite(phi) & jnp.all(jnp.isfinite(Hy)) & jnp.all(jnp.isfinite(s)))
+    upd_ok = (
+        curv_ok
+        & (yHy > 0)
+        & (b > 0)
+        & jnp.isfinite(rho)
+        & jnp.isfinite(tau)
+        & (tau > 0)
+        & jnp.isfinite(phi)
+        & jnp.all(jnp.isfinite(Hy))
+        & jnp.all(jnp.isfinite(s))
+    )
     reset = ~take | (bad & ~upd_ok)
     return _next_H(H, bad, upd_ok, reset, s, Hy, rho, yHy, tau, phi), upd_ok, reset

@@ -43,6 +43,7 @@ from ._stopping import Terminates
 __all__ = ["OptaxLBFGS", "JaxoptLBFGS", "DenseQuasiNewton"]
 # the Gauss-Newton member lives in `cgmpinn_jax.stages._gauss_newton`
 
+
 class OptaxLBFGS(Terminates):
     """The solver of ``LBFGS()`` (the default ``backend="optax"``): L-BFGS (``optax.lbfgs``)
     with optax's zoom line search for the strong Wolfe conditions.
@@ -72,7 +73,9 @@ class OptaxLBFGS(Terminates):
         self.solver = optax.lbfgs(
             learning_rate=lr,
             memory_size=history,
-            linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=max_linesearch, initial_guess_strategy="one"),
+            linesearch=optax.scale_by_zoom_linesearch(
+                max_linesearch_steps=max_linesearch, initial_guess_strategy="one"
+            ),
         )
 
     def init(self, params, w, lam, batch):
@@ -82,13 +85,19 @@ class OptaxLBFGS(Terminates):
         return optax.tree_utils.tree_set(state, value=value, grad=grad)
 
     def stored(self, state, params):
-        return optax.tree_utils.tree_get(state, "value"), optax.tree_utils.tree_get(state, "grad"), None
+        return (
+            optax.tree_utils.tree_get(state, "value"),
+            optax.tree_utils.tree_get(state, "grad"),
+            None,
+        )
 
     def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         def value_fn(p):
             return self.obj_fn(p, w, lam, batch)[0]
 
-        updates, new_state = self.solver.update(grad, state, params, value=value, grad=grad, value_fn=value_fn)
+        updates, new_state = self.solver.update(
+            grad, state, params, value=value, grad=grad, value_fn=value_fn
+        )
         info = optax.tree_utils.tree_get(new_state, "info")
         return StepResult(
             params=optax.apply_updates(params, updates),
@@ -129,8 +138,18 @@ class JaxoptLBFGS(Terminates):
             search (``lbfgs.reset_on_failure``).
     """
 
-    def __init__(self, obj_fn: ObjectiveFn, *, lr: float, history: int, max_linesearch: int, maxiter: int,
-                 linesearch: str, linesearch_init: str, reset_on_failure: bool):
+    def __init__(
+        self,
+        obj_fn: ObjectiveFn,
+        *,
+        lr: float,
+        history: int,
+        max_linesearch: int,
+        maxiter: int,
+        linesearch: str,
+        linesearch_init: str,
+        reset_on_failure: bool,
+    ):
         import jaxopt
 
         self.reset_on_failure = reset_on_failure
@@ -138,9 +157,18 @@ class JaxoptLBFGS(Terminates):
         # re-evaluation of aux at its start point (jaxopt does not pass aux along) is a
         # forward pass only, not a full loss+gradient evaluation.
         self.solver = jaxopt.LBFGS(
-            fun=obj_fn, has_aux=True, maxiter=maxiter, tol=0.0, history_size=history, linesearch=linesearch,
-            linesearch_init=linesearch_init, max_stepsize=lr, maxls=max_linesearch, implicit_diff=False,
-            jit=True, unroll=False,
+            fun=obj_fn,
+            has_aux=True,
+            maxiter=maxiter,
+            tol=0.0,
+            history_size=history,
+            linesearch=linesearch,
+            linesearch_init=linesearch_init,
+            max_stepsize=lr,
+            maxls=max_linesearch,
+            implicit_diff=False,
+            jit=True,
+            unroll=False,
         )
 
     def init(self, params, w, lam, batch):
@@ -153,8 +181,12 @@ class JaxoptLBFGS(Terminates):
         # float64: the loss rose in one iteration, then stayed stuck). As scipy and optax do,
         # the first direction is scaled to length min(1, 1/|g|).
         norm = optax.tree.norm(grad)
-        gamma = jnp.where(state.iter_num == 0, jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-30)), state.gamma)
-        return state._replace(value=value, grad=grad, aux=tv, error=norm, gamma=gamma.astype(state.gamma.dtype))
+        gamma = jnp.where(
+            state.iter_num == 0, jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-30)), state.gamma
+        )
+        return state._replace(
+            value=value, grad=grad, aux=tv, error=norm, gamma=gamma.astype(state.gamma.dtype)
+        )
 
     def stored(self, state, params):
         return state.value, state.grad, state.aux
@@ -162,21 +194,39 @@ class JaxoptLBFGS(Terminates):
     def step(self, params, state, w, lam, batch, value, grad, hyper=None):
         n0 = state.num_linesearch_iter
         out = self.solver.update(params, state, w, lam, batch)
-        new = self._keep_positive_curvature(state, out.state, optax.tree.sub(out.params, params), optax.tree.sub(out.state.grad, grad))
+        new = self._keep_positive_curvature(
+            state,
+            out.state,
+            optax.tree.sub(out.params, params),
+            optax.tree.sub(out.state.grad, grad),
+        )
         if self.reset_on_failure:
             # a failed line search means the quasi-Newton model is off: restart it from the
             # scaled identity (its curvature pairs are dropped)
-            zero = lambda t: jax.tree_util.tree_map(lambda x: jnp.where(new.failed_linesearch, jnp.zeros_like(x), x), t)
-            new = new._replace(s_history=zero(new.s_history), y_history=zero(new.y_history), rho_history=zero(new.rho_history))
+            def zero(t):
+                return jax.tree_util.tree_map(
+                    lambda x: jnp.where(new.failed_linesearch, jnp.zeros_like(x), x), t
+                )
+
+            new = new._replace(
+                s_history=zero(new.s_history),
+                y_history=zero(new.y_history),
+                rho_history=zero(new.rho_history),
+            )
         # each line-search iteration is one loss+gradient evaluation
-        return StepResult(out.params, new, new.value, jnp.asarray(new.num_linesearch_iter - n0, jnp.int32))
+        return StepResult(
+            out.params, new, new.value, jnp.asarray(new.num_linesearch_iter - n0, jnp.int32)
+        )
 
     @staticmethod
     def _keep_positive_curvature(old, new, s_vec, y_vec):
         """The new state, but with the old curvature memory where y.s <= 1e-10 (the slot
         that would have been overwritten keeps its older pair)."""
         keep = optax.tree.vdot(s_vec, y_vec) > 1e-10
-        pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(keep, x, y), a, b)
+
+        def pick(a, b):
+            return jax.tree_util.tree_map(lambda x, y: jnp.where(keep, x, y), a, b)
+
         return new._replace(
             s_history=pick(new.s_history, old.s_history),
             y_history=pick(new.y_history, old.y_history),
@@ -212,7 +262,9 @@ class DenseQuasiNewton(Terminates):
 
         self.obj_fn = obj_fn
         self.max_params = max_params
-        self.opt = ssbfgs.ssbfgs(method=method, max_params=max_params, max_linesearch=max_linesearch)
+        self.opt = ssbfgs.ssbfgs(
+            method=method, max_params=max_params, max_linesearch=max_linesearch
+        )
 
     def init(self, params, w, lam, batch):
         x, _ = ravel_pytree(params)

@@ -326,9 +326,23 @@ def ssbfgs(
         raise ValueError(f"initial_step must be 'unit' or 'interp', got {initial_step!r}")
     if int(max_linesearch) < 1:
         raise ValueError(f"max_linesearch must be >= 1, got {max_linesearch}")
-    opts = _Options(method, int(max_params), int(max_linesearch), c1, c2, curvature_eps, initial_step, approx_eps)
-    return DenseQN(init=functools.partial(_init, opts), step=functools.partial(_step, opts), set_point=_set_point,
-                  method=method, max_params=int(max_params))
+    opts = _Options(
+        method,
+        int(max_params),
+        int(max_linesearch),
+        c1,
+        c2,
+        curvature_eps,
+        initial_step,
+        approx_eps,
+    )
+    return DenseQN(
+        init=functools.partial(_init, opts),
+        step=functools.partial(_step, opts),
+        set_point=_set_point,
+        method=method,
+        max_params=int(max_params),
+    )
 
 
 class _Options(NamedTuple):
@@ -346,11 +360,23 @@ def _init(opts: _Options, x, value, grad) -> SSBFGSState:
     x = jnp.asarray(x)
     _check_x(x, opts.max_params)
     dtype, n = x.dtype, x.size
-    z = lambda dt=bool: jnp.zeros((), dt)
+
+    def z(dt=bool):
+        return jnp.zeros((), dt)
+
     return SSBFGSState(
-        H=jnp.eye(n, dtype=dtype), value=jnp.asarray(value, dtype).reshape(()), grad=jnp.asarray(grad, dtype).reshape(n),
-        k=z(jnp.int32), n_evals=z(jnp.int32), failed=z(), rejected=z(), fresh=jnp.ones((), bool), skipped=z(),
-        alpha=z(dtype), total_evals=z(jnp.int32), prev_value=jnp.full((), jnp.inf, dtype),
+        H=jnp.eye(n, dtype=dtype),
+        value=jnp.asarray(value, dtype).reshape(()),
+        grad=jnp.asarray(grad, dtype).reshape(n),
+        k=z(jnp.int32),
+        n_evals=z(jnp.int32),
+        failed=z(),
+        rejected=z(),
+        fresh=jnp.ones((), bool),
+        skipped=z(),
+        alpha=z(dtype),
+        total_evals=z(jnp.int32),
+        prev_value=jnp.full((), jnp.inf, dtype),
     )
 
 
@@ -374,7 +400,9 @@ def _direction(H, g, state: SSBFGSState, initial_step: str):
     p = jnp.where(bad, -g, p)
     d0 = jnp.where(bad, -gg, d0)
     fresh = state.fresh | bad
-    alpha0 = jnp.where(fresh, jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.maximum(gg, jnp.finfo(dtype).tiny))), 1.0).astype(dtype)
+    alpha0 = jnp.where(
+        fresh, jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.maximum(gg, jnp.finfo(dtype).tiny))), 1.0
+    ).astype(dtype)
     if initial_step == "interp":  # N&W Eq. 3.60, as scipy's line_search_wolfe1/2
         a_int = 1.01 * 2.0 * (f0 - state.prev_value) / d0
         a_int = jnp.where(jnp.isfinite(a_int) & (a_int > 0), jnp.minimum(1.0, a_int), 1.0)
@@ -391,20 +419,43 @@ def _step(opts: _Options, value_and_grad_fn: ValueAndGrad, x, state: SSBFGSState
     ceps = 100.0 * eps if opts.curvature_eps is None else opts.curvature_eps
     H, g, f0 = state.H, state.grad, state.value
     p, _, bad, fresh, alpha0 = _direction(H, g, state, opts.initial_step)
-    ls = line_search(value_and_grad_fn, x, p, f0, g, alpha0=alpha0, c1=opts.c1, c2=opts.c2,
-                     max_evals=opts.max_linesearch, approx_eps=opts.approx_eps)
+    ls = line_search(
+        value_and_grad_fn,
+        x,
+        p,
+        f0,
+        g,
+        alpha0=alpha0,
+        c1=opts.c1,
+        c2=opts.c2,
+        max_evals=opts.max_linesearch,
+        approx_eps=opts.approx_eps,
+    )
     take = ls.success | (ls.value < f0)
     alpha = jnp.where(take, ls.alpha, 0.0).astype(dtype)
     s = alpha * p
     g_new = jnp.where(take, ls.grad, g)
-    H_new, upd_ok, reset = update_metric(H, g, s, g_new - g, alpha, take, bad, fresh, opts.method, ceps, eps)
+    H_new, upd_ok, reset = update_metric(
+        H, g, s, g_new - g, alpha, take, bad, fresh, opts.method, ceps, eps
+    )
     # the update is symmetric to rounding; the rounding asymmetry accumulates over the
     # iterations, so symmetrise every SYM_PERIOD
     # iterations (the transpose is the most expensive pass over H)
-    H_new = lax.cond(state.k % SYM_PERIOD == SYM_PERIOD - 1, lambda: 0.5 * (H_new + H_new.T), lambda: H_new)
+    H_new = lax.cond(
+        state.k % SYM_PERIOD == SYM_PERIOD - 1, lambda: 0.5 * (H_new + H_new.T), lambda: H_new
+    )
     new_state = SSBFGSState(
-        H=H_new, value=jnp.where(take, ls.value, f0), grad=g_new, k=state.k + 1, n_evals=ls.n_evals,
-        failed=~ls.success, rejected=~take, fresh=reset | (~upd_ok & fresh), skipped=take & ~upd_ok, alpha=alpha,
-        total_evals=state.total_evals + ls.n_evals, prev_value=jnp.where(take, f0, state.prev_value),
+        H=H_new,
+        value=jnp.where(take, ls.value, f0),
+        grad=g_new,
+        k=state.k + 1,
+        n_evals=ls.n_evals,
+        failed=~ls.success,
+        rejected=~take,
+        fresh=reset | (~upd_ok & fresh),
+        skipped=take & ~upd_ok,
+        alpha=alpha,
+        total_evals=state.total_evals + ls.n_evals,
+        prev_value=jnp.where(take, f0, state.prev_value),
     )
     return jnp.where(take, x + s, x), new_state

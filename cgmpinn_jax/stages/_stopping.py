@@ -113,10 +113,14 @@ class Stopping:
         """
         finite = jnp.isfinite(raw_total)
         better = finite & (raw_total < g.best_raw)
-        best_params = jax.tree_util.tree_map(lambda b, p: jnp.where(better, p, b), g.best_params, params_now)
+        best_params = jax.tree_util.tree_map(
+            lambda b, p: jnp.where(better, p, b), g.best_params, params_now
+        )
         best_raw = jnp.where(better, raw_total, g.best_raw)
         diverged = finite & (raw_total > self.divergence_ratio * best_raw)
-        status = jnp.where(~finite, StageStatus.NONFINITE, jnp.where(diverged, StageStatus.DIVERGED, g.status))
+        status = jnp.where(
+            ~finite, StageStatus.NONFINITE, jnp.where(diverged, StageStatus.DIVERGED, g.status)
+        )
         return Guards(best_params, best_raw, status.astype(jnp.int32), g.stall)
 
     def tolerances(self, g: Guards, status, raw_total, grad, value, new_value):
@@ -144,7 +148,16 @@ class Stopping:
         status = jnp.where((status == 0) & (stall >= rule.patience), StageStatus.LOSS_TOL, status)
         return status.astype(jnp.int32), stall.astype(jnp.int32)
 
-    def terminate(self, g: Guards, params, raw_total, grad, value, new_value, member_status: Optional[jax.Array] = None) -> Guards:
+    def terminate(
+        self,
+        g: Guards,
+        params,
+        raw_total,
+        grad,
+        value,
+        new_value,
+        member_status: Optional[jax.Array] = None,
+    ) -> Guards:
         """The guard state after one iteration: the guards, then (``rule`` given) the
         tolerances, then the solver's own stop.
 
@@ -166,7 +179,9 @@ class Stopping:
             return after
         status, stall = self.tolerances(g, after.status, raw_total, grad, value, new_value)
         if member_status is not None:
-            status = jnp.where((status == 0) & (member_status != 0), member_status, status).astype(jnp.int32)
+            status = jnp.where((status == 0) & (member_status != 0), member_status, status).astype(
+                jnp.int32
+            )
         return after._replace(status=status, stall=stall)
 
 
@@ -184,4 +199,6 @@ class Terminates:
         return new
 
     def terminate(self, guards: Guards, params, raw_total, grad, value, step) -> Guards:
-        return self.stopping.terminate(guards, params, raw_total, grad, value, step.value, step.status)
+        return self.stopping.terminate(
+            guards, params, raw_total, grad, value, step.value, step.status
+        )

@@ -25,7 +25,27 @@ from ._sweep import SWEEPABLE as SWEEPABLE
 from ._sweep import SweepResult as SweepResult
 from ._sweep import sweep as sweep
 
-__all__ = ["train", "infer", "sweep", "resume", "SweepResult", "SWEEPABLE", "CompileCache", "COMPILE_CACHE",
-           "TrainResult", "StageRecord", "History", "ChunkHistory", "StageStatus", "refresh_schedule", "precision_scope",
-           "CheckpointError", "TrainingInterrupted", "enable_compile_cache", "compile_cache_folder", "Progress",
-           "recorded_run", "CHECKPOINT_SUBDIR"]
+__all__ = [
+    "train",
+    "infer",
+    "sweep",
+    "resume",
+    "SweepResult",
+    "SWEEPABLE",
+    "CompileCache",
+    "COMPILE_CACHE",
+    "TrainResult",
+    "StageRecord",
+    "History",
+    "ChunkHistory",
+    "StageStatus",
+    "refresh_schedule",
+    "precision_scope",
+    "CheckpointError",
+    "TrainingInterrupted",
+    "enable_compile_cache",
+    "compile_cache_folder",
+    "Progress",
+    "recorded_run",
+    "CHECKPOINT_SUBDIR",
+]

@@ -42,8 +42,17 @@ import numpy as np
 from ..config import stored_config, without_time_limits
 from ._records import ChunkHistory
 
-__all__ = ["CheckpointError", "TrainingInterrupted", "Checkpointer", "Snapshot", "identity", "load", "latest",
-           "read_meta", "SUBDIR"]
+__all__ = [
+    "CheckpointError",
+    "TrainingInterrupted",
+    "Checkpointer",
+    "Snapshot",
+    "identity",
+    "load",
+    "latest",
+    "read_meta",
+    "SUBDIR",
+]
 
 FORMAT = "cgmpinn-jax-checkpoint/1"
 SUBDIR = "checkpoints"
@@ -87,18 +96,28 @@ class Snapshot:
     statuses: dict  # finished stages -> (B,) int status codes
     compile_seconds: float
     elapsed: float  # seconds since the run started, compilation included
-    piece: Any = None; stage_elapsed: float = 0.0  # inside a chunk: its ChunkHistory so far; seconds in the stage
+    piece: Any = None
+    stage_elapsed: float = 0.0  # inside a chunk: its ChunkHistory so far; seconds in the stage
 
 
-def identity(problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None) -> dict:
+def identity(
+    problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None
+) -> dict:
     """What a checkpoint must agree with to be resumed: version, problem, method, config, key (a sweep: its axes)."""
     from .._version import __version__
     from ..io import _problem_record, to_jsonable
 
-    out = {"kind": kind, "version": __version__, "problem": _problem_record(problem), "method": method.name,
-           "config": config.to_dict()}
+    out = {
+        "kind": kind,
+        "version": __version__,
+        "problem": _problem_record(problem),
+        "method": method.name,
+        "config": config.to_dict(),
+    }
     if key is not None:
-        kd = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
+        kd = np.asarray(
+            jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        )
         out["key"] = kd.tolist()
     out.update(extra or {})
     return json.loads(json.dumps(to_jsonable(out)))
@@ -110,13 +129,18 @@ def _differences(saved: Any, now: Any, where: str = "") -> list[str]:
         for k in sorted(set(saved) | set(now), key=str):
             name = f"{where}.{k}" if where else str(k)
             if k not in saved or k not in now:
-                out.append(f"{name}: saved {saved.get(k, '(absent)')!r}, now {now.get(k, '(absent)')!r}")
+                out.append(
+                    f"{name}: saved {saved.get(k, '(absent)')!r}, now {now.get(k, '(absent)')!r}"
+                )
             else:
                 out += _differences(saved[k], now[k], name)
         return out
     if saved != now:
         s, n = repr(saved), repr(now)
-        cut = lambda t: t if len(t) <= 80 else t[:77] + "..."
+
+        def cut(t):
+            return t if len(t) <= 80 else t[:77] + "..."
+
         return [f"{where}: saved {cut(s)}, now {cut(n)}"]
     return []
 
@@ -150,11 +174,15 @@ def _deserialiser(path: str):
         arr = np.load(f)
         if _is_key(like):
             if arr.shape != like.shape + (2,) or arr.dtype != np.uint32:
-                raise CheckpointError(f"{path}: a PRNG key of shape {arr.shape}, expected {like.shape}")
+                raise CheckpointError(
+                    f"{path}: a PRNG key of shape {arr.shape}, expected {like.shape}"
+                )
             return jax.random.wrap_key_data(jnp.asarray(arr), impl=jax.random.key_impl(like))
         if arr.shape != tuple(like.shape) or arr.dtype != like.dtype:
-            raise CheckpointError(f"{path}: an array {arr.dtype}{list(arr.shape)} where {like.dtype}{list(like.shape)} "
-                                  "was expected")
+            raise CheckpointError(
+                f"{path}: an array {arr.dtype}{list(arr.shape)} where {like.dtype}{list(like.shape)} "
+                "was expected"
+            )
         if isinstance(like, jax.Array):  # where the run keeps it (a sweep's shards)
             return jax.device_put(arr, like.sharding)
         return jnp.asarray(arr)
@@ -194,7 +222,9 @@ class Checkpointer:
     """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every`` seconds (``0``: at every
     call boundary), keeping the previous one until the new one is complete. ``seconds``: time spent writing."""
 
-    def __init__(self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None):
+    def __init__(
+        self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None
+    ):
         if not isinstance(every, (int, float)) or isinstance(every, bool) or not every >= 0:
             raise ValueError(f"checkpoint_every must be a number of seconds >= 0, got {every!r}")
         self.folder = Path(folder)
@@ -218,18 +248,34 @@ class Checkpointer:
         tmp.mkdir()
         eqx.tree_serialise_leaves(tmp / "arrays.eqx", snap.arrays, filter_spec=_serialise)
         buf = _io.BytesIO()
-        np.savez(buf, **snap.history, **{f"piece_{k}": np.asarray(jax.device_get(v))
-                                         for k, v in (snap.piece._asdict() if snap.piece is not None else {}).items()})
+        np.savez(
+            buf,
+            **snap.history,
+            **{
+                f"piece_{k}": np.asarray(jax.device_get(v))
+                for k, v in (snap.piece._asdict() if snap.piece is not None else {}).items()
+            },
+        )
         (tmp / "history.npz").write_bytes(buf.getvalue())
         for name in ("arrays.eqx", "history.npz"):
             with open(tmp / name, "rb+") as fh:
                 os.fsync(fh.fileno())
         meta = {
-            "format": FORMAT, "identity": self.ident, "seed": self.seed, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "position": {"stage": snap.stage, "chunk": snap.chunk, "handed": snap.handed, "done": snap.done,
-                         "piece": snap.piece is not None, "stage_elapsed": snap.stage_elapsed},
+            "format": FORMAT,
+            "identity": self.ident,
+            "seed": self.seed,
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "position": {
+                "stage": snap.stage,
+                "chunk": snap.chunk,
+                "handed": snap.handed,
+                "done": snap.done,
+                "piece": snap.piece is not None,
+                "stage_elapsed": snap.stage_elapsed,
+            },
             "statuses": {k: np.asarray(v).tolist() for k, v in snap.statuses.items()},
-            "compile_seconds": snap.compile_seconds, "elapsed": snap.elapsed,
+            "compile_seconds": snap.compile_seconds,
+            "elapsed": snap.elapsed,
             "sha256": {name: _sha256(tmp / name) for name in ("arrays.eqx", "history.npz")},
         }
         _write_text_atomic(tmp / "meta.json", json.dumps(meta, indent=1))
@@ -252,8 +298,10 @@ def _root(folder: str | Path) -> Path:
         raise FileNotFoundError(f"resume: no such folder {folder}")
     root = folder / SUBDIR
     if not _numbered(root):
-        raise CheckpointError(f"resume: {folder} holds no checkpoint ({root}/ckpt-*/ missing); "
-                              "was the run started with checkpoint_dir= (or the command line's --out)?")
+        raise CheckpointError(
+            f"resume: {folder} holds no checkpoint ({root}/ckpt-*/ missing); "
+            "was the run started with checkpoint_dir= (or the command line's --out)?"
+        )
     return root
 
 
@@ -270,7 +318,9 @@ def _read_meta(ckpt: Path) -> dict:
         if not f.exists():
             raise CheckpointError(f"{f}: missing")
         if _sha256(f) != digest:
-            raise CheckpointError(f"{f}: its contents do not match the checksum in meta.json (truncated or corrupted)")
+            raise CheckpointError(
+                f"{f}: its contents do not match the checksum in meta.json (truncated or corrupted)"
+            )
     return meta
 
 
@@ -290,8 +340,12 @@ def latest(folder: str | Path) -> Path | None:
     return found[0][1] if found else None
 
 
-def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
-         scope: Callable[[str, bool], Any] = lambda stage, handed: contextlib.nullcontext()) -> Snapshot:
+def load(
+    folder: str | Path,
+    ident: dict,
+    template: Callable[[str, bool], Any],
+    scope: Callable[[str, bool], Any] = lambda stage, handed: contextlib.nullcontext(),
+) -> Snapshot:
     """The newest good checkpoint under ``folder`` as a `Snapshot`.
 
     ``template(stage, handed)`` gives a pytree of the arrays' structure, shapes and dtypes at
@@ -309,27 +363,49 @@ def load(folder: str | Path, ident: dict, template: Callable[[str, bool], Any],
         saved = meta["identity"]
         if "config" in saved:
             saved = {**saved, "config": without_time_limits(stored_config(saved["config"]))}
-        diff = _differences(saved, {**ident, "config": without_time_limits(ident["config"])} if "config" in ident else ident)
+        diff = _differences(
+            saved,
+            {**ident, "config": without_time_limits(ident["config"])}
+            if "config" in ident
+            else ident,
+        )
         if diff:
-            raise CheckpointError(f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff))
+            raise CheckpointError(
+                f"resume: the checkpoint {ckpt} is of another run; differing: " + "; ".join(diff)
+            )
         pos = meta["position"]
         try:
             with scope(pos["stage"], bool(pos["handed"])):
                 like = template(pos["stage"], bool(pos["handed"]))
-                arrays = eqx.tree_deserialise_leaves(ckpt / "arrays.eqx", like,
-                                                     filter_spec=_deserialiser(str(ckpt / "arrays.eqx")))
+                arrays = eqx.tree_deserialise_leaves(
+                    ckpt / "arrays.eqx", like, filter_spec=_deserialiser(str(ckpt / "arrays.eqx"))
+                )
             with np.load(ckpt / "history.npz") as z:
                 history = {k: z[k] for k in z.files if not k.startswith("piece_")}
-                piece = ChunkHistory(**{f: z[f"piece_{f}"] for f in ChunkHistory._fields}) if pos.get("piece") else None
+                piece = (
+                    ChunkHistory(**{f: z[f"piece_{f}"] for f in ChunkHistory._fields})
+                    if pos.get("piece")
+                    else None
+                )
         except Exception as e:  # noqa: BLE001 - any failure to read is a bad checkpoint
-            warnings.warn(f"skipping a bad checkpoint, using the one before it: {ckpt}: {type(e).__name__}: {e}",
-                          stacklevel=3)
+            warnings.warn(
+                f"skipping a bad checkpoint, using the one before it: {ckpt}: {type(e).__name__}: {e}",
+                stacklevel=3,
+            )
             continue
-        return Snapshot(arrays=arrays, history=history, stage=pos["stage"], chunk=int(pos["chunk"]),
-                        handed=bool(pos["handed"]), done=int(pos["done"]),
-                        statuses={k: np.asarray(v, np.int64) for k, v in meta["statuses"].items()},
-                        compile_seconds=float(meta["compile_seconds"]), elapsed=float(meta["elapsed"]), piece=piece,
-                        stage_elapsed=float(pos.get("stage_elapsed", 0.0)))
+        return Snapshot(
+            arrays=arrays,
+            history=history,
+            stage=pos["stage"],
+            chunk=int(pos["chunk"]),
+            handed=bool(pos["handed"]),
+            done=int(pos["done"]),
+            statuses={k: np.asarray(v, np.int64) for k, v in meta["statuses"].items()},
+            compile_seconds=float(meta["compile_seconds"]),
+            elapsed=float(meta["elapsed"]),
+            piece=piece,
+            stage_elapsed=float(pos.get("stage_elapsed", 0.0)),
+        )
     raise CheckpointError(f"resume: no readable checkpoint in {root}")
 
 
@@ -367,7 +443,11 @@ def restore_recorder(rec, arrays: dict) -> list | None:
     for name in ("tau", "spread", "status"):
         rec.refresh[name] = list(arrays[f"refresh_{name}"]) if f"refresh_{name}" in arrays else []
     rec.weights = list(arrays["weights"]) if "weights" in arrays else []
-    rec.coeffs = list(zip(arrays["coeff_k"].tolist(), list(arrays["coeff_v"]))) if "coeff_k" in arrays else []
+    rec.coeffs = (
+        list(zip(arrays["coeff_k"].tolist(), list(arrays["coeff_v"])))
+        if "coeff_k" in arrays
+        else []
+    )
     return [tuple(r) for r in arrays["tracker"].tolist()] if "tracker" in arrays else None
 
 
@@ -383,8 +463,11 @@ def sigint_flag(active: bool = True) -> Iterator[Callable[[], bool]]:
     that ignores SIGINT (``SIG_IGN``: a job started with ``&`` from a script, which a shell
     keeps deaf to the terminal's Ctrl-C), nothing is installed and the flag stays False."""
     hit = {"n": 0}
-    if (not active or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+    if (
+        not active
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
         yield lambda: False
         return
 
@@ -392,8 +475,12 @@ def sigint_flag(active: bool = True) -> Iterator[Callable[[], bool]]:
         hit["n"] += 1
         if hit["n"] > 1:
             raise KeyboardInterrupt
-        print("\n[cgmpinn-jax] Ctrl-C: stopping at the next call boundary after a checkpoint "
-              "(Ctrl-C again to stop now)", file=sys.stderr, flush=True)
+        print(
+            "\n[cgmpinn-jax] Ctrl-C: stopping at the next call boundary after a checkpoint "
+            "(Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     previous = signal.signal(signal.SIGINT, handler)
     try:

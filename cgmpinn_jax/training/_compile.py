@@ -87,14 +87,26 @@ class CompileCache:
         if setup not in self._engines:
             if len(self._engines) >= self.max_entries:
                 self.clear()
-            model = eqx.filter_eval_shape(lambda k: build_model(setup.problem, setup.method, k, width=setup.width, depth=setup.depth,
-                                                              network=setup.network),
-                                   jax.random.key(0))
+            model = eqx.filter_eval_shape(
+                lambda k: build_model(
+                    setup.problem,
+                    setup.method,
+                    k,
+                    width=setup.width,
+                    depth=setup.depth,
+                    network=setup.network,
+                ),
+                jax.random.key(0),
+            )
             log_vars = jnp.zeros(setup.n_terms) if setup.method.loss.learnable_balance else None
             trainable = Trainable(model, log_vars, init_coeffs(setup.problem))
             _, static = eqx.partition(trainable, eqx.is_array)
             # the model comes from eval_shape: its parameters are ShapeDtypeStructs
-            shaped = [x for x in jax.tree_util.tree_leaves(trainable) if isinstance(x, (jax.Array, jax.ShapeDtypeStruct))]
+            shaped = [
+                x
+                for x in jax.tree_util.tree_leaves(trainable)
+                if isinstance(x, (jax.Array, jax.ShapeDtypeStruct))
+            ]
             n_params = sum(int(np.prod(x.shape)) for x in shaped)
             self._engines[setup] = (static, Engine(setup, static, n_params))
         return self._engines[setup]
@@ -102,10 +114,20 @@ class CompileCache:
     @staticmethod
     def _key(setup: Setup, name: str, args: tuple, batched: bool) -> tuple:
         leaves, tree = jax.tree_util.tree_flatten(args)
-        sig = tuple((np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves)
+        sig = tuple(
+            (np.shape(x), jnp.result_type(x), str(getattr(x, "sharding", None))) for x in leaves
+        )
         # the derivative fast path is chosen at trace time: its switches key the cache too
-        return (setup, name, batched, tree, sig, bool(jax.config.jax_enable_x64), nn.fast_path_enabled(),
-                nn.stacking())
+        return (
+            setup,
+            name,
+            batched,
+            tree,
+            sig,
+            bool(jax.config.jax_enable_x64),
+            nn.fast_path_enabled(),
+            nn.stacking(),
+        )
 
     def _compile(self, name: str, fn: Callable, args: tuple):
         t0 = time.perf_counter()
@@ -116,7 +138,9 @@ class CompileCache:
         self.timings.append((name, t1 - t0, t2 - t1))
         return exe, t2 - t0
 
-    def compiled(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> tuple[Callable, float]:
+    def compiled(
+        self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool
+    ) -> tuple[Callable, float]:
         """``fn`` compiled for ``args``, once per signature (a compilation started by
         [`prefetch`][cgmpinn_jax.CompileCache.prefetch] is waited for, not repeated).
 
@@ -147,7 +171,9 @@ class CompileCache:
         self.last_background_seconds = None
         return exe, seconds
 
-    def prefetch(self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool) -> None:
+    def prefetch(
+        self, setup: Setup, name: str, fn: Callable, args: tuple, *, batched: bool
+    ) -> None:
         """Start compiling ``fn`` for ``args`` in a background thread; a later
         [`compiled`][cgmpinn_jax.CompileCache.compiled] call with the same signature waits for
         it.
@@ -177,12 +203,16 @@ class CompileCache:
         ctx = contextvars.copy_context()
 
         def work():
-            mm = contextlib.nullcontext() if matmul is None else jax.default_matmul_precision(matmul)
+            mm = (
+                contextlib.nullcontext() if matmul is None else jax.default_matmul_precision(matmul)
+            )
             with jax.enable_x64(x64), mm:
                 return ctx.run(self._compile, name, fn, args)
 
         if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cgmpinn-compile")
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="cgmpinn-compile"
+            )
         self._pending[key] = self._executor.submit(work)
 
 

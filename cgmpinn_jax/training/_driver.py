@@ -40,25 +40,43 @@ def as_key(key) -> tuple[jax.Array, int | None]:
     """``(PRNG key, seed or None)`` from an int seed or a JAX key; anything else is an error."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         return jax.random.key(int(key)), int(key)
-    if isinstance(key, jax.Array) and (jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-                                       or (key.dtype == jnp.uint32 and key.shape == (2,))):
+    if isinstance(key, jax.Array) and (
+        jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        or (key.dtype == jnp.uint32 and key.shape == (2,))
+    ):
         return key, None
-    raise TypeError(f"key must be an int seed or a JAX PRNG key (jax.random.key(...)), got {type(key).__name__} {key!r}")
+    raise TypeError(
+        f"key must be an int seed or a JAX PRNG key (jax.random.key(...)), got {type(key).__name__} {key!r}"
+    )
 
 
 def init_state(setup: Setup, eng: Engine, key: jax.Array) -> tuple[State, Any]:
     """Training points and the initial state from one key (pure; vmappable over keys)."""
     k_pts, k_net, k_bal = jax.random.split(key, 3)
     batch = setup.problem.sample(k_pts)
-    model = build_model(setup.problem, setup.method, k_net, width=setup.width, depth=setup.depth,
-                        network=setup.network)
+    model = build_model(
+        setup.problem,
+        setup.method,
+        k_net,
+        width=setup.width,
+        depth=setup.depth,
+        network=setup.network,
+    )
     dtype = jnp.zeros(()).dtype
     log_vars = jnp.zeros(setup.n_terms, dtype) if setup.method.loss.learnable_balance else None
-    params, _ = eqx.partition(Trainable(model, log_vars, init_coeffs(setup.problem, dtype)), eqx.is_array)
+    params, _ = eqx.partition(
+        Trainable(model, log_vars, init_coeffs(setup.problem, dtype)), eqx.is_array
+    )
     state = State(
-        params=params, opt=eng.adam_init(params), wstate=eng.weighting_init(batch["pde"][0].shape[0]),
-        bstate=eng.balancing.init(k_bal), lambdas=jnp.ones(setup.n_terms, dtype), best_params=params,
-        best_raw=jnp.asarray(jnp.inf, dtype), status=jnp.int32(0), stall=jnp.int32(0),
+        params=params,
+        opt=eng.adam_init(params),
+        wstate=eng.weighting_init(batch["pde"][0].shape[0]),
+        bstate=eng.balancing.init(k_bal),
+        lambdas=jnp.ones(setup.n_terms, dtype),
+        best_params=params,
+        best_raw=jnp.asarray(jnp.inf, dtype),
+        status=jnp.int32(0),
+        stall=jnp.int32(0),
     )
     return state, batch
 
@@ -68,16 +86,24 @@ def _start_from(state: State, init, eng: Engine) -> State:
     the run's dtypes; a network of another architecture is an error naming the difference."""
     model = init.model if isinstance(init, TrainResult) else init
     if not isinstance(model, eqx.Module):
-        raise TypeError(f"train: init must be a TrainResult or its model (an equinox Module), got {type(init).__name__}")
+        raise TypeError(
+            f"train: init must be a TrainResult or its model (an equinox Module), got {type(init).__name__}"
+        )
     new, old = eqx.partition(model, eqx.is_array)[0], state.params.model
     if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old) or any(
-            np.shape(a) != np.shape(b) for a, b in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new))):
+        np.shape(a) != np.shape(b)
+        for a, b in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new))
+    ):
         shapes = lambda t: [tuple(np.shape(a)) for a in jax.tree_util.tree_leaves(t)]  # noqa: E731
-        raise ValueError(f"train: init's network is not this run's: parameter shapes {shapes(new)}, "
-                         f"expected {shapes(old)} (same problem, method, width and depth)")
+        raise ValueError(
+            f"train: init's network is not this run's: parameter shapes {shapes(new)}, "
+            f"expected {shapes(old)} (same problem, method, width and depth)"
+        )
     new = jax.tree_util.tree_map(lambda a, b: jnp.asarray(b, a.dtype), old, new)
     params = eqx.tree_at(lambda t: t.model, state.params, new)
-    return eqx.tree_at(lambda s: (s.params, s.opt, s.best_params), state, (params, eng.adam_init(params), params))
+    return eqx.tree_at(
+        lambda s: (s.params, s.opt, s.best_params), state, (params, eng.adam_init(params), params)
+    )
 
 
 def _unknowns_result(problem, raw):
@@ -207,19 +233,34 @@ def train(
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     config, net_object = network_choice(network, config)
     setup = resolve(problem, method, config, network_object=net_object)
-    if track_error_every is not None and (not isinstance(track_error_every, (int, np.integer))
-                                          or isinstance(track_error_every, bool) or track_error_every < 0):
-        raise ValueError(f"track_error_every must be None or an int >= 0, got {track_error_every!r}")
+    if track_error_every is not None and (
+        not isinstance(track_error_every, (int, np.integer))
+        or isinstance(track_error_every, bool)
+        or track_error_every < 0
+    ):
+        raise ValueError(
+            f"track_error_every must be None or an int >= 0, got {track_error_every!r}"
+        )
     _check_call_seconds(call_seconds)
     t_call = time.perf_counter()
-    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    emit = (
+        (lambda s: None)
+        if quiet
+        else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    )
     key, seed = as_key(key)
     if init is not None and resume is not None:
-        raise ValueError("train: give init (a network to start from) or resume (a checkpoint), not both")
+        raise ValueError(
+            "train: give init (a network to start from) or resume (a checkpoint), not both"
+        )
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
     ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
-    checkpointer = None if checkpoint_dir is None else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
+    checkpointer = (
+        None
+        if checkpoint_dir is None
+        else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
+    )
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
@@ -230,29 +271,54 @@ def train(
         hyper = Hyper.from_config(config)
         snap = None
         if resume is not None:
-            snap = ckpt_lib.load(resume, ident, _templates(setup, eng, state, batch, hyper),
-                                 scope=lambda stage, handed: precision_scope(
-                                     config.precision, setup.precision_part(stage, handed)))
-            emit(f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
-                 f"{snap.done} steps of the stage done")
+            snap = ckpt_lib.load(
+                resume,
+                ident,
+                _templates(setup, eng, state, batch, hyper),
+                scope=lambda stage, handed: precision_scope(
+                    config.precision, setup.precision_part(stage, handed)
+                ),
+            )
+            emit(
+                f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
+                f"{snap.done} steps of the stage done"
+            )
         tracker = None if track_error_every is None else ErrorTracker(problem, static, t_call)
         try:
             with ckpt_lib.sigint_flag(checkpointer is not None) as interrupted:
-                out = run_stages(setup, eng, state, batch, hyper, emit, batched=False,
-                                 snapshot_refreshes=snapshot_refreshes, cache=cache, prefetch=prefetch_compile,
-                                 track=tracker, track_every=int(track_error_every or 0), progress=progress,
-                                 checkpoint=checkpointer, resume=snap, interrupted=interrupted,
-                                 call_seconds=call_seconds)
+                out = run_stages(
+                    setup,
+                    eng,
+                    state,
+                    batch,
+                    hyper,
+                    emit,
+                    batched=False,
+                    snapshot_refreshes=snapshot_refreshes,
+                    cache=cache,
+                    prefetch=prefetch_compile,
+                    track=tracker,
+                    track_every=int(track_error_every or 0),
+                    progress=progress,
+                    checkpoint=checkpointer,
+                    resume=snap,
+                    interrupted=interrupted,
+                    call_seconds=call_seconds,
+                )
         except Interrupted as stop:
             out = stop.out._replace(state=_best_so_far(stop.out.state))
             result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
-            emit(f"[{problem.name}/{method.name}] interrupted: checkpoint {stop.path}; best so far "
-                 f"rel_e2={result.metrics.rel_e2:.3e}; resume with cj.resume({str(checkpoint_dir)!r})")
+            emit(
+                f"[{problem.name}/{method.name}] interrupted: checkpoint {stop.path}; best so far "
+                f"rel_e2={result.metrics.rel_e2:.3e}; resume with cj.resume({str(checkpoint_dir)!r})"
+            )
             raise ckpt_lib.TrainingInterrupted(Path(checkpoint_dir), result) from None
     result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
     if checkpointer is not None and checkpointer.written:
-        emit(f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
-             f"-> {checkpointer.root}")
+        emit(
+            f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
+            f"-> {checkpointer.root}"
+        )
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
     result.time_limited = out.run_limit_hit
     if out.run_limit_hit:
@@ -270,27 +336,49 @@ def _start_notes(setup, eng, batch, params) -> list[str]:
 
 
 def _check_call_seconds(call_seconds) -> None:
-    if call_seconds is not None and (isinstance(call_seconds, bool) or not isinstance(call_seconds, (int, float))
-                                     or not np.isfinite(call_seconds) or not call_seconds > 0):
-        raise ValueError(f"call_seconds must be None or a number of seconds > 0, got {call_seconds!r}")
+    if call_seconds is not None and (
+        isinstance(call_seconds, bool)
+        or not isinstance(call_seconds, (int, float))
+        or not np.isfinite(call_seconds)
+        or not call_seconds > 0
+    ):
+        raise ValueError(
+            f"call_seconds must be None or a number of seconds > 0, got {call_seconds!r}"
+        )
 
 
 def _emit_time_limit(emit, result: TrainResult, checkpointer, checkpoint_dir) -> None:
     """The line of a run that stopped on its time limit: where its checkpoint is, how to go on."""
-    where = (f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
-             "larger limit continues" if checkpointer is not None else "")
-    emit(f"[{result.problem.name}/{result.method.name}] time limit {result.config.time_limit:g} s reached{where}")
+    where = (
+        f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
+        "larger limit continues"
+        if checkpointer is not None
+        else ""
+    )
+    emit(
+        f"[{result.problem.name}/{result.method.name}] time limit {result.config.time_limit:g} s reached{where}"
+    )
 
 
 def _emit_done(emit, result: TrainResult, out: RunOutput) -> None:
     """The run's closing lines: its errors, and an inverse run's unknowns."""
     metrics, tag = result.metrics, f"[{result.problem.name}/{result.method.name}]"
-    errors = (f"rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e}" if metrics.against == "exact"
-              and not metrics.per_field else metrics.describe())
-    emit(f"{tag} done: {errors} e_loss={result.e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    errors = (
+        f"rel_e2={metrics.rel_e2:.3e} e2={metrics.e2:.3e} e_inf={metrics.e_inf:.3e}"
+        if metrics.against == "exact" and not metrics.per_field
+        else metrics.describe()
+    )
+    emit(
+        f"{tag} done: {errors} e_loss={result.e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
+    )
     if result.unknowns is not None:
-        emit(f"{tag} unknowns: " + ", ".join(f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
-                                            for n, d in result.unknowns.as_dict().items()))
+        emit(
+            f"{tag} unknowns: "
+            + ", ".join(
+                f"{n}={d['estimate']:.6g} (true {d['true']:.6g}, rel. error {d['rel_error']:.2e})"
+                for n, d in result.unknowns.as_dict().items()
+            )
+        )
 
 
 def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, batched: bool = False):
@@ -320,22 +408,38 @@ def _templates(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, bat
 def _best_so_far(state: State) -> State:
     """The interrupted stage's best parameters (by the unweighted loss), when it has any."""
     ok = jnp.isfinite(state.best_raw)
-    params = jax.tree_util.tree_map(lambda b, p: jnp.where(ok, b, p), state.best_params, state.params)
+    params = jax.tree_util.tree_map(
+        lambda b, p: jnp.where(ok, b, p), state.best_params, state.params
+    )
     return eqx.tree_at(lambda s: s.params, state, params)
 
 
-def _result(problem, method, config, setup, static, eng, out: RunOutput, tracker, seed) -> TrainResult:
+def _result(
+    problem, method, config, setup, static, eng, out: RunOutput, tracker, seed
+) -> TrainResult:
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "second"):
         trained = eqx.combine(out.state.params, static)
         metrics = metrics_lib.evaluate(problem, trained.model)
-        e_loss = float(jax.jit(eng.objective)(out.state.params, out.w, out.state.lambdas, out.batch)[0])
+        e_loss = float(
+            jax.jit(eng.objective)(out.state.params, out.w, out.state.lambdas, out.batch)[0]
+        )
     result = TrainResult(
-        problem=problem, method=method, config=config, model=trained.model,
-        log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars), metrics=metrics, e_loss=e_loss,
+        problem=problem,
+        method=method,
+        config=config,
+        model=trained.model,
+        log_vars=None if trained.log_vars is None else np.asarray(trained.log_vars),
+        metrics=metrics,
+        e_loss=e_loss,
         history=member_history(out.history, 0, None if tracker is None else tracker.arrays()),
         statuses={name: StageStatus(int(out.statuses[name][0])) for name in setup.stage_names},
-        compile_seconds=out.compile_seconds, run_seconds=out.run_seconds, k_upd=setup.k_upd, plan=setup.stages,
-        relobralo=setup.relobralo_stages, seed=seed, batch=out.batch,
+        compile_seconds=out.compile_seconds,
+        run_seconds=out.run_seconds,
+        k_upd=setup.k_upd,
+        plan=setup.stages,
+        relobralo=setup.relobralo_stages,
+        seed=seed,
+        batch=out.batch,
         unknowns=None if trained.coeffs is None else _unknowns_result(problem, trained.coeffs),
         stage_seconds=out.stage_seconds,
     )

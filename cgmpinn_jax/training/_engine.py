@@ -72,27 +72,55 @@ def make_balancing(setup: Setup) -> balancing_lib.Balancing:
     if setup.relobralo_stages == "none":
         return balancing_lib.no_balancing(setup.n_terms)
     return balancing_lib.relobralo(
-        setup.n_terms, alpha=cfg.balancing.alpha, temperature=cfg.balancing.temperature, rho=cfg.balancing.rho,
-        history_size=max(2, setup.k_max), variant=cfg.balancing.variant,
+        setup.n_terms,
+        alpha=cfg.balancing.alpha,
+        temperature=cfg.balancing.temperature,
+        rho=cfg.balancing.rho,
+        history_size=max(2, setup.k_max),
+        variant=cfg.balancing.variant,
     )
 
 
 def _history(L: int, C: int, dtype) -> ChunkHistory:
-    z = lambda *s: jnp.zeros(s, dtype)
-    return ChunkHistory(z(L), z(L, C), z(L, C), z(L, C), jnp.zeros(L, jnp.int32), jnp.int32(0), z(), z(), jnp.int32(0))
+    def z(*s):
+        return jnp.zeros(s, dtype)
+
+    return ChunkHistory(
+        z(L),
+        z(L, C),
+        z(L, C),
+        z(L, C),
+        jnp.zeros(L, jnp.int32),
+        jnp.int32(0),
+        z(),
+        z(),
+        jnp.int32(0),
+    )
 
 
 def _record(h: ChunkHistory, i, value, tv, lam, evals) -> ChunkHistory:
-    return h._replace(loss=h.loss.at[i].set(value), terms=h.terms.at[i].set(tv.terms), raw=h.raw.at[i].set(tv.raw),
-                      lambdas=h.lambdas.at[i].set(lam), evals=h.evals.at[i].set(evals))
+    return h._replace(
+        loss=h.loss.at[i].set(value),
+        terms=h.terms.at[i].set(tv.terms),
+        raw=h.raw.at[i].set(tv.raw),
+        lambdas=h.lambdas.at[i].set(lam),
+        evals=h.evals.at[i].set(evals),
+    )
 
 
 def restore_best(state: State) -> State:
     """The best parameters of the stage if it stopped on a guard (NONFINITE, DIVERGED) or on
     its time limit (TIME_LIMIT)."""
-    bad = ((state.status == StageStatus.NONFINITE) | (state.status == StageStatus.DIVERGED)
-           | (state.status == StageStatus.TIME_LIMIT))
-    params = jax.tree_util.tree_map(lambda b, p: jnp.where(bad & jnp.isfinite(state.best_raw), b, p), state.best_params, state.params)
+    bad = (
+        (state.status == StageStatus.NONFINITE)
+        | (state.status == StageStatus.DIVERGED)
+        | (state.status == StageStatus.TIME_LIMIT)
+    )
+    params = jax.tree_util.tree_map(
+        lambda b, p: jnp.where(bad & jnp.isfinite(state.best_raw), b, p),
+        state.best_params,
+        state.params,
+    )
     return eqx.tree_at(lambda s: s.params, state, params)
 
 
@@ -115,16 +143,23 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
     need = members * gn.memory_bytes(rows, n_params, item)
     if need > limit:
         s = rows if form in ("kernel", "pcg") else n_params
-        held = "vectors only" if form == "matfree" else f"a {rows} x {n_params} Jacobian and {s} x {s} matrices"
+        held = (
+            "vectors only"
+            if form == "matfree"
+            else f"a {rows} x {n_params} Jacobian and {s} x {s} matrices"
+        )
         raise ValueError(
             f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
             f"({form} form: {held}"
             f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
             f"GaussNewton(memory_limit_gb={gn.memory_limit_gb}). Use fewer collocation points or a smaller network, "
-            "raise GaussNewton(memory_limit_gb=...) if the machine has the memory, or use an LBFGS() stage")
+            "raise GaussNewton(memory_limit_gb=...) if the machine has the memory, or use an LBFGS() stage"
+        )
 
 
-def gn_shape(setup: Setup, lsq: LeastSquares, batch, params, batched: bool = False) -> tuple[int, int, str]:
+def gn_shape(
+    setup: Setup, lsq: LeastSquares, batch, params, batched: bool = False
+) -> tuple[int, int, str]:
     """``(residual rows, parameters, form)`` of a Gauss-Newton stage on ``batch`` (``batched``:
     a sweep's, with a leading member axis)."""
     if batched:
@@ -141,8 +176,10 @@ def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str |
         return None
     rows, n_params, form = gn_shape(setup, lsq, batch, params)
     how = "chosen" if setup.spec("gauss_newton").form == "auto" else "set"
-    return (f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
-            f"{form} form ({how})")
+    return (
+        f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
+        f"{form} form ({how})"
+    )
 
 
 class Engine:
@@ -153,31 +190,56 @@ class Engine:
         cfg = setup.config
         self.objective = Objective(make_term_fn(setup.problem, setup.method, static))
         eqs = len(setup.problem.equations)
-        per_eq = eqs > 1 and setup.method.weights_points and cfg.cgm.system_weighting == "per_equation"
-        self.weight_columns = eqs if per_eq else 0  # uniform weights: one column, whatever the option
-        self.residual_fn = make_residual_fn(setup.problem, static, per_equation=self.weight_columns > 0)
+        per_eq = (
+            eqs > 1 and setup.method.weights_points and cfg.cgm.system_weighting == "per_equation"
+        )
+        self.weight_columns = (
+            eqs if per_eq else 0
+        )  # uniform weights: one column, whatever the option
+        self.residual_fn = make_residual_fn(
+            setup.problem, static, per_equation=self.weight_columns > 0
+        )
         self.balancing = make_balancing(setup)
         init = setup.method.weighting(cfg, Hyper.from_config(cfg)).init
-        self.weighting_init = init if not self.weight_columns else (
-            lambda n: jax.vmap(lambda _: init(n))(jnp.arange(self.weight_columns)))
+        self.weighting_init = (
+            init
+            if not self.weight_columns
+            else (lambda n: jax.vmap(lambda _: init(n))(jnp.arange(self.weight_columns)))
+        )
         self.lsq = None  # the objective's least-squares view (a Gauss-Newton stage only)
         if "gauss_newton" in setup.stage_names:
             self.lsq = LeastSquares(setup.problem, setup.method, static)
             check_gn_memory(cfg, setup, self.lsq, n_params)
-        self.solvers = {st.name: st.solver(self.objective, n_steps=n, n_params=n_params, dtype=cfg.second_stage_dtype,
-                                           divergence_ratio=cfg.divergence_ratio, lsq=self.lsq)
-                        for st, n in setup.plan}
+        self.solvers = {
+            st.name: st.solver(
+                self.objective,
+                n_steps=n,
+                n_params=n_params,
+                dtype=cfg.second_stage_dtype,
+                divergence_ratio=cfg.divergence_ratio,
+                lsq=self.lsq,
+            )
+            for st, n in setup.plan
+        }
         later = [name for name in setup.stage_names if name != "adam"]
         self.second_name = later[0] if later else None  # the first stage after Adam
-        adam = self.solvers.get("adam") or Adam().solver(  # a run without Adam still starts from its state
-            self.objective, n_steps=0, n_params=n_params, dtype=cfg.second_stage_dtype,
-            divergence_ratio=cfg.divergence_ratio)
+        adam = self.solvers.get(
+            "adam"
+        ) or Adam().solver(  # a run without Adam still starts from its state
+            self.objective,
+            n_steps=0,
+            n_params=n_params,
+            dtype=cfg.second_stage_dtype,
+            divergence_ratio=cfg.divergence_ratio,
+        )
         self.adam_init = adam.init
 
     def initial_w(self, lead: tuple, n: int, dtype) -> jax.Array:
         """Uniform PDE weights before the first refresh: ``lead + (N,)``, or ``lead + (N, E)``
         with one weight per point and equation (``system_weighting="per_equation"``)."""
-        return jnp.ones(lead + (n,) + ((self.weight_columns,) if self.weight_columns else ()), dtype)
+        return jnp.ones(
+            lead + (n,) + ((self.weight_columns,) if self.weight_columns else ()), dtype
+        )
 
     def init_stage(self, stage: str):
         """``(params, w, lam, batch) -> optimizer state`` of ``stage``'s solver."""
@@ -186,7 +248,9 @@ class Engine:
     def _chunk_history(self, w, tau, wstate) -> ChunkHistory:
         h = _history(self.setup.k_upd, self.setup.n_terms, w.dtype)
         spread = jnp.max(w) / jnp.maximum(jnp.min(w), 1e-30)
-        status = jnp.max(jnp.asarray(getattr(wstate, "last_status", 0), jnp.int32))  # the worst equation's
+        status = jnp.max(
+            jnp.asarray(getattr(wstate, "last_status", 0), jnp.int32)
+        )  # the worst equation's
         return h._replace(tau=jnp.asarray(tau, w.dtype), spread=spread, weighting_status=status)
 
     @staticmethod
@@ -215,7 +279,10 @@ class Engine:
         a stage after Adam does, unless ReLoBRaLo changes its lambdas every iteration."""
         if stage == "adam":
             return False
-        return not (self.setup.uses_relobralo(stage) and self.setup.config.balancing.second_stage_apply == "iteration")
+        return not (
+            self.setup.uses_relobralo(stage)
+            and self.setup.config.balancing.second_stage_apply == "iteration"
+        )
 
     def rebase(self, params, opt, w, lambdas, batch, stage: str):
         """The solver's state with its stored value and gradient recomputed under the
@@ -232,7 +299,9 @@ class Engine:
         solver, use_relo = self.solvers[stage], self.setup.uses_relobralo(stage)
         if solver.fresh or not self.rebases_in(stage):
             if use_relo:
-                value, grad, tv, lam, bstate = self.objective.balanced_eval(c.params, w, c.bstate, batch, self.balancing)
+                value, grad, tv, lam, bstate = self.objective.balanced_eval(
+                    c.params, w, c.bstate, batch, self.balancing
+                )
             else:
                 (value, tv), grad = self.objective.value_and_grad(c.params, w, c.lambdas, batch)
                 lam, bstate = c.lambdas, c.bstate
@@ -249,7 +318,9 @@ class Engine:
             lam_next, bstate = c.lambdas, c.bstate
         return c.opt, value, grad, tv, lam_chunk, lam_next, bstate, n_ev
 
-    def stage_steps(self, stage: str, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps):
+    def stage_steps(
+        self, stage: str, state: State, batch, hyper: Hyper, w, h0: ChunkHistory, n_steps
+    ):
         """Iterations of ``stage`` with the chunk's weights ``w`` (after `rebase` when the
         stage re-bases) from iteration ``h0.n_done`` of the chunk up to ``n_steps``:
         ``(state, w, ChunkHistory)``. A chunk can be run in pieces (pass the history a piece
@@ -264,14 +335,33 @@ class Engine:
 
         def body(s):
             i, c, h = s
-            opt, value, grad, tv, lam, lam_next, bstate, n_ev = self._start_point(stage, c, w, batch, lam_chunk, i)
+            opt, value, grad, tv, lam, lam_next, bstate, n_ev = self._start_point(
+                stage, c, w, batch, lam_chunk, i
+            )
             step = solver.step(c.params, opt, w, lam, batch, value, grad, hyper)
-            g = solver.terminate(Guards(c.best_params, c.best_raw, c.status, c.stall), c.params, jnp.sum(tv.raw),
-                                 grad, value, step)
+            g = solver.terminate(
+                Guards(c.best_params, c.best_raw, c.status, c.stall),
+                c.params,
+                jnp.sum(tv.raw),
+                grad,
+                value,
+                step,
+            )
             keep = accepts(g.status)
-            params = jax.tree_util.tree_map(lambda new, old: jnp.where(keep, new, old), step.params, c.params)
-            c = State(params=params, opt=step.state, wstate=c.wstate, bstate=bstate, lambdas=lam_next,
-                      best_params=g.best_params, best_raw=g.best_raw, status=g.status, stall=g.stall)
+            params = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(keep, new, old), step.params, c.params
+            )
+            c = State(
+                params=params,
+                opt=step.state,
+                wstate=c.wstate,
+                bstate=bstate,
+                lambdas=lam_next,
+                best_params=g.best_params,
+                best_raw=g.best_raw,
+                status=g.status,
+                stall=g.stall,
+            )
             return i + 1, c, _record(h, i, value, tv, lam, n_ev + step.evals)
 
         n_done, state, h = jax.lax.while_loop(self._running(n_steps), body, (h0.n_done, state, h0))

@@ -14,9 +14,20 @@ from ._driver import train
 __all__ = ["infer"]
 
 
-def infer(problem: Problem | str, method="cgmpinn", config=None, *, unknowns=None, n_obs: int = 200,
-          noise: float = 0.01, observations: Optional[Observations] = None, key: int | jax.Array = 1224,
-          obs_key: int | jax.Array | None = None, obs_weight: float = 1.0, **train_kwargs):
+def infer(
+    problem: Problem | str,
+    method="cgmpinn",
+    config=None,
+    *,
+    unknowns=None,
+    n_obs: int = 200,
+    noise: float = 0.01,
+    observations: Optional[Observations] = None,
+    key: int | jax.Array = 1224,
+    obs_key: int | jax.Array | None = None,
+    obs_weight: float = 1.0,
+    **train_kwargs,
+):
     """Train ``method`` on the inverse version of ``problem``: the network and the unknown
     coefficients together, from observations of the solution.
 
@@ -63,8 +74,17 @@ def infer(problem: Problem | str, method="cgmpinn", config=None, *, unknowns=Non
         ```
     """
     if isinstance(problem, InverseProblem) and obs_weight != 1.0:
-        raise ValueError("infer: obs_weight is an InverseProblem's field; set it there (InverseProblem(..., obs_weight=w))")
+        raise ValueError(
+            "infer: obs_weight is an InverseProblem's field; set it there (InverseProblem(..., obs_weight=w))"
+        )
     if not isinstance(problem, InverseProblem):
-        problem = inverse_problem(problem, unknowns=unknowns, n_obs=n_obs, noise=noise, observations=observations,
-                                  key=key if obs_key is None else obs_key, obs_weight=obs_weight)
+        problem = inverse_problem(
+            problem,
+            unknowns=unknowns,
+            n_obs=n_obs,
+            noise=noise,
+            observations=observations,
+            key=key if obs_key is None else obs_key,
+            obs_weight=obs_weight,
+        )
     return train(problem, method, config, key=key, **train_kwargs)

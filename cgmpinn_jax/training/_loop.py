@@ -45,6 +45,7 @@ CALL_SECONDS = 30.0
 #: gets one line with the estimate and what cuts it
 LONG_STAGE_SECONDS = 3600.0
 
+
 def _program(kind: str, stage: str) -> str:
     """The compile cache's name of a stage's program (``kind``: "rebase", "init", "restore")."""
     return f"{kind}_{stage}"
@@ -93,8 +94,14 @@ def to_host(x) -> np.ndarray:
 def reset_stage(state: State) -> State:
     """The guards of a new stage: status and stall counter zero, no best point yet."""
     return eqx.tree_at(
-        lambda s: (s.status, s.stall, s.best_raw, s.best_params), state,
-        (jnp.zeros_like(state.status), jnp.zeros_like(state.stall), jnp.full_like(state.best_raw, jnp.inf), state.params),
+        lambda s: (s.status, s.stall, s.best_raw, s.best_params),
+        state,
+        (
+            jnp.zeros_like(state.status),
+            jnp.zeros_like(state.stall),
+            jnp.full_like(state.best_raw, jnp.inf),
+            state.params,
+        ),
     )
 
 
@@ -104,11 +111,29 @@ class _Loop:
     The arrays ``(state, batch, hyper, w)`` live on the instance between chunks so that a
     checkpoint can be written at any chunk boundary."""
 
-    def __init__(self, setup: Setup, eng: Engine, emit, *, batched: bool, cache: CompileCache, track, track_every: int,
-                 progress, checkpoint, interrupted, snapshot_refreshes: int, call_seconds: float | None = CALL_SECONDS):
+    def __init__(
+        self,
+        setup: Setup,
+        eng: Engine,
+        emit,
+        *,
+        batched: bool,
+        cache: CompileCache,
+        track,
+        track_every: int,
+        progress,
+        checkpoint,
+        interrupted,
+        snapshot_refreshes: int,
+        call_seconds: float | None = CALL_SECONDS,
+    ):
         self.setup, self.eng, self.emit, self.batched, self.cache = setup, eng, emit, batched, cache
         self.track, self.track_every, self.progress = track, track_every, progress
-        self.checkpoint, self.interrupted, self.snapshot_refreshes = checkpoint, interrupted, snapshot_refreshes
+        self.checkpoint, self.interrupted, self.snapshot_refreshes = (
+            checkpoint,
+            interrupted,
+            snapshot_refreshes,
+        )
         self.call_seconds = call_seconds
         self.precision = setup.config.precision
         vm = (lambda f, axes: jax.vmap(f, in_axes=axes)) if batched else (lambda f, axes: f)
@@ -118,14 +143,23 @@ class _Loop:
         self.tag = f"[{setup.problem.name}/{setup.method.name}]"
         self.stages = setup.stage_names
         self.begin = vm(eng.begin_chunk, (0, 0, 0, 0, None))
-        self.rebase = {st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"}
-        self.loop = {st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None)) for st in self.stages}
+        self.rebase = {
+            st: vm(functools.partial(eng.rebase, stage=st), 0) for st in self.stages if st != "adam"
+        }
+        self.loop = {
+            st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None))
+            for st in self.stages
+        }
         self.rec, self.statuses, self.stage_seconds = Recorder(self.lead), {}, {}
         self.t_start = time.perf_counter()
         self.last_line = self.t_start  # when the last progress line (or callback) went out
         self.sizer, self.stage_t0, self.estimated = _CallSizer(call_seconds), self.t_start, False
-        self.run_limit_hit = False  # the run's time limit was reached: no later stage, no later checkpoint
-        self._shape = None  # a Gauss-Newton stage's (rows, parameters, form), for the estimate's line
+        self.run_limit_hit = (
+            False  # the run's time limit was reached: no later stage, no later checkpoint
+        )
+        self._shape = (
+            None  # a Gauss-Newton stage's (rows, parameters, form), for the estimate's line
+        )
 
     # -- compiled programs ------------------------------------------------------------------
 
@@ -135,7 +169,9 @@ class _Loop:
         background = self.cache.last_background_seconds
         label = _label(name, self.stages)
         if label and background is not None:
-            self.emit(f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)")
+            self.emit(
+                f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)"
+            )
         elif seconds > 0.0 and label:  # compile time is real time: say where it went
             self.emit(f"{self.tag} compiled {label} in {seconds:.1f}s")
         return compiled(*args)
@@ -143,11 +179,19 @@ class _Loop:
     def chunk_programs(self, stage, state, batch, hyper, w, tau_k, n_steps):
         """``[(name, fn, args)]`` of one chunk, with ``w`` and the history of the refresh's
         shapes (for compiling in the background; the values do not matter)."""
-        h0 = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
-            self.begin, state.params, state.wstate, batch, hyper, tau_k)[2])
+        h0 = jax.tree_util.tree_map(
+            lambda x: jnp.zeros(x.shape, x.dtype),
+            jax.eval_shape(self.begin, state.params, state.wstate, batch, hyper, tau_k)[2],
+        )
         out = [("refresh", self.begin, (state.params, state.wstate, batch, hyper, tau_k))]
         if self.eng.rebases_in(stage):
-            out.append((_program("rebase", stage), self.rebase[stage], (state.params, state.opt, w, state.lambdas, batch)))
+            out.append(
+                (
+                    _program("rebase", stage),
+                    self.rebase[stage],
+                    (state.params, state.opt, w, state.lambdas, batch),
+                )
+            )
         return out + [(stage, self.loop[stage], (state, batch, hyper, w, h0, n_steps))]
 
     def run_chunk(self, stage, ci, chunk, arrays, done0, total, clock, piece=None):
@@ -158,17 +202,35 @@ class _Loop:
         its weights). Returns ``(state, w, history)``."""
         state, batch, hyper, w = arrays
         if piece is None:
-            wstate, w, h = self.call("refresh", self.begin, state.params, state.wstate, batch, hyper,
-                                     jnp.int32(chunk.tau_k))
+            wstate, w, h = self.call(
+                "refresh",
+                self.begin,
+                state.params,
+                state.wstate,
+                batch,
+                hyper,
+                jnp.int32(chunk.tau_k),
+            )
             state = eqx.tree_at(lambda s: s.wstate, state, wstate)
             if self.eng.rebases_in(stage):
-                opt = self.call(_program("rebase", stage), self.rebase[stage], state.params, state.opt, w, state.lambdas,
-                                batch)
+                opt = self.call(
+                    _program("rebase", stage),
+                    self.rebase[stage],
+                    state.params,
+                    state.opt,
+                    w,
+                    state.lambdas,
+                    batch,
+                )
                 state = eqx.tree_at(lambda s: s.opt, state, opt)
             end = 0
         else:
-            where = w.sharding if self.batched and isinstance(w, jax.Array) else None  # a sweep's member axis
-            h = jax.tree_util.tree_map(lambda x: jnp.asarray(x) if where is None else jax.device_put(x, where), piece)
+            where = (
+                w.sharding if self.batched and isinstance(w, jax.Array) else None
+            )  # a sweep's member axis
+            h = jax.tree_util.tree_map(
+                lambda x: jnp.asarray(x) if where is None else jax.device_put(x, where), piece
+            )
             end = int(np.max(self.lead(h.n_done)))
         loop, n_total = self.loop[stage], int(chunk.n_steps)
         tracking = self.track is not None and self.track_every > 0
@@ -186,7 +248,9 @@ class _Loop:
             if tracking and end % self.track_every == 0:
                 self.track(chunk.first_k + end - 1, state.params)
             self.report_piece(stage, chunk, h, done0 + end, total, clock)
-            arrays = self.boundary((state, batch, hyper, w), stage, ci, done0 + end, piece=h, chunk=chunk)
+            arrays = self.boundary(
+                (state, batch, hyper, w), stage, ci, done0 + end, piece=h, chunk=chunk
+            )
             state = arrays[0]
             if np.all(self.lead(state.status) != StageStatus.COMPLETED):
                 break  # a time limit
@@ -196,14 +260,22 @@ class _Loop:
         """The stage's starting point, inside its precision scope: a mixed run's casts (at the
         first stage after Adam), the guards reset, and for a stage after Adam its lambdas and
         its solver's state."""
-        if self.precision == "mixed" and self.setup.precision_part(stage, handed=False) != self.setup.precision_part(stage):
+        if self.precision == "mixed" and self.setup.precision_part(
+            stage, handed=False
+        ) != self.setup.precision_part(stage):
             state, batch, hyper, w = cast_floats((state, batch, hyper, w), jnp.zeros(()).dtype)
         state = reset_stage(state)
         if stage != "adam":
             if not self.setup.uses_relobralo(stage):
                 state = eqx.tree_at(lambda s: s.lambdas, state, jnp.ones_like(state.lambdas))
-            opt = self.call(_program("init", stage), self.vm(self.eng.init_stage(stage), 0), state.params, w,
-                            state.lambdas, batch)
+            opt = self.call(
+                _program("init", stage),
+                self.vm(self.eng.init_stage(stage), 0),
+                state.params,
+                w,
+                state.lambdas,
+                batch,
+            )
             state = eqx.tree_at(lambda s: s.opt, state, opt)
         return state, batch, hyper, w
 
@@ -214,7 +286,9 @@ class _Loop:
         second = self.eng.second_name
         with precision_scope(self.precision, "second"):
             s2, b2, h2, w2 = self.hand_off(second, state, batch, hyper, w)
-            for name, fn, args in self.chunk_programs(second, s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)):
+            for name, fn, args in self.chunk_programs(
+                second, s2, b2, h2, w2, jnp.int32(0), jnp.int32(0)
+            ):
                 self.cache.prefetch(self.setup, name, fn, args, batched=False)
             del s2, b2, h2, w2, args
 
@@ -222,18 +296,40 @@ class _Loop:
 
     def output(self, arrays, statuses) -> RunOutput:
         state, batch, _, w = arrays
-        history = self.rec.history(self.lead(state.status).shape[0], self.setup.n_terms, self.snapshot_refreshes)
-        return RunOutput(state, w, batch, history, statuses, self.compile_s,
-                         time.perf_counter() - self.t_start - self.compile_s, dict(self.stage_seconds), self.run_limit_hit)
+        history = self.rec.history(
+            self.lead(state.status).shape[0], self.setup.n_terms, self.snapshot_refreshes
+        )
+        return RunOutput(
+            state,
+            w,
+            batch,
+            history,
+            statuses,
+            self.compile_s,
+            time.perf_counter() - self.t_start - self.compile_s,
+            dict(self.stage_seconds),
+            self.run_limit_hit,
+        )
 
     def write_checkpoint(self, arrays, stage, chunk, handed, done, piece=None):
         state = arrays[0]
         jax.block_until_ready(state)
         now = time.perf_counter()
-        return self.checkpoint.write(ckpt_lib.Snapshot(
-            arrays=arrays, history=ckpt_lib.recorder_arrays(self.rec, getattr(self.track, "rows", None)),
-            stage=stage, chunk=chunk, handed=handed, done=done, statuses=self.statuses, compile_seconds=self.compile_s,
-            elapsed=now - self.t_start, piece=piece, stage_elapsed=now - self.stage_t0 if handed else 0.0))
+        return self.checkpoint.write(
+            ckpt_lib.Snapshot(
+                arrays=arrays,
+                history=ckpt_lib.recorder_arrays(self.rec, getattr(self.track, "rows", None)),
+                stage=stage,
+                chunk=chunk,
+                handed=handed,
+                done=done,
+                statuses=self.statuses,
+                compile_seconds=self.compile_s,
+                elapsed=now - self.t_start,
+                piece=piece,
+                stage_elapsed=now - self.stage_t0 if handed else 0.0,
+            )
+        )
 
     def save_point(self, arrays, stage, chunk, handed, done, piece=None, partial=None):
         """A checkpoint before chunk ``chunk`` of ``stage`` (``piece``: inside it, with its
@@ -249,7 +345,10 @@ class _Loop:
             if partial is not None:
                 self.rec.add(partial, piece, arrays[3])
             cut = np.full(self.lead(state.status).shape, int(StageStatus.INTERRUPTED))
-            st = {s: self.statuses[s] if s in self.statuses and s != stage else cut for s in self.stages}
+            st = {
+                s: self.statuses[s] if s in self.statuses and s != stage else cut
+                for s in self.stages
+            }
             raise Interrupted(path, self.output(arrays, st))
 
     def limit_reached(self, stage) -> str | None:
@@ -274,8 +373,12 @@ class _Loop:
             if self.checkpoint is not None:
                 self.write_checkpoint(arrays, stage, ci, True, done, piece)
         state = arrays[0]
-        status = jnp.where(state.status == StageStatus.COMPLETED, jnp.int32(StageStatus.TIME_LIMIT), state.status)
-        return (eqx.tree_at(lambda s: s.status, state, status.astype(state.status.dtype)),) + tuple(arrays[1:])
+        status = jnp.where(
+            state.status == StageStatus.COMPLETED, jnp.int32(StageStatus.TIME_LIMIT), state.status
+        )
+        return (eqx.tree_at(lambda s: s.status, state, status.astype(state.status.dtype)),) + tuple(
+            arrays[1:]
+        )
 
     def estimate(self, stage, done, total) -> None:
         """Once per stage, after its first calls: when the measured pace says the stage needs
@@ -286,32 +389,56 @@ class _Loop:
         self.estimated = True
         cfg, now = self.setup.config, time.perf_counter()
         need = self.sizer.rate * (total - done)
-        lefts = [lim - (now - t0) for lim, t0 in ((cfg.time_limit, self.t_start),
-                                                   (self.setup.spec(stage).time_limit, self.stage_t0))
-                 if lim is not None]
+        lefts = [
+            lim - (now - t0)
+            for lim, t0 in (
+                (cfg.time_limit, self.t_start),
+                (self.setup.spec(stage).time_limit, self.stage_t0),
+            )
+            if lim is not None
+        ]
         left = min(lefts) if lefts else None
         if need <= (LONG_STAGE_SECONDS if left is None else left):
             return
-        beyond = "more than an hour" if left is None else f"more than the {format_seconds(left)} its time limit leaves"
-        self.emit(f"{self.tag} {stage}: {self.sizer.rate:.3g} s an iteration measured; its "
-                  f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. {self.knobs(stage)}")
+        beyond = (
+            "more than an hour"
+            if left is None
+            else f"more than the {format_seconds(left)} its time limit leaves"
+        )
+        self.emit(
+            f"{self.tag} {stage}: {self.sizer.rate:.3g} s an iteration measured; its "
+            f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. {self.knobs(stage)}"
+        )
 
     def knobs(self, stage) -> str:
         """What cuts a stage's time, for the estimate's line."""
         limit = "or a time limit (time_limit, --time-limit)"
-        steps = "Adam(steps=...), --adam-steps" if stage == "adam" else (
-            f"{type(self.setup.spec(stage)).__name__}(steps=...), --second-steps")
+        steps = (
+            "Adam(steps=...), --adam-steps"
+            if stage == "adam"
+            else (f"{type(self.setup.spec(stage)).__name__}(steps=...), --second-steps")
+        )
         if stage == "gauss_newton" and self._shape is not None:
             rows, n_params, form = self._shape
-            cost = {"kernel": "rows^2 x parameters", "gramian": "rows x parameters^2",
-                    "svd": "rows x parameters x min(rows, parameters)"}.get(
-                form, "rows x parameters a CG iteration, plus a factorization every few iterations"
-                if form == "pcg" else "rows x parameters a CG iteration")
-            return (f"What cuts it: {rows} residual rows x {n_params} parameters in the {form} form, whose iteration "
-                    f"costs ~{cost}: fewer collocation points or a smaller network cut every iteration; fewer "
-                    f"iterations ({steps}) {limit} cut the stage.")
-        return (f"What cuts it: fewer collocation points or a smaller network cut every iteration; fewer steps "
-                f"({steps}) {limit} cut the stage.")
+            cost = {
+                "kernel": "rows^2 x parameters",
+                "gramian": "rows x parameters^2",
+                "svd": "rows x parameters x min(rows, parameters)",
+            }.get(
+                form,
+                "rows x parameters a CG iteration, plus a factorization every few iterations"
+                if form == "pcg"
+                else "rows x parameters a CG iteration",
+            )
+            return (
+                f"What cuts it: {rows} residual rows x {n_params} parameters in the {form} form, whose iteration "
+                f"costs ~{cost}: fewer collocation points or a smaller network cut every iteration; fewer "
+                f"iterations ({steps}) {limit} cut the stage."
+            )
+        return (
+            f"What cuts it: fewer collocation points or a smaller network cut every iteration; fewer steps "
+            f"({steps}) {limit} cut the stage."
+        )
 
     def report(self, stage, chunk, n, state, pace_clock, done, total):
         """After a chunk: the progress line (with the time left from the stage's pace) and
@@ -319,21 +446,46 @@ class _Loop:
         now = time.perf_counter()
         elapsed = now - pace_clock.t_stage
         left = pace_clock.left(now, self.compile_s, done, total, n)
-        where = f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        where = (
+            f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        )
         setup, rec = self.setup, self.rec
         if n:
-            progress_line(self.emit, self.tag, stage, chunk.first_k + n - 1, float(rec.refresh["tau"][-1][0]), rec,
-                          setup.problem.loss_terms, self.batched, setup.method.weights_points, where)
+            progress_line(
+                self.emit,
+                self.tag,
+                stage,
+                chunk.first_k + n - 1,
+                float(rec.refresh["tau"][-1][0]),
+                rec,
+                setup.problem.loss_terms,
+                self.batched,
+                setup.method.weights_points,
+                where,
+            )
         self.last_line = now
         if self.progress is not None:
-            self.progress(Progress(stage, done, total, float(np.nanmedian(rec.rows["loss"][-1][:, -1])) if n
-                                   else float("nan"), elapsed, self._coeffs(state)))
+            self.progress(
+                Progress(
+                    stage,
+                    done,
+                    total,
+                    float(np.nanmedian(rec.rows["loss"][-1][:, -1])) if n else float("nan"),
+                    elapsed,
+                    self._coeffs(state),
+                )
+            )
 
     def _coeffs(self, state):
         if getattr(state.params, "coeffs", None) is None or self.batched:
             return None
         problem = self.setup.problem
-        return dict(zip(problem.unknown_names, np.asarray(problem.coefficient_array(state.params.coeffs)).tolist()))
+        return dict(
+            zip(
+                problem.unknown_names,
+                np.asarray(problem.coefficient_array(state.params.coeffs)).tolist(),
+            )
+        )
 
     def report_piece(self, stage, chunk, h, done, total, clock):
         """Inside a chunk, after a call: the progress line and the ``progress`` callback when
@@ -348,14 +500,22 @@ class _Loop:
         loss = self.lead(h.loss)[:, n - 1]
         elapsed = now - clock.t_stage
         left = clock.left(now, self.compile_s, done, total, n)
-        where = f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        where = (
+            f" [{stage} {done}/{total}, {format_seconds(elapsed)}, ~{format_seconds(left)} left]"
+        )
         if self.batched:
-            self.emit(f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
-                      f"{np.nanmedian(loss):.3e}{where}")
+            self.emit(
+                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
+                f"{np.nanmedian(loss):.3e}{where}"
+            )
         else:
             raw = self.lead(h.raw)[0, n - 1]
-            terms = " ".join(f"{name}={float(v):.3e}" for name, v in zip(self.setup.problem.loss_terms, raw))
-            self.emit(f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}")
+            terms = " ".join(
+                f"{name}={float(v):.3e}" for name, v in zip(self.setup.problem.loss_terms, raw)
+            )
+            self.emit(
+                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}"
+            )
         if self.progress is not None:
             self.progress(Progress(stage, done, total, float(np.nanmedian(loss)), elapsed, None))
 
@@ -372,7 +532,9 @@ class _Loop:
             if not resumed_in:
                 arrays = self.hand_off(stage, *arrays)
             if stage == "gauss_newton" and self.eng.lsq is not None:
-                self._shape = gn_shape(self.setup, self.eng.lsq, arrays[1], arrays[0].params, batched=self.batched)
+                self._shape = gn_shape(
+                    self.setup, self.eng.lsq, arrays[1], arrays[0].params, batched=self.batched
+                )
             else:
                 self._shape = None
             total = sum(c.n_steps for c in chunks)
@@ -381,7 +543,9 @@ class _Loop:
             piece = here.piece if resumed_in else None
             for ci in range(0 if here is None else here.chunk, len(chunks)):
                 chunk = chunks[ci]
-                start = done - (0 if piece is None else int(np.max(piece.n_done)))  # steps before this chunk
+                start = done - (
+                    0 if piece is None else int(np.max(piece.n_done))
+                )  # steps before this chunk
                 state, w, h = self.run_chunk(stage, ci, chunk, arrays, start, total, clock, piece)
                 piece = None
                 arrays = (state, arrays[1], arrays[2], w)
@@ -393,14 +557,18 @@ class _Loop:
                 done = start + n
                 self.report(stage, chunk, n, state, clock, done, total)
                 self.estimate(stage, done, total)
-                if ci + 1 < len(chunks) and np.any(self.lead(state.status) == StageStatus.COMPLETED):
+                if ci + 1 < len(chunks) and np.any(
+                    self.lead(state.status) == StageStatus.COMPLETED
+                ):
                     arrays = self.boundary(arrays, stage, ci + 1, done)
                     state = arrays[0]
                 st = self.lead(state.status)
                 if np.all(st != StageStatus.COMPLETED):
                     if not self.batched:
-                        self.emit(f"{self.tag} {stage} stage stopped at k={chunk.first_k + n - 1}: "
-                                  f"{StageStatus(int(st[0])).name}")
+                        self.emit(
+                            f"{self.tag} {stage} stage stopped at k={chunk.first_k + n - 1}: "
+                            f"{StageStatus(int(st[0])).name}"
+                        )
                     break
             state = arrays[0]
             self.statuses[stage] = self.lead(state.status).astype(np.int64)
@@ -450,12 +618,26 @@ class _Pace:
         return pace * (total - done)
 
 
-def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emit, *, batched: bool,
-               snapshot_refreshes: int = 4, cache: CompileCache = COMPILE_CACHE, prefetch: bool = False,
-               track: Callable[[int, Any], None] | None = None, track_every: int = 0,
-               progress: Callable[[Progress], None] | None = None, checkpoint: "ckpt_lib.Checkpointer | None" = None,
-               resume: "ckpt_lib.Snapshot | None" = None, interrupted: Callable[[], bool] = lambda: False,
-               call_seconds: float | None = CALL_SECONDS) -> RunOutput:
+def run_stages(
+    setup: Setup,
+    eng: Engine,
+    state: State,
+    batch,
+    hyper: Hyper,
+    emit,
+    *,
+    batched: bool,
+    snapshot_refreshes: int = 4,
+    cache: CompileCache = COMPILE_CACHE,
+    prefetch: bool = False,
+    track: Callable[[int, Any], None] | None = None,
+    track_every: int = 0,
+    progress: Callable[[Progress], None] | None = None,
+    checkpoint: "ckpt_lib.Checkpointer | None" = None,
+    resume: "ckpt_lib.Snapshot | None" = None,
+    interrupted: Callable[[], bool] = lambda: False,
+    call_seconds: float | None = CALL_SECONDS,
+) -> RunOutput:
     """The host loop over stages and chunks. ``batched``: state, batch and hyper have a
     leading member axis and every chunk is vmapped over it (a sweep); otherwise one run. Each
     stage runs in its precision scope (`cgmpinn_jax.training._precision`); a mixed run
@@ -484,9 +666,20 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
 
     Time limits (``setup.config.time_limit`` for the run, ``adam.time_limit`` and
     ``second.time_limit`` per stage) are checked at every call boundary; see `TrainConfig`."""
-    run = _Loop(setup, eng, emit, batched=batched, cache=cache, track=track, track_every=track_every,
-                progress=progress, checkpoint=checkpoint, interrupted=interrupted,
-                snapshot_refreshes=snapshot_refreshes, call_seconds=call_seconds)
+    run = _Loop(
+        setup,
+        eng,
+        emit,
+        batched=batched,
+        cache=cache,
+        track=track,
+        track_every=track_every,
+        progress=progress,
+        checkpoint=checkpoint,
+        interrupted=interrupted,
+        snapshot_refreshes=snapshot_refreshes,
+        call_seconds=call_seconds,
+    )
     w = eng.initial_w(state.lambdas.shape[:-1], batch["pde"][0].shape[-2], state.lambdas.dtype)
     if resume is None:
         run.rec.add_coeffs(setup.problem, 0, state.params)
@@ -495,15 +688,23 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
         rows = ckpt_lib.restore_recorder(run.rec, resume.history)
         if track is not None and rows is not None:
             track.rows[:] = rows
-            if rows and hasattr(track, "t0"):  # the error trace's seconds go on from the checkpoint's
+            if rows and hasattr(
+                track, "t0"
+            ):  # the error trace's seconds go on from the checkpoint's
                 track.t0 = time.perf_counter() - float(rows[-1][1])
         run.statuses = dict(resume.statuses)
         run.compile_s, run.t_start = resume.compile_seconds, time.perf_counter() - resume.elapsed
     arrays = (state, batch, hyper, w)
     stages = setup.stage_names
     plan = {stage: [c for c in setup.schedule() if c.stage == stage] for stage in stages}
-    if (prefetch and resume is None and not batched and plan.get("adam") and eng.second_name is not None
-            and plan[eng.second_name]):
+    if (
+        prefetch
+        and resume is None
+        and not batched
+        and plan.get("adam")
+        and eng.second_name is not None
+        and plan[eng.second_name]
+    ):
         run.prefetch(*arrays)
     first = 0 if resume is None else stages.index(resume.stage)
     for si, stage in enumerate(stages):
@@ -514,14 +715,20 @@ def run_stages(setup: Setup, eng: Engine, state: State, batch, hyper: Hyper, emi
             run.statuses[stage] = np.full(lead, int(StageStatus.SKIPPED))
             continue
         here = resume if resume is not None and si == first else None
-        if run.run_limit_hit or (here is None or not here.handed) and run.limit_reached(stage) == "run":
-            if not run.run_limit_hit and run.checkpoint is not None:  # resumable with a larger limit
+        if (
+            run.run_limit_hit
+            or (here is None or not here.handed)
+            and run.limit_reached(stage) == "run"
+        ):
+            if (
+                not run.run_limit_hit and run.checkpoint is not None
+            ):  # resumable with a larger limit
                 run.write_checkpoint(arrays, stage, 0, False, 0)
             run.run_limit_hit = True
             run.statuses[stage] = np.full(lead, int(StageStatus.TIME_LIMIT))
             continue
         arrays = run.run_stage(stage, plan[stage], arrays, here)
-        later = [s for s in stages[si + 1:] if plan[s]]
+        later = [s for s in stages[si + 1 :] if plan[s]]
         if later and not run.run_limit_hit:
             run.save_point(arrays, later[0], 0, False, 0)
     return run.output(arrays, run.statuses)

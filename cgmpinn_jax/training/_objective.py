@@ -23,7 +23,15 @@ import jax.numpy as jnp
 from ..methods import Method
 from ..problems import Problem
 
-__all__ = ["Trainable", "TermValues", "Objective", "LeastSquares", "make_term_fn", "make_residual_fn", "init_coeffs"]
+__all__ = [
+    "Trainable",
+    "TermValues",
+    "Objective",
+    "LeastSquares",
+    "make_term_fn",
+    "make_residual_fn",
+    "init_coeffs",
+]
 
 HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -85,7 +93,9 @@ def make_term_fn(problem: Problem, method: Method, static) -> Callable:
 
     def pde_residuals(problem, u, batch):
         pts, src = batch["pde"]
-        if loss.grad_weight > 0:  # gPINN: the residual as a function of z (source included), and its gradient
+        if (
+            loss.grad_weight > 0
+        ):  # gPINN: the residual as a function of z (source included), and its gradient
             r, g = jax.vmap(lambda q: _residual_and_gradient(problem, u, q))(pts)
             return r, loss.grad_weight * jnp.sum(jnp.mean(g**2, axis=0))
         r = problem.pde_residuals(u, pts, src)
@@ -154,7 +164,9 @@ class Objective:
         tv, vjp = jax.vjp(lambda p: self.term_fn(p, batch, w), params)
         lam, bstate = balancing.update(jax.lax.stop_gradient(tv.terms), bstate)
         lam = jax.lax.stop_gradient(lam)
-        zeros = TermValues(jnp.zeros_like(tv.terms), jnp.zeros_like(tv.raw), jnp.ones_like(tv.extra))
+        zeros = TermValues(
+            jnp.zeros_like(tv.terms), jnp.zeros_like(tv.raw), jnp.ones_like(tv.extra)
+        )
         (grad,) = vjp(zeros._replace(terms=lam.astype(tv.terms.dtype)))
         value = jnp.dot(lam, tv.terms, precision=HIGHEST) + tv.extra
         return value, grad, tv, lam, bstate
@@ -185,9 +197,11 @@ class LeastSquares:
 
     def __init__(self, problem: Problem, method: Method, static):
         if method.loss.learnable_balance:
-            raise ValueError(f"method {method.name!r} learns its loss weights (log-variances s_c: 0.5 exp(-s_c) L_c + "
-                             "softplus(s_c)), which is not a sum of squares, so a GaussNewton() stage cannot "
-                             "train it; use LBFGS(), BFGS(), SSBFGS() or SSBroyden()")
+            raise ValueError(
+                f"method {method.name!r} learns its loss weights (log-variances s_c: 0.5 exp(-s_c) L_c + "
+                "softplus(s_c)), which is not a sum of squares, so a GaussNewton() stage cannot "
+                "train it; use LBFGS(), BFGS(), SSBFGS() or SSBroyden()"
+            )
         self.problem, self.method, self.static = problem, method, static
 
     def _groups(self, batch, w, lam):
@@ -202,8 +216,11 @@ class LeastSquares:
 
             def pde_row(tr, prob, z, f, s):
                 r, g = _residual_and_gradient(prob, tr.model, z)
-                return jnp.concatenate([s * jnp.reshape(r, -1), jnp.sqrt(gw / n) * jnp.reshape(g, -1)])
+                return jnp.concatenate(
+                    [s * jnp.reshape(r, -1), jnp.sqrt(gw / n) * jnp.reshape(g, -1)]
+                )
         else:
+
             def pde_row(tr, prob, z, f, s):
                 return s * prob.pde_residuals(tr.model, z[None], f[None])
 
@@ -231,8 +248,10 @@ class LeastSquares:
     def residuals(self, params, batch, w, lam) -> jax.Array:
         """``(M,)`` the residual vector (rows in the order PDE, then each term's pieces)."""
         x, unravel = jax.flatten_util.ravel_pytree(params)
-        rows = [jax.vmap(self._row_fn(unravel, fn), in_axes=(None, 0, 0, 0))(x, p, t, s).reshape(-1)
-                for fn, p, t, s in self._groups(batch, w, lam)]
+        rows = [
+            jax.vmap(self._row_fn(unravel, fn), in_axes=(None, 0, 0, 0))(x, p, t, s).reshape(-1)
+            for fn, p, t, s in self._groups(batch, w, lam)
+        ]
         return jnp.concatenate(rows)
 
     def jacobian(self, params, batch, w, lam) -> tuple[jax.Array, jax.Array]:
@@ -251,5 +270,9 @@ class LeastSquares:
     def n_rows(self, batch) -> int:
         """The number of rows ``M`` (from shapes only)."""
         n_eq = len(self.problem.equations)
-        n = batch["pde"][0].shape[0] * n_eq * (1 + (self.problem.dim if self.method.loss.grad_weight > 0 else 0))
+        n = (
+            batch["pde"][0].shape[0]
+            * n_eq
+            * (1 + (self.problem.dim if self.method.loss.grad_weight > 0 else 0))
+        )
         return n + sum(p.shape[0] for term in self.problem.terms for p, _ in batch[term])

@@ -15,7 +15,14 @@ import numpy as np
 from ..problems import Problem
 from ._records import ChunkHistory, History
 
-__all__ = ["Recorder", "Progress", "format_seconds", "progress_line", "member_history", "ErrorTracker"]
+__all__ = [
+    "Recorder",
+    "Progress",
+    "format_seconds",
+    "progress_line",
+    "member_history",
+    "ErrorTracker",
+]
 
 
 class Recorder:
@@ -52,13 +59,33 @@ class Recorder:
         return n, n_done
 
     def history(self, B: int, C: int, snapshot_refreshes: int) -> dict:
-        cat = lambda xs, axis, shape: np.concatenate(xs, axis=axis) if xs else np.zeros(shape)
-        stack = lambda xs, dt=float: np.stack(xs, 1).astype(dt) if xs else np.zeros((B, 0), dt)
+        def cat(xs, axis, shape):
+            return np.concatenate(xs, axis=axis) if xs else np.zeros(shape)
+
+        def stack(xs, dt=float):
+            return np.stack(xs, 1).astype(dt) if xs else np.zeros((B, 0), dt)
+
         n_snap = len(self.weights)
-        idx = sorted(set(np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap)).round().astype(int).tolist())) if n_snap else []
-        coeffs = {} if not self.coeffs else dict(
-            coeff_k=np.asarray([k for k, _ in self.coeffs], np.int64),
-            coeffs=np.stack([v.reshape(B, -1) for _, v in self.coeffs], 1).astype(float))
+        idx = (
+            sorted(
+                set(
+                    np.linspace(0, n_snap - 1, min(snapshot_refreshes, n_snap))
+                    .round()
+                    .astype(int)
+                    .tolist()
+                )
+            )
+            if n_snap
+            else []
+        )
+        coeffs = (
+            {}
+            if not self.coeffs
+            else dict(
+                coeff_k=np.asarray([k for k, _ in self.coeffs], np.int64),
+                coeffs=np.stack([v.reshape(B, -1) for _, v in self.coeffs], 1).astype(float),
+            )
+        )
         return dict(
             **coeffs,
             k=cat(self.rows["k"], 0, (0,)).astype(np.int64),
@@ -115,22 +142,32 @@ def format_seconds(s: float) -> str:
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
 
 
-def progress_line(emit, tag, stage, k, tau, rec: Recorder, names, batched, weighted=True, where: str = ""):
+def progress_line(
+    emit, tag, stage, k, tau, rec: Recorder, names, batched, weighted=True, where: str = ""
+):
     """One progress line; tau and the weights' spread only for a method that weights its points."""
     cur = f" tau={tau:.3f}" if weighted else ""
     if batched:
-        emit(f"{tag} {stage:5s} k={k:6d}{cur} median loss over {rec.rows['loss'][-1].shape[0]} runs="
-             f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}{where}")
+        emit(
+            f"{tag} {stage:5s} k={k:6d}{cur} median loss over {rec.rows['loss'][-1].shape[0]} runs="
+            f"{np.nanmedian(rec.rows['loss'][-1][:, -1]):.3e}{where}"
+        )
     else:
         terms = " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, rec.rows["raw"][-1][0, -1]))
         spread = f" w_spread={rec.refresh['spread'][-1][0]:.2f}" if weighted else ""
-        emit(f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}{where}")
+        emit(
+            f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}{where}"
+        )
 
 
 def member_history(h: dict, b: int, errors: dict | None = None) -> History:
     """Member ``b``'s [`History`][cgmpinn_jax.History] from a run's history arrays (``errors``: the
     ``error_*`` arrays of a single run's `ErrorTracker`)."""
-    per = {k: (v if k in ("k", "refresh_k", "coeff_k") else v[b]) for k, v in h.items() if k != "snapshots"}
+    per = {
+        k: (v if k in ("k", "refresh_k", "coeff_k") else v[b])
+        for k, v in h.items()
+        if k != "snapshots"
+    }
     return History(**per, **(errors or {}), snapshots={i: v[b] for i, v in h["snapshots"].items()})
 
 
@@ -166,4 +203,8 @@ class ErrorTracker:
 
     def arrays(self) -> dict:
         a = np.asarray(self.rows, float).reshape(-1, 3)
-        return {"error_k": a[:, 0].astype(np.int64), "error_seconds": a[:, 1], "error_rel_e2": a[:, 2]}
+        return {
+            "error_k": a[:, 0].astype(np.int64),
+            "error_seconds": a[:, 1],
+            "error_rel_e2": a[:, 2],
+        }

@@ -64,7 +64,9 @@ class StageRecord:
         """One line of a summary: the stage's label, the steps it ran of its budget and why it
         ended, e.g. ``"L-BFGS: 2,275 of 10,000 iterations, stopped: loss stalled (LOSS_TOL)"``."""
         unit = "steps" if self.name == "adam" else "iterations"
-        return f"{self.label}: {self.iterations:,} of {self.budget:,} {unit}, {self.status.describe()}"
+        return (
+            f"{self.label}: {self.iterations:,} of {self.budget:,} {unit}, {self.status.describe()}"
+        )
 
 
 class ChunkHistory(NamedTuple):
@@ -146,7 +148,11 @@ class History(NamedTuple):
     def to_dict(self) -> dict:
         """The history as JSON-able lists: every array field that is set, and ``snapshots``
         with string keys."""
-        d = {k: np.asarray(v).tolist() for k, v in self._asdict().items() if k != "snapshots" and v is not None}
+        d = {
+            k: np.asarray(v).tolist()
+            for k, v in self._asdict().items()
+            if k != "snapshots" and v is not None
+        }
         d["snapshots"] = {str(k): np.asarray(v).tolist() for k, v in self.snapshots.items()}
         return d
 
@@ -237,8 +243,17 @@ class TrainResult:
         out, base = [], 0
         for name, budget in self.plan:
             mine = (k > base) & (k <= base + budget)
-            out.append(StageRecord(name, self.stage_label(name), self.statuses[name], int(np.sum(mine)), budget,
-                                   int(np.sum(evals[mine])), secs.get(name)))
+            out.append(
+                StageRecord(
+                    name,
+                    self.stage_label(name),
+                    self.statuses[name],
+                    int(np.sum(mine)),
+                    budget,
+                    int(np.sum(evals[mine])),
+                    secs.get(name),
+                )
+            )
             base += budget
         return tuple(out)
 
@@ -251,7 +266,11 @@ class TrainResult:
     def evals_per_iteration(self) -> dict:
         """Stage name -> mean loss+gradient evaluations per iteration, for each stage after Adam
         that ran (an iteration is one evaluation plus its line search's, or its trials)."""
-        return {r.name: r.evaluations / r.iterations for r in self.stages if r.name != "adam" and r.iterations}
+        return {
+            r.name: r.evaluations / r.iterations
+            for r in self.stages
+            if r.name != "adam" and r.iterations
+        }
 
     def predict(self, points) -> np.ndarray:
         """The trained network on many points, in the precision it was trained in.
@@ -275,10 +294,17 @@ class TrainResult:
         its ``unknowns``)."""
         per_stage = {}
         for r in self.stages:
-            per_stage.update({f"{r.name}_status": r.status.name, f"{r.name}_budget": r.budget,
-                              f"{r.name}_iterations": r.iterations})
+            per_stage.update(
+                {
+                    f"{r.name}_status": r.status.name,
+                    f"{r.name}_budget": r.budget,
+                    f"{r.name}_iterations": r.iterations,
+                }
+            )
             if r.name != "adam":
-                per_stage[f"{r.name}_evals_per_iteration"] = self.evals_per_iteration.get(r.name, float("nan"))
+                per_stage[f"{r.name}_evals_per_iteration"] = self.evals_per_iteration.get(
+                    r.name, float("nan")
+                )
         return {
             "problem": self.problem.name,
             "method": self.method.name,

@@ -33,18 +33,28 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     meta = ckpt_lib.read_meta(folder)
     ident = meta["identity"]
     if ident.get("kind") != "train":
-        raise ckpt_lib.CheckpointError(f"resume: {folder} holds a checkpoint of a {ident.get('kind')!r} run, not of train()")
+        raise ckpt_lib.CheckpointError(
+            f"resume: {folder} holds a checkpoint of a {ident.get('kind')!r} run, not of train()"
+        )
     prob = _rebuild_problem(ident["problem"], problem, Path(folder))
     seed = meta.get("seed")
-    key = seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
-    return {"problem": prob, "method": get_method(ident["method"]), "config": TrainConfig.from_dict(ident["config"]),
-            "key": key}
+    key = (
+        seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
+    )
+    return {
+        "problem": prob,
+        "method": get_method(ident["method"]),
+        "config": TrainConfig.from_dict(ident["config"]),
+        "key": key,
+    }
 
 
 _KEEP = object()
 
 
-def resume(folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, **train_kwargs) -> TrainResult:
+def resume(
+    folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, **train_kwargs
+) -> TrainResult:
     """Continue the run checkpointed in ``folder`` (``train(..., checkpoint_dir=folder)``)
     from its last good checkpoint, with the problem, method, config and key it recorded.
     The result is bit-identical to the uninterrupted run on the same machine.
@@ -79,4 +89,6 @@ def resume(folder: str | Path, *, problem: Any = None, time_limit: Any = _KEEP, 
         raise FileNotFoundError(f"resume: no such folder {folder}")
     run = recorded_run(folder, problem=problem)
     config = run["config"] if time_limit is _KEEP else run["config"].replace(time_limit=time_limit)
-    return train(run["problem"], run["method"], config, key=run["key"], resume=folder, **train_kwargs)
+    return train(
+        run["problem"], run["method"], config, key=run["key"], resume=folder, **train_kwargs
+    )

@@ -46,7 +46,9 @@ class Setup:
     depth: int
     relobralo_stages: Literal["both", "adam", "none"]
     refit_before_step: bool
-    network_object: Any = None  # train(network=...)'s factory or module (a FixedNetwork), not in the config
+    network_object: Any = (
+        None  # train(network=...)'s factory or module (a FixedNetwork), not in the config
+    )
 
     @property
     def network(self) -> Any:
@@ -97,13 +99,17 @@ class Setup:
 
     def uses_relobralo(self, stage: str) -> bool:
         """Whether ``stage`` ("adam", or any later stage's name) balances its terms with ReLoBRaLo."""
-        return self.relobralo_stages == "both" or (self.relobralo_stages == "adam" and stage == "adam")
+        return self.relobralo_stages == "both" or (
+            self.relobralo_stages == "adam" and stage == "adam"
+        )
 
     def schedule(self) -> list["Chunk"]:
         return stage_schedule(self.stages, self.k_upd, refit_before_step=self.refit_before_step)
 
 
-def resolve(problem: Problem, method: Method, cfg: TrainConfig, network_object: Any = None) -> Setup:
+def resolve(
+    problem: Problem, method: Method, cfg: TrainConfig, network_object: Any = None
+) -> Setup:
     """The `Setup` of ``method`` on ``problem`` under ``cfg`` (``None`` fields filled in
     from the problem's defaults and the method's settings there: a stage's budget left at
     ``None`` is the problem's ``adam_steps`` for Adam, its ``second_steps`` for a later stage);
@@ -111,14 +117,25 @@ def resolve(problem: Problem, method: Method, cfg: TrainConfig, network_object: 
     d, s = problem.defaults, method.settings(problem)
     stages = cfg.balancing.stages
     relo = {None: s.relobralo, True: "both", False: "none"}.get(stages, stages)
-    plan = tuple((st, int(st.steps) if st.steps is not None else (d.adam_steps if st.name == "adam" else d.second_steps))
-                 for st in cfg.stages)
+    plan = tuple(
+        (
+            st,
+            int(st.steps)
+            if st.steps is not None
+            else (d.adam_steps if st.name == "adam" else d.second_steps),
+        )
+        for st in cfg.stages
+    )
     return Setup(
         problem=problem,
         method=method,
         config=cfg,
         plan=plan,
-        k_upd=int(cfg.cgm.k_upd if cfg.cgm.k_upd is not None else (s.k_upd if s.k_upd is not None else d.k_upd)),
+        k_upd=int(
+            cfg.cgm.k_upd
+            if cfg.cgm.k_upd is not None
+            else (s.k_upd if s.k_upd is not None else d.k_upd)
+        ),
         width=d.width if cfg.width is None else cfg.width,
         depth=d.depth if cfg.depth is None else cfg.depth,
         relobralo_stages=relo,
@@ -136,7 +153,9 @@ class Chunk(NamedTuple):
     n_steps: int
 
 
-def refresh_schedule(adam_steps: int, second_steps: int, k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
+def refresh_schedule(
+    adam_steps: int, second_steps: int, k_upd: int, *, refit_before_step: bool = False
+) -> list[Chunk]:
     """The chunks of an Adam + second-stage run, i.e. where the per-point weights are
     refreshed and at which tau (docs/reference-code.md §6).
 
@@ -162,10 +181,14 @@ def refresh_schedule(adam_steps: int, second_steps: int, k_upd: int, *, refit_be
         >>> [c.tau_k for c in refresh_schedule(400, 401, 200)]
         [1, 201, 400, 401, 601]
     """
-    return stage_schedule((("adam", adam_steps), ("lbfgs", second_steps)), k_upd, refit_before_step=refit_before_step)
+    return stage_schedule(
+        (("adam", adam_steps), ("lbfgs", second_steps)), k_upd, refit_before_step=refit_before_step
+    )
 
 
-def stage_schedule(stages: Sequence[tuple[str, int]], k_upd: int, *, refit_before_step: bool = False) -> list[Chunk]:
+def stage_schedule(
+    stages: Sequence[tuple[str, int]], k_upd: int, *, refit_before_step: bool = False
+) -> list[Chunk]:
     """The chunks of the stages ``((name, budget), ...)``: Adam's by the Adam rule, every later
     stage's by the second stage's rule, each on the global step counter.
 
@@ -176,12 +199,21 @@ def stage_schedule(stages: Sequence[tuple[str, int]], k_upd: int, *, refit_befor
     chunks, base = [], 0
     for name, steps in stages:
         if name == "adam":
-            chunks += [Chunk("adam", base + e + 1, base + e + 1, min(k_upd, steps - e)) for e in range(0, steps, k_upd)]
+            chunks += [
+                Chunk("adam", base + e + 1, base + e + 1, min(k_upd, steps - e))
+                for e in range(0, steps, k_upd)
+            ]
         elif steps > 0 and refit_before_step:
-            chunks += [Chunk(name, base + i + 1, base + i + 1, min(k_upd, steps - i)) for i in range(0, steps, k_upd)]
+            chunks += [
+                Chunk(name, base + i + 1, base + i + 1, min(k_upd, steps - i))
+                for i in range(0, steps, k_upd)
+            ]
         elif steps > 0:
             # start refit with the previous stage's last tau, then a refit after every i % k_upd == 0
             chunks.append(Chunk(name, base, base + 1, 1))
-            chunks += [Chunk(name, base + i + 1, base + i + 2, min(k_upd, steps - 1 - i)) for i in range(0, steps - 1, k_upd)]
+            chunks += [
+                Chunk(name, base + i + 1, base + i + 2, min(k_upd, steps - 1 - i))
+                for i in range(0, steps - 1, k_upd)
+            ]
         base += steps
     return chunks

@@ -92,10 +92,18 @@ class SweepResult:
         return {
             "problem": self.problem,
             "method": self.method,
-            "axes": {k: [float(x) if not isinstance(x, int) else x for x in v] for k, v in self.axes.items()},
+            "axes": {
+                k: [float(x) if not isinstance(x, int) else x for x in v]
+                for k, v in self.axes.items()
+            },
             "metrics": {k: np.asarray(v).tolist() for k, v in self.metrics.items()},
-            **{f"{name}_status": [[StageStatus(int(s)).name for s in row] for row in codes.reshape(len(self.axes["seed"]), -1)]
-               for name, codes in self.statuses.items()},
+            **{
+                f"{name}_status": [
+                    [StageStatus(int(s)).name for s in row]
+                    for row in codes.reshape(len(self.axes["seed"]), -1)
+                ]
+                for name, codes in self.statuses.items()
+            },
             "compile_seconds": self.compile_seconds,
             "run_seconds": self.run_seconds,
             "n_devices": self.n_devices,
@@ -229,8 +237,10 @@ def sweep(
     grid = dict(grid or {})
     for name, values in grid.items():
         if name not in SWEEPABLE:
-            raise ValueError(f"grid key {name!r} cannot be swept inside one compiled call; sweepable: {SWEEPABLE} "
-                             "(loop over static settings outside sweep)")
+            raise ValueError(
+                f"grid key {name!r} cannot be swept inside one compiled call; sweepable: {SWEEPABLE} "
+                "(loop over static settings outside sweep)"
+            )
         if len(values) == 0:
             raise ValueError(f"grid[{name!r}] is empty")
         for v in values:  # validate each value like a TrainConfig would
@@ -238,7 +248,11 @@ def sweep(
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds is empty")
-    emit = (lambda s: None) if quiet else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    emit = (
+        (lambda s: None)
+        if quiet
+        else (print_fn or (lambda s: print(s, file=sys.stderr, flush=True)))
+    )
     if jax.process_index() != 0:
         emit = lambda s: None  # noqa: E731  (multi-host: one process reports)
 
@@ -246,11 +260,21 @@ def sweep(
     config, net_object = network_choice(network, config)
     setup = resolve(problem, method, config, network_object=net_object)
     if config.precision == "mixed":
-        raise ValueError("sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member")
+        raise ValueError(
+            "sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member"
+        )
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
-    ckpt = None if checkpoint_dir is None else (checkpoint_dir, checkpoint_every, resume,
-                                                 ckpt_lib.identity(problem, method, config, None, "sweep", {"axes": axes}))
+    ckpt = (
+        None
+        if checkpoint_dir is None
+        else (
+            checkpoint_dir,
+            checkpoint_every,
+            resume,
+            ckpt_lib.identity(problem, method, config, None, "sweep", {"axes": axes}),
+        )
+    )
     with precision_scope(config.precision, "adam"):
         return _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt)
 
@@ -262,14 +286,31 @@ def _run(setup, eng, carry, batch, hyper, emit, cache, ckpt):
         return run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache)
     folder, every, resume, ident = ckpt
     writer = ckpt_lib.Checkpointer(folder, ident, every)
-    snap = None if resume is None else ckpt_lib.load(resume, ident, _templates(setup, eng, carry, batch, hyper, True))
+    snap = (
+        None
+        if resume is None
+        else ckpt_lib.load(resume, ident, _templates(setup, eng, carry, batch, hyper, True))
+    )
     try:
         with ckpt_lib.sigint_flag(True) as interrupted:
-            return run_stages(setup, eng, carry, batch, hyper, emit, batched=True, cache=cache, checkpoint=writer,
-                              resume=snap, interrupted=interrupted)
+            return run_stages(
+                setup,
+                eng,
+                carry,
+                batch,
+                hyper,
+                emit,
+                batched=True,
+                cache=cache,
+                checkpoint=writer,
+                resume=snap,
+                interrupted=interrupted,
+            )
     except Interrupted as stop:
-        emit(f"[sweep {setup.problem.name}/{setup.method.name}] interrupted: checkpoint {stop.path}; resume with "
-             f"sweep(..., resume={str(folder)!r})")
+        emit(
+            f"[sweep {setup.problem.name}/{setup.method.name}] interrupted: checkpoint {stop.path}; resume with "
+            f"sweep(..., resume={str(folder)!r})"
+        )
         raise ckpt_lib.TrainingInterrupted(Path(folder), None) from None
 
 
@@ -282,8 +323,12 @@ def _members(setup, axes, grid, shard):
     base = Hyper.from_config(setup.config, dtype)
     names = list(axes)
     np_dtype = np.dtype(jnp.dtype(dtype).name)
-    hyper_np = [np.asarray([m[names.index(f)] if f in grid else float(getattr(base, f)) for m in members], np_dtype)
-                for f in Hyper._fields]
+    hyper_np = [
+        np.asarray(
+            [m[names.index(f)] if f in grid else float(getattr(base, f)) for m in members], np_dtype
+        )
+        for f in Hyper._fields
+    ]
     seeds_np = np.asarray([m[0] for m in members], np.uint32)
 
     n_dev = 1
@@ -295,7 +340,13 @@ def _members(setup, axes, grid, shard):
         hyper_np = [np.concatenate([h, h[:pad]]) for h in hyper_np]
     distributed = shard and n_dev > 1
     if distributed:
-        return n, _global_array(seeds_np, sharding), Hyper(*[_global_array(h, sharding) for h in hyper_np]), sharding, n_dev
+        return (
+            n,
+            _global_array(seeds_np, sharding),
+            Hyper(*[_global_array(h, sharding) for h in hyper_np]),
+            sharding,
+            n_dev,
+        )
     return n, jnp.asarray(seeds_np), Hyper(*[jnp.asarray(h) for h in hyper_np]), None, n_dev
 
 
@@ -307,17 +358,27 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
 
     with jax.default_matmul_precision("highest"):
         static, eng = cache.engine(setup)
-        if eng.lsq is not None:  # a Gauss-Newton stage: every member on a device holds its own Jacobian
+        if (
+            eng.lsq is not None
+        ):  # a Gauss-Newton stage: every member on a device holds its own Jacobian
             from ._engine import check_gn_memory
 
-            n_params = sum(int(np.prod(x.shape)) for x in jax.tree_util.tree_leaves(
-                jax.eval_shape(lambda: init_state(setup, eng, jax.random.key(0))[0].params)))
-            check_gn_memory(config, setup, eng.lsq, n_params, members=-(-int(seeds_in.shape[0]) // n_dev))
+            n_params = sum(
+                int(np.prod(x.shape))
+                for x in jax.tree_util.tree_leaves(
+                    jax.eval_shape(lambda: init_state(setup, eng, jax.random.key(0))[0].params)
+                )
+            )
+            check_gn_memory(
+                config, setup, eng.lsq, n_params, members=-(-int(seeds_in.shape[0]) // n_dev)
+            )
         # points, networks and optimiser states are created where their member's shard lives
         init = jax.vmap(lambda s: init_state(setup, eng, jax.random.key(s)))
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
-        emit(f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
-             f"on {n_dev} device(s)")
+        emit(
+            f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
+            f"on {n_dev} device(s)"
+        )
         out = _run(setup, eng, carry, batch, hyper, emit, cache, ckpt)
         carry = out.state
         out_devices = len(jax.tree_util.tree_leaves(carry.params)[0].sharding.device_set)
@@ -330,14 +391,24 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
             return jax.vmap(model)(grid_pts)
 
         preds = to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
-        e_loss = to_host(jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(carry.params, out.w, carry.lambdas, out.batch))[:n]
+        e_loss = to_host(
+            jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(
+                carry.params, out.w, carry.lambdas, out.batch
+            )
+        )[:n]
     if truth is None:
         per = [metrics_lib.no_metrics() for _ in preds]
     else:
-        per = [metrics_lib.compare(p, np.asarray(truth.values), fields=truth.fields, against=truth.against)
-               for p in preds]
+        per = [
+            metrics_lib.compare(
+                p, np.asarray(truth.values), fields=truth.fields, against=truth.against
+            )
+            for p in preds
+        ]
     shape = tuple(len(v) for v in axes.values())
-    metrics = {f: np.asarray([getattr(m, f) for m in per]).reshape(shape) for f in metrics_lib.ERRORS}
+    metrics = {
+        f: np.asarray([getattr(m, f) for m in per]).reshape(shape) for f in metrics_lib.ERRORS
+    }
     metrics["e_loss"] = e_loss.reshape(shape)
     res = SweepResult(
         problem=problem.name,
@@ -351,6 +422,8 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
         output_devices=out_devices,
         histories=[member_history(out.history, b) for b in range(n)] if keep_histories else None,
     )
-    emit(f"[sweep {problem.name}/{method.name}] done: median rel_e2={np.median(metrics['rel_e2']):.3e} "
-         f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)")
+    emit(
+        f"[sweep {problem.name}/{method.name}] done: median rel_e2={np.median(metrics['rel_e2']):.3e} "
+        f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
+    )
     return res

@@ -171,7 +171,17 @@ def relobralo_draws(key, count, history_size):
     return new_key, u, j
 
 
-def relobralo_step(losses, state: ReLoBRaLoState, u, j, *, alpha=0.999, temperature=1.0, rho=0.99, variant="reference"):
+def relobralo_step(
+    losses,
+    state: ReLoBRaLoState,
+    u,
+    j,
+    *,
+    alpha=0.999,
+    temperature=1.0,
+    rho=0.99,
+    variant="reference",
+):
     r"""One ReLoBRaLo update with the random draws given: a pure function, used by
     [`relobralo`][cgmpinn_jax.weighting.relobralo], that can be checked against an
     independent implementation driven by the same draws.

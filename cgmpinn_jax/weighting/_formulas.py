@@ -359,7 +359,14 @@ def cgm_weights(
     _check_eps(eps)
     _check_tau(tau)
     w_comp = cgm_component_weights(
-        r, fit, tau, beta=beta, eps=eps, variance_factor=variance_factor, fade_variance=fade_variance, mask=mask
+        r,
+        fit,
+        tau,
+        beta=beta,
+        eps=eps,
+        variance_factor=variance_factor,
+        fade_variance=fade_variance,
+        mask=mask,
     )
     w = jnp.dot(fit.resp, w_comp, precision=_HI)
     return normalize_weights(w, eps) if normalize else w
@@ -427,7 +434,9 @@ def gmmpinn_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, normalize=True, mask=
     _check_1d("r", r)
     _check_beta(beta)
     _check_eps(eps)
-    w = jnp.dot(fit.resp, gmmpinn_component_weights(r, fit, beta=beta, eps=eps, mask=mask), precision=_HI)
+    w = jnp.dot(
+        fit.resp, gmmpinn_component_weights(r, fit, beta=beta, eps=eps, mask=mask), precision=_HI
+    )
     return normalize_weights(w, eps) if normalize else w
 
 

@@ -106,13 +106,17 @@ def _init_fn(n_points, dtype=None):
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
     ones = jnp.ones((n_points,), dtype)
     z = jnp.zeros((), jnp.int32)
-    return WeightingState(ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype), z)
+    return WeightingState(
+        ones, ones, jnp.asarray(GMMStatus.CONVERGED, jnp.int32), z, z, jnp.ones((), dtype), z
+    )
 
 
 def _check_update_args(r, state):
     _check_1d("r", r)
     if r.shape != state.weights.shape:
-        raise ValueError(f"`r` has shape {r.shape} but the weighting state holds {state.weights.shape[0]} points")
+        raise ValueError(
+            f"`r` has shape {r.shape} but the weighting state holds {state.weights.shape[0]} points"
+        )
 
 
 def _finish(w_raw, status, usable, state, eps, n_components=None):
@@ -131,7 +135,9 @@ def _finish(w_raw, status, usable, state, eps, n_components=None):
         n_refresh=state.n_refresh + 1,
         n_fallback=state.n_fallback + (~ok).astype(jnp.int32),
         spread=spread,
-        n_components=state.n_components if n_components is None else jnp.asarray(n_components, jnp.int32),
+        n_components=state.n_components
+        if n_components is None
+        else jnp.asarray(n_components, jnp.int32),
     )
     return w, new_state
 
@@ -144,7 +150,9 @@ def _check_n_components(n_components, max_components):
     max_components = _check_static_int("max_components", max_components, 1)
     if isinstance(n_components, str):
         if n_components != _BIC:
-            raise ValueError(f"`n_components` must be a Python int >= 1 or 'bic', got {n_components!r}")
+            raise ValueError(
+                f"`n_components` must be a Python int >= 1 or 'bic', got {n_components!r}"
+            )
         return n_components, max_components
     return _check_static_int("n_components", n_components, 1), max_components
 

@@ -66,10 +66,18 @@ class DampedWave(Problem):
 
     def exact(self, z):
         x, t = z[0], z[1]
-        return jnp.exp(-self.gamma * t) * jnp.sin(self.alpha1 * jnp.pi * x) * jnp.cos(self.alpha2 * jnp.pi * t)
+        return (
+            jnp.exp(-self.gamma * t)
+            * jnp.sin(self.alpha1 * jnp.pi * x)
+            * jnp.cos(self.alpha2 * jnp.pi * t)
+        )
 
     def operator(self, u, z):
-        return partial(u, 1, 1)(z) + 2.0 * self.gamma * partial(u, 1)(z) - self.c2 * partial(u, 0, 0)(z)
+        return (
+            partial(u, 1, 1)(z)
+            + 2.0 * self.gamma * partial(u, 1)(z)
+            - self.c2 * partial(u, 0, 0)(z)
+        )
 
     def pieces(self):
         return {"ic": (Dirichlet(), DerivativeMatch(axis=1)), "bc": (Dirichlet(), Dirichlet())}

@@ -72,7 +72,10 @@ class FisherKPP(Problem):
     upper = (5.0, 2.0)
     terms = ("ic", "bc")
     homogeneous = True
-    unknowns = (Unknown("D", 0.5, "log"), Unknown("r", 2.0, "log"))  # identifiable from data (cgmpinn_jax.inverse)
+    unknowns = (
+        Unknown("D", 0.5, "log"),
+        Unknown("r", 2.0, "log"),
+    )  # identifiable from data (cgmpinn_jax.inverse)
     defaults = ProblemDefaults(
         width=80,
         adam_steps=8000,

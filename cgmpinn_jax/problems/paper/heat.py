@@ -65,7 +65,9 @@ class Heat(Problem):
 
     def exact(self, z):
         x, t = z[0], z[1]
-        return (jnp.sin(self.alpha1 * jnp.pi * x) + jnp.tanh(self.s * x)) * jnp.sin(self.alpha2 * jnp.pi * t)
+        return (jnp.sin(self.alpha1 * jnp.pi * x) + jnp.tanh(self.s * x)) * jnp.sin(
+            self.alpha2 * jnp.pi * t
+        )
 
     def operator(self, u, z):
         return partial(u, 1)(z) - self.kappa * partial(u, 0, 0)(z)

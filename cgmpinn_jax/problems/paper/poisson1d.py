@@ -51,7 +51,9 @@ class Poisson1D(Problem):
 
     def exact(self, z):
         x = z[0]
-        return jnp.sin(self.alpha1 * jnp.pi * x) * jnp.cos(self.alpha2 * jnp.pi * x) + jnp.tanh(self.s * x)
+        return jnp.sin(self.alpha1 * jnp.pi * x) * jnp.cos(self.alpha2 * jnp.pi * x) + jnp.tanh(
+            self.s * x
+        )
 
     def operator(self, u, z):
         return partial(u, 0, 0)(z)

@@ -47,7 +47,9 @@ class Poisson2D(Problem):
 
     def exact(self, z):
         x, y = z[0], z[1]
-        return jnp.sin(self.beta1 * jnp.pi * x) * jnp.sin(self.beta2 * jnp.pi * y) + jnp.exp(-(x**2) - y**2)
+        return jnp.sin(self.beta1 * jnp.pi * x) * jnp.sin(self.beta2 * jnp.pi * y) + jnp.exp(
+            -(x**2) - y**2
+        )
 
     def operator(self, u, z):
         return partial(u, 0, 0)(z) + partial(u, 1, 1)(z)

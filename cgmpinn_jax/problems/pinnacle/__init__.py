@@ -42,7 +42,16 @@ from ..reference import pinnacle_reference
 from ..worked import BurgersFromData, LidDrivenCavity, SquareWithHoles
 from .nd import HeatND, PoissonND
 
-__all__ = ["Burgers1DC", "Poisson2DC", "NS2DC", "Wave1DC", "Heat2DMultiscale", "PoissonND", "HeatND", "PINNACLE"]
+__all__ = [
+    "Burgers1DC",
+    "Poisson2DC",
+    "NS2DC",
+    "Wave1DC",
+    "Heat2DMultiscale",
+    "PoissonND",
+    "HeatND",
+    "PINNACLE",
+]
 
 REFERENCE_SOURCES = ("spectral", "pinnacle")
 
@@ -84,11 +93,15 @@ class Burgers1DC(BurgersFromData):
 
     def __post_init__(self):
         if self.reference_source not in REFERENCE_SOURCES:
-            raise ValueError(f"Burgers1DC: reference_source must be one of {REFERENCE_SOURCES}, "
-                             f"got {self.reference_source!r}")
+            raise ValueError(
+                f"Burgers1DC: reference_source must be one of {REFERENCE_SOURCES}, "
+                f"got {self.reference_source!r}"
+            )
         if self.reference_source == "pinnacle" and abs(self.nu - 0.01 / np.pi) > 1e-12:
-            raise ValueError(f"Burgers1DC: PINNacle's reference ref/burgers1d.dat is for nu = 0.01/pi, "
-                             f"not nu = {self.nu!r}; use reference_source='spectral'")
+            raise ValueError(
+                f"Burgers1DC: PINNacle's reference ref/burgers1d.dat is for nu = 0.01/pi, "
+                f"not nu = {self.nu!r}; use reference_source='spectral'"
+            )
 
     def reference(self):
         if self.reference_source == "pinnacle":
@@ -192,8 +205,9 @@ class Wave1DC(Problem):
 
     def exact(self, z):
         x, t = z[0], z[1]
-        return (jnp.sin(jnp.pi * x) * jnp.cos(2 * jnp.pi * t)
-                + 0.5 * jnp.sin(self.a * jnp.pi * x) * jnp.cos(2 * self.a * jnp.pi * t))
+        return jnp.sin(jnp.pi * x) * jnp.cos(2 * jnp.pi * t) + 0.5 * jnp.sin(
+            self.a * jnp.pi * x
+        ) * jnp.cos(2 * self.a * jnp.pi * t)
 
     def operator(self, u, z):
         return partial(u, 1, 1)(z) - 4.0 * partial(u, 0, 0)(z)
@@ -206,9 +220,14 @@ class Wave1DC(Problem):
         k_pde, k_ic, k_bc = jax.random.split(key, 3)
         x0 = initial_line(jax.random.uniform(k_ic, (self.n_ic,)))
         t = jax.random.uniform(k_bc, (self.n_bc,))
-        x = (jnp.arange(self.n_bc) >= self.n_bc // 2).astype(t.dtype)  # half at x = 0, half at x = 1
-        return {"pde": uniform(k_pde, self.n_pde, self.lower, self.upper), "ic": (x0, x0),
-                "bc": (jnp.stack([x, t], axis=1),)}
+        x = (jnp.arange(self.n_bc) >= self.n_bc // 2).astype(
+            t.dtype
+        )  # half at x = 0, half at x = 1
+        return {
+            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
+            "ic": (x0, x0),
+            "bc": (jnp.stack([x, t], axis=1),),
+        }
 
     def test_grid(self):
         return grid(self.lower, self.upper, (101, 101))
@@ -268,7 +287,9 @@ class Heat2DMultiscale(Problem):
         return ALPHA_X * (self.kx * np.pi) ** 2 + ALPHA_Y * np.pi**2
 
     def exact(self, z):
-        return jnp.sin(self.kx * jnp.pi * z[0]) * jnp.sin(jnp.pi * z[1]) * jnp.exp(-self.decay * z[2])
+        return (
+            jnp.sin(self.kx * jnp.pi * z[0]) * jnp.sin(jnp.pi * z[1]) * jnp.exp(-self.decay * z[2])
+        )
 
     def operator(self, u, z):
         return partial(u, 2)(z) - ALPHA_X * partial(u, 0, 0)(z) - ALPHA_Y * partial(u, 1, 1)(z)
@@ -279,17 +300,23 @@ class Heat2DMultiscale(Problem):
 
     def sample_points(self, key):
         k_pde, k_ic, k_bc = jax.random.split(key, 3)
-        sides = box_edges(self.lower, self.upper, self.n_bc // 4, key=k_bc)[:4]  # x = 0, 1 and y = 0, 1
+        sides = box_edges(self.lower, self.upper, self.n_bc // 4, key=k_bc)[
+            :4
+        ]  # x = 0, 1 and y = 0, 1
         initial = box_edges(self.lower, self.upper, self.n_ic, key=k_ic)[4]  # t = 0
-        return {"pde": uniform(k_pde, self.n_pde, self.lower, self.upper), "ic": (initial,),
-                "bc": (jnp.concatenate(sides),)}
+        return {
+            "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
+            "ic": (initial,),
+            "bc": (jnp.concatenate(sides),),
+        }
 
     def test_grid(self):
         return grid(self.lower, self.upper, (81, 21, 11))
 
 
 PINNACLE: dict[str, type[Problem]] = {
-    cls.name: cls for cls in (Burgers1DC, Poisson2DC, NS2DC, Wave1DC, Heat2DMultiscale, PoissonND, HeatND)
+    cls.name: cls
+    for cls in (Burgers1DC, Poisson2DC, NS2DC, Wave1DC, Heat2DMultiscale, PoissonND, HeatND)
 }
 """PINNacle's seven problems by registry name (a dict ``{name: Problem subclass}``):
 ``burgers1d_c``, ``poisson2d_c``, ``ns2d_c``, ``wave1d_c``, ``heat2d_ms``, ``poisson_nd`` and

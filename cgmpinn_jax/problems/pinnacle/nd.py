@@ -100,7 +100,10 @@ class PoissonND(Problem):
 
     def sample_points(self, key):
         k_pde, k_bc = jax.random.split(key)
-        return {"pde": CUBE.sample_interior(k_pde, self.n_pde), "bc": (CUBE.sample_boundary(k_bc, self.n_bc)[0],)}
+        return {
+            "pde": CUBE.sample_interior(k_pde, self.n_pde),
+            "bc": (CUBE.sample_boundary(k_bc, self.n_bc)[0],),
+        }
 
     def test_grid(self):
         return _test_points(np.random.default_rng(TEST_SEED).uniform(size=(N_TEST, DIM)))
@@ -181,13 +184,25 @@ class HeatND(Problem):
 
     def sample_points(self, key):
         k = jax.random.split(key, 5)
-        pde = _space_time(BALL.sample_interior(k[0], self.n_pde), T_END * jax.random.uniform(k[1], (self.n_pde,)))
-        bc = _space_time(BALL.sample_boundary(k[2], self.n_bc)[0], T_END * jax.random.uniform(k[3], (self.n_bc,)))
+        pde = _space_time(
+            BALL.sample_interior(k[0], self.n_pde), T_END * jax.random.uniform(k[1], (self.n_pde,))
+        )
+        bc = _space_time(
+            BALL.sample_boundary(k[2], self.n_bc)[0], T_END * jax.random.uniform(k[3], (self.n_bc,))
+        )
         ic_x = BALL.sample_interior(k[4], self.n_ic)
-        return {"pde": pde, "ic": (_space_time(ic_x, jnp.zeros((self.n_ic,), ic_x.dtype)),), "bc": (bc,)}
+        return {
+            "pde": pde,
+            "ic": (_space_time(ic_x, jnp.zeros((self.n_ic,), ic_x.dtype)),),
+            "bc": (bc,),
+        }
 
     def test_grid(self):
         rng = np.random.default_rng(TEST_SEED)
         g = rng.normal(size=(N_TEST, DIM))
-        x = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.uniform(size=(N_TEST, 1)) ** (1.0 / DIM)
+        x = (
+            g
+            / np.linalg.norm(g, axis=1, keepdims=True)
+            * rng.uniform(size=(N_TEST, 1)) ** (1.0 / DIM)
+        )
         return _test_points(np.concatenate([x, T_END * rng.uniform(size=(N_TEST, 1))], axis=1))

@@ -8,8 +8,22 @@ benchmark ship with the package (`pinnacle_reference`; see ``data/pinnacle/READM
 
 from __future__ import annotations
 
-from ._readers import (PINNACLE_FILES, Reference, file_sha256, load_reference, pinnacle_reference, read_comsol,
-                       read_table)
+from ._readers import (
+    PINNACLE_FILES,
+    Reference,
+    file_sha256,
+    load_reference,
+    pinnacle_reference,
+    read_comsol,
+    read_table,
+)
 
-__all__ = ["Reference", "read_comsol", "read_table", "load_reference", "file_sha256", "pinnacle_reference",
-           "PINNACLE_FILES"]
+__all__ = [
+    "Reference",
+    "read_comsol",
+    "read_table",
+    "load_reference",
+    "file_sha256",
+    "pinnacle_reference",
+    "PINNACLE_FILES",
+]

@@ -15,8 +15,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Reference", "read_comsol", "read_table", "load_reference", "file_sha256", "pinnacle_reference",
-           "PINNACLE_FILES"]
+__all__ = [
+    "Reference",
+    "read_comsol",
+    "read_table",
+    "load_reference",
+    "file_sha256",
+    "pinnacle_reference",
+    "PINNACLE_FILES",
+]
 
 PINNACLE_FILES = ("burgers1d.dat.gz", "poisson1_cg_data.dat.gz", "lid_driven_a4.dat.gz")
 """The file names of the PINNacle reference solutions shipped in ``cgmpinn_jax/data/pinnacle``,
@@ -26,7 +33,9 @@ cavity at ``a = 4`` (``x, y -> u, v, p``)."""
 _SUFFIXES = ".dat, .txt, .csv, .npy or .npz, each optionally followed by .gz"
 # one COMSOL column label: name, an optional "(unit)", an optional "@ p=v[, q=w]" parameter label
 _LABEL = re.compile(r"[^\s@()]+(?:\s+\([^()]*\))?(?:\s*@\s*[^\s,@]+(?:,\s*[^\s,@]+)*)?")
-_NUMBER = re.compile(r"[-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"[-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.IGNORECASE
+)
 _TIME = re.compile(r"(?:^|[\s,])t\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
@@ -34,9 +43,15 @@ def _names(coords, fields) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """coords and fields as tuples of names; a ValueError for a bare string, an empty list or a duplicate."""
     out = []
     for what, names in (("coords", coords), ("fields", fields)):
-        ok = isinstance(names, (tuple, list)) and names and all(isinstance(n, str) and n for n in names)
+        ok = (
+            isinstance(names, (tuple, list))
+            and names
+            and all(isinstance(n, str) and n for n in names)
+        )
         if not ok:
-            raise ValueError(f"{what} must be a non-empty tuple of names, e.g. ('x', 't'), got {names!r}")
+            raise ValueError(
+                f"{what} must be a non-empty tuple of names, e.g. ('x', 't'), got {names!r}"
+            )
         out.append(tuple(names))
     if len(set(out[0] + out[1])) < len(out[0] + out[1]):
         dup = sorted({n for n in out[0] + out[1] if (out[0] + out[1]).count(n) > 1})
@@ -89,10 +104,17 @@ class Reference:
     def __post_init__(self):
         coords, fields = _names(self.coords, self.fields)
         pts, vals = (np.array(a, dtype=np.float64, order="C") for a in (self.points, self.values))
-        if pts.ndim != 2 or vals.ndim != 2 or pts.shape[0] != vals.shape[0] or pts.shape[0] == 0 \
-                or (pts.shape[1], vals.shape[1]) != (len(coords), len(fields)):
-            raise ValueError(f"{self.source}: points {pts.shape} and values {vals.shape} must be (M, d) and (M, F) "
-                             f"with M > 0 for coords={coords} and fields={fields}")
+        if (
+            pts.ndim != 2
+            or vals.ndim != 2
+            or pts.shape[0] != vals.shape[0]
+            or pts.shape[0] == 0
+            or (pts.shape[1], vals.shape[1]) != (len(coords), len(fields))
+        ):
+            raise ValueError(
+                f"{self.source}: points {pts.shape} and values {vals.shape} must be (M, d) and (M, F) "
+                f"with M > 0 for coords={coords} and fields={fields}"
+            )
         _check_finite(np.concatenate([pts, vals], axis=1), self.source, coords + fields)
         for a in (pts, vals):
             a.setflags(write=False)
@@ -100,8 +122,10 @@ class Reference:
             object.__setattr__(self, k, v)
 
     def __repr__(self) -> str:
-        return (f"Reference(source={self.source!r}, M={self.points.shape[0]}, coords={self.coords}, "
-                f"fields={self.fields}, sha256={self.sha256[:12]!r}...)")
+        return (
+            f"Reference(source={self.source!r}, M={self.points.shape[0]}, coords={self.coords}, "
+            f"fields={self.fields}, sha256={self.sha256[:12]!r}...)"
+        )
 
     def field(self, name: str) -> np.ndarray:
         """The values of one field.
@@ -124,8 +148,14 @@ class Reference:
             raise ValueError(f"{self.source}: no field {name!r}; the fields are {self.fields}")
         return self.values[:, self.fields.index(name)]
 
-    def check_domain(self, contains: Callable[[np.ndarray], np.ndarray] | None = None,
-                     lower=None, upper=None, *, tol: float = 1e-9) -> None:
+    def check_domain(
+        self,
+        contains: Callable[[np.ndarray], np.ndarray] | None = None,
+        lower=None,
+        upper=None,
+        *,
+        tol: float = 1e-9,
+    ) -> None:
         """Raise a ValueError when a point lies outside the domain.
 
         Give at least one of ``contains``, ``lower`` and ``upper``; a point must satisfy all
@@ -161,20 +191,30 @@ class Reference:
             b = np.asarray(bound, dtype=np.float64)
             b = np.full(d, b) if b.ndim == 0 else b
             if b.shape != (d,):
-                raise ValueError(f"check_domain: a bound needs {d} numbers for coords {self.coords}, got {bound!r}")
+                raise ValueError(
+                    f"check_domain: a bound needs {d} numbers for coords {self.coords}, got {bound!r}"
+                )
             inside &= np.all(sign * (self.points - b) >= -tol, axis=1)
         if contains is not None:
             got = np.asarray(contains(self.points))
             if got.shape != (m,):
-                raise ValueError(f"check_domain: contains(points) must return ({m},) booleans, got shape {got.shape}")
+                raise ValueError(
+                    f"check_domain: contains(points) must return ({m},) booleans, got shape {got.shape}"
+                )
             inside &= got.astype(bool)
         if not inside.all():
             i = int(np.argmin(inside))
             what = [f"{k}={v!r}" for k, v in (("lower", lower), ("upper", upper)) if v is not None]
-            what += [f"contains={getattr(contains, '__name__', contains)}"] if contains is not None else []
+            what += (
+                [f"contains={getattr(contains, '__name__', contains)}"]
+                if contains is not None
+                else []
+            )
             first = ", ".join(f"{c}={float(v)!r}" for c, v in zip(self.coords, self.points[i]))
-            raise ValueError(f"{self.source}: {m - int(inside.sum())} of {m} points are outside the domain "
-                             f"({', '.join(what)}, tol={tol:g}); the first is row {i}: ({first})")
+            raise ValueError(
+                f"{self.source}: {m - int(inside.sum())} of {m} points are outside the domain "
+                f"({', '.join(what)}, tol={tol:g}); the first is row {i}: ({first})"
+            )
 
     @classmethod
     def from_arrays(cls, points, values, *, coords, fields, source: str = "arrays") -> "Reference":
@@ -206,7 +246,9 @@ class Reference:
         coords, fields = _names(coords, fields)
         pts = _columns(np.array(points, dtype=np.float64, order="C"), len(coords))
         vals = _columns(np.array(values, dtype=np.float64, order="C"), len(fields))
-        digest = hashlib.sha256(repr((pts.shape, vals.shape)).encode() + pts.tobytes() + vals.tobytes()).hexdigest()
+        digest = hashlib.sha256(
+            repr((pts.shape, vals.shape)).encode() + pts.tobytes() + vals.tobytes()
+        ).hexdigest()
         return cls(pts, vals, coords, fields, source, digest)
 
 
@@ -216,16 +258,20 @@ def _check_finite(table: np.ndarray, name: str, labels=None, linenos=None) -> No
         r, c = (int(k) for k in np.argwhere(bad)[0])
         where = f"line {linenos[r]}" if linenos is not None else f"row {r}"
         col = f" ({labels[c]!r})" if labels is not None and c < len(labels) else ""
-        raise ValueError(f"{name}: {int(bad.sum())} NaN or Inf values; the first at {where}, "
-                         f"column {c + 1}{col}: {table[r, c]}")
+        raise ValueError(
+            f"{name}: {int(bad.sum())} NaN or Inf values; the first at {where}, "
+            f"column {c + 1}{col}: {table[r, c]}"
+        )
 
 
 def _existing(path) -> Path:
     p = Path(path)
     if not p.is_file():
         what = "is a directory, not a file" if p.is_dir() else "does not exist"
-        raise FileNotFoundError(f"reference file {str(p)!r} {what} (resolved: {p.resolve()}); check the path, "
-                                f"the working directory and the suffix ({_SUFFIXES})")
+        raise FileNotFoundError(
+            f"reference file {str(p)!r} {what} (resolved: {p.resolve()}); check the path, "
+            f"the working directory and the suffix ({_SUFFIXES})"
+        )
     return p
 
 
@@ -276,31 +322,41 @@ def _parse_rows(rows, linenos, name: str, delimiter=None) -> np.ndarray:
     counts = [len(r.split(delimiter)) for r in rows]
     if min(counts) != max(counts):
         k = next(i for i, c in enumerate(counts) if c != counts[0])
-        raise ValueError(f"{name}: line {linenos[k]} has {counts[k]} columns but line {linenos[0]} has {counts[0]}")
+        raise ValueError(
+            f"{name}: line {linenos[k]} has {counts[k]} columns but line {linenos[0]} has {counts[0]}"
+        )
     try:
         return np.loadtxt(rows, delimiter=delimiter, dtype=np.float64, ndmin=2)
     except ValueError as e:
-        raise ValueError(f"{name}: cannot read the data rows (from line {linenos[0]}) as numbers: {e}") from None
+        raise ValueError(
+            f"{name}: cannot read the data rows (from line {linenos[0]}) as numbers: {e}"
+        ) from None
 
 
 def _match_fields(file_fields, fields, name: str) -> list[int]:
     """For each wanted field, its index among the file's fields (which must be the same names)."""
     dup = sorted({f for f in file_fields if list(file_fields).count(f) > 1})
     if dup:
-        raise ValueError(f"{name}: duplicate field names {dup} in the file (fields {tuple(file_fields)})")
+        raise ValueError(
+            f"{name}: duplicate field names {dup} in the file (fields {tuple(file_fields)})"
+        )
     if set(file_fields) != set(fields):
         unknown = [f for f in fields if f not in file_fields]
         extra = [f for f in file_fields if f not in fields]
-        raise ValueError(f"{name}: fields={tuple(fields)} do not match the file's fields {tuple(file_fields)}"
-                         + (f"; not in the file: {unknown}" if unknown else "")
-                         + (f"; in the file but not asked for: {extra}" if extra else ""))
+        raise ValueError(
+            f"{name}: fields={tuple(fields)} do not match the file's fields {tuple(file_fields)}"
+            + (f"; not in the file: {unknown}" if unknown else "")
+            + (f"; in the file but not asked for: {extra}" if extra else "")
+        )
     return [list(file_fields).index(f) for f in fields]
 
 
 def _column_count(ncol: int, coords, fields, name: str) -> None:
     if ncol != len(coords) + len(fields):
-        raise ValueError(f"{name}: the rows have {ncol} columns but coords={coords} and fields={fields} "
-                         f"need {len(coords) + len(fields)} ({len(coords)} + {len(fields)})")
+        raise ValueError(
+            f"{name}: the rows have {ncol} columns but coords={coords} and fields={fields} "
+            f"need {len(coords) + len(fields)} ({len(coords)} + {len(fields)})"
+        )
 
 
 def _comsol_labels(line: str, ncol: int, name: str) -> list[str]:
@@ -310,7 +366,9 @@ def _comsol_labels(line: str, ncol: int, name: str) -> list[str]:
     if len(labels) != ncol:
         labels = _LABEL.findall(body)
     if len(labels) != ncol:
-        raise ValueError(f"{name}: the header line {line!r} names {len(labels)} columns but the rows have {ncol}")
+        raise ValueError(
+            f"{name}: the header line {line!r} names {len(labels)} columns but the rows have {ncol}"
+        )
     return labels
 
 
@@ -331,17 +389,21 @@ def _comsol_series(table, labels, coords, fields, time_coord, name):
     parsed = [_split_label(lab) for lab in labels]
     n_space = next((i for i, (_, t) in enumerate(parsed) if t is not None), len(parsed))
     if n_space != ns or any(t is None for _, t in parsed[ns:]):
-        raise ValueError(f"{name}: a time series of {n_space} spatial column(s) {tuple(labels[:n_space])} then "
-                         f"columns '<field> @ t=<time>', so coords needs {n_space + 1} names, the spatial ones and "
-                         f"the time (time_coord, by default the last name), got coords={coords}")
+        raise ValueError(
+            f"{name}: a time series of {n_space} spatial column(s) {tuple(labels[:n_space])} then "
+            f"columns '<field> @ t=<time>', so coords needs {n_space + 1} names, the spatial ones and "
+            f"the time (time_coord, by default the last name), got coords={coords}"
+        )
     file_fields = list(dict.fromkeys(f for f, _ in parsed[ns:]))
     order = _match_fields(file_fields, fields, name)
     times = list(dict.fromkeys(t for _, t in parsed[ns:]))
     col = {(f, t): j for j, (f, t) in enumerate(parsed[ns:], start=ns)}
     if len(col) != len(labels) - ns or len(col) != len(file_fields) * len(times):
         missing = [f"{f} @ t={t}" for t in times for f in file_fields if (f, t) not in col]
-        raise ValueError(f"{name}: the time series needs one column per field and time: "
-                         f"{len(labels) - ns - len(col)} duplicated, no column for {missing[:5]}")
+        raise ValueError(
+            f"{name}: the time series needs one column per field and time: "
+            f"{len(labels) - ns - len(col)} duplicated, no column for {missing[:5]}"
+        )
     pts = [np.insert(table[:, :ns], coords.index(tc), float(t), axis=1) for t in times]
     vals = [table[:, [col[file_fields[o], t] for o in order]] for t in times]
     return np.concatenate(pts), np.concatenate(vals)
@@ -357,7 +419,9 @@ def _read_comsol_text(text: str, name: str, coords, fields, time_coord):
     if any(_split_label(lab)[1] is not None for lab in labels):
         return _comsol_series(table, labels, coords, fields, time_coord, name)
     if time_coord is not None:
-        raise ValueError(f"{name}: time_coord={time_coord!r} given but the header has no '@ t=' time columns")
+        raise ValueError(
+            f"{name}: time_coord={time_coord!r} given but the header has no '@ t=' time columns"
+        )
     _column_count(table.shape[1], coords, fields, name)
     d = len(coords)
     order = _match_fields([_split_label(lab)[0] for lab in labels[d:]], fields, name)
@@ -372,7 +436,9 @@ def _split_table(table, names, coords, fields, name, linenos=None):
     if names is None:
         return table[:, :d], table[:, d:]
     if set(names) == set(coords + fields) and len(set(names)) == len(names):
-        return table[:, [names.index(c) for c in coords]], table[:, [names.index(f) for f in fields]]
+        return table[:, [names.index(c) for c in coords]], table[
+            :, [names.index(f) for f in fields]
+        ]
     order = _match_fields(names[d:], fields, name)
     return table[:, :d], table[:, [d + o for o in order]]
 
@@ -380,9 +446,13 @@ def _split_table(table, names, coords, fields, name, linenos=None):
 def _read_text_table(text: str, name: str, coords, fields, delimiter):
     header, rows, linenos = _text_rows(text)
     if header:
-        raise ValueError(f"{name}: starts with '%' lines, a COMSOL export: read it with read_comsol or load_reference")
+        raise ValueError(
+            f"{name}: starts with '%' lines, a COMSOL export: read it with read_comsol or load_reference"
+        )
     cells = [c.strip().strip("\"'") for c in rows[0].split(delimiter)] if rows else []
-    names = cells if cells and not any(_NUMBER.fullmatch(c) for c in cells) else None  # a header line
+    names = (
+        cells if cells and not any(_NUMBER.fullmatch(c) for c in cells) else None
+    )  # a header line
     if names:
         rows, linenos = rows[1:], linenos[1:]
     table = _parse_rows(rows, linenos, name, delimiter)
@@ -391,8 +461,11 @@ def _read_text_table(text: str, name: str, coords, fields, delimiter):
 
 def _numeric(a, name: str, key: str) -> np.ndarray:
     if a.dtype.kind not in "biuf" or a.size == 0:
-        raise ValueError(f"{name}: {key} is empty (shape {a.shape}); no data rows" if a.size == 0
-                         else f"{name}: {key} has dtype {a.dtype}, not numbers")
+        raise ValueError(
+            f"{name}: {key} is empty (shape {a.shape}); no data rows"
+            if a.size == 0
+            else f"{name}: {key} has dtype {a.dtype}, not numbers"
+        )
     return a.astype(np.float64)
 
 
@@ -406,26 +479,36 @@ def _read_arrays(content: bytes, name: str, suffix: str, coords, fields):
     else:
         with loaded:
             tables = {k: loaded[k] for k in loaded.files}
-        if {"points", "values"} <= set(tables):  # shapes and values checked by Reference, naming the file
+        if {"points", "values"} <= set(
+            tables
+        ):  # shapes and values checked by Reference, naming the file
             pts, vals = (_numeric(tables[k], name, repr(k)) for k in ("points", "values"))
             return _columns(pts, len(coords)), _columns(vals, len(fields))
         if len(tables) != 1:
-            raise ValueError(f"{name}: an .npz needs keys 'points' and 'values' or one 2-D array, has {sorted(tables)}")
-    (key, table), = tables.items()
+            raise ValueError(
+                f"{name}: an .npz needs keys 'points' and 'values' or one 2-D array, has {sorted(tables)}"
+            )
+    ((key, table),) = tables.items()
     table = _numeric(table, name, repr(key) if suffix == ".npz" else key)
     if table.ndim != 2:
-        raise ValueError(f"{name}: {key} has shape {table.shape}; need (M, {len(coords) + len(fields)}) columns "
-                         f"for coords={coords} and fields={fields}")
+        raise ValueError(
+            f"{name}: {key} has shape {table.shape}; need (M, {len(coords) + len(fields)}) columns "
+            f"for coords={coords} and fields={fields}"
+        )
     return _split_table(table, None, coords, fields, name)
 
 
-def _load_bytes(raw: bytes, file_name: str, source: str, coords, fields, kind: str, time_coord=None) -> Reference:
+def _load_bytes(
+    raw: bytes, file_name: str, source: str, coords, fields, kind: str, time_coord=None
+) -> Reference:
     """Read a file's bytes: kind 'comsol', 'table' or 'auto' (COMSOL when the text starts with '%');
     the suffixes of ``file_name`` say the format, messages name ``source``."""
     coords, fields = _names(coords, fields)
     name, gz = source, file_name.lower().endswith(".gz")
     suffix = Path(file_name[:-3] if gz else file_name).suffix.lower()
-    if suffix not in (".dat", ".txt", ".csv", ".npy", ".npz") or (kind == "comsol" and suffix[:3] == ".np"):
+    if suffix not in (".dat", ".txt", ".csv", ".npy", ".npz") or (
+        kind == "comsol" and suffix[:3] == ".np"
+    ):
         expected = ".dat, .txt or .csv for a COMSOL export" if kind == "comsol" else _SUFFIXES
         raise ValueError(f"{name}: unknown suffix {suffix!r}; expected {expected}")
     try:
@@ -433,7 +516,9 @@ def _load_bytes(raw: bytes, file_name: str, source: str, coords, fields, kind: s
     except (OSError, EOFError) as e:
         raise ValueError(f"{name}: not a valid gzip file ({e})") from None
     text = None if suffix[:3] == ".np" else content.decode("utf-8", errors="replace")
-    comsol = text is not None and (kind == "comsol" or (kind == "auto" and text.lstrip().startswith("%")))
+    comsol = text is not None and (
+        kind == "comsol" or (kind == "auto" and text.lstrip().startswith("%"))
+    )
     if time_coord is not None and not comsol:
         raise ValueError(f"{name}: time_coord applies to COMSOL time series only")
     if comsol:
@@ -453,12 +538,16 @@ def _read_path(path, coords, fields, kind: str, time_coord=None) -> Reference:
 
 def _time_coord(fn: str, kw: dict):
     if set(kw) - {"time_coord"}:
-        raise TypeError(f"{fn}: unknown keyword arguments {sorted(set(kw) - {'time_coord'})}; "
-                        "the only one is time_coord")
+        raise TypeError(
+            f"{fn}: unknown keyword arguments {sorted(set(kw) - {'time_coord'})}; "
+            "the only one is time_coord"
+        )
     return kw.get("time_coord")
 
 
-def read_comsol(path, *, coords: Sequence[str], fields: Sequence[str], time_coord: str | None = None) -> Reference:
+def read_comsol(
+    path, *, coords: Sequence[str], fields: Sequence[str], time_coord: str | None = None
+) -> Reference:
     """Read a COMSOL text export: ``%`` header lines, the last naming the columns.
 
     Two layouts are understood:
@@ -577,7 +666,9 @@ def load_reference(path, *, coords: Sequence[str], fields: Sequence[str], **kw) 
     return _read_path(path, coords, fields, "auto", _time_coord("load_reference", kw))
 
 
-def pinnacle_reference(name: str, *, coords: Sequence[str], fields: Sequence[str], **kw) -> Reference:
+def pinnacle_reference(
+    name: str, *, coords: Sequence[str], fields: Sequence[str], **kw
+) -> Reference:
     """Read one of the PINNacle reference solutions shipped with the package.
 
     The files are listed in [`PINNACLE_FILES`][cgmpinn_jax.problems.reference.PINNACLE_FILES]
@@ -615,7 +706,16 @@ def pinnacle_reference(name: str, *, coords: Sequence[str], fields: Sequence[str
         raise ValueError(f"no PINNacle reference {name!r}; the shipped ones are {PINNACLE_FILES}")
     res = resources.files("cgmpinn_jax") / "data" / "pinnacle" / file
     if not res.is_file():
-        raise FileNotFoundError(f"package data cgmpinn_jax/data/pinnacle/{file} is not installed; reinstall "
-                                "cgmpinn-jax (its wheel must include cgmpinn_jax/data/pinnacle/*)")
-    return _load_bytes(res.read_bytes(), file, f"pinnacle/{file}", coords, fields, "auto",
-                       _time_coord("pinnacle_reference", kw))
+        raise FileNotFoundError(
+            f"package data cgmpinn_jax/data/pinnacle/{file} is not installed; reinstall "
+            "cgmpinn-jax (its wheel must include cgmpinn_jax/data/pinnacle/*)"
+        )
+    return _load_bytes(
+        res.read_bytes(),
+        file,
+        f"pinnacle/{file}",
+        coords,
+        fields,
+        "auto",
+        _time_coord("pinnacle_reference", kw),
+    )
