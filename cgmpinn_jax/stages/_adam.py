@@ -27,8 +27,8 @@ class AdamSolver(Terminates):
     engine's one at the start point (``evals`` is 0).
 
     Args:
-        lr: the learning rate (the [`Adam`][cgmpinn_jax.stages.Adam] stage's ``lr``); a sweep may override it per run
-            through ``hyper.adam_lr``.
+        lr: the learning rate (the [`Adam`][cgmpinn_jax.stages.Adam] stage's ``lr``); a sweep
+            may override it per run through ``hyper.adam_lr``.
         divergence_ratio: a loss above this times the stage's best unweighted loss stops the
             stage (``DIVERGED``).
 
@@ -39,7 +39,8 @@ class AdamSolver(Terminates):
         >>> params = {"a": jnp.zeros(2)}
         >>> value, grad = jax.value_and_grad(lambda p: jnp.sum((p["a"] - 1.0) ** 2))(params)
         >>> step = adam.step(params, adam.init(params), None, None, None, value, grad)
-        >>> [round(float(a), 4) for a in step.params["a"]]  # a first step of about lr per coordinate
+        >>> # a first step of about lr per coordinate
+        >>> [round(float(a), 4) for a in step.params["a"]]
         [0.1, 0.1]
     """
 

@@ -65,8 +65,8 @@ PINN's ``J J^T`` has a condition number beyond 1e16) counts as a rejected trial:
 grows and the next trial refactors. No silent NaN reaches the parameters.
 
 **Stop rules** (on top of the guards every stage applies, `cgmpinn_jax.stages._stopping`):
-``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gauss_newton.mu_max`` times the
-Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``mu_init`` and
+``NO_DECREASE`` when a trial fails with ``mu`` at its largest value, ``gauss_newton.mu_max``
+times the Jacobian's scale ``|J|_F^2 / P`` (the mean diagonal of ``J^T J``; ``mu_init`` and
 ``mu_min`` are relative to it too): no decrease even at the largest damping, which in
 float64 is where rounding ends the descent; ``LOSS_TOL`` from the float64 plateau rule
 (`stop_rule`); GRAD_TOL tests the gradient ``2 J^T r`` of the
@@ -243,7 +243,9 @@ class PCGState(NamedTuple):
     tv: Any
     mu: jax.Array
     nu: jax.Array
-    L: jax.Array  # (s, s) Cholesky factor of an earlier J J^T + mu I (J^T J + mu I if M > P); NaN before the first
+    # (s, s) Cholesky factor of an earlier J J^T + mu I (J^T J + mu I if M > P);
+    # NaN before the first
+    L: jax.Array
     cg_iters: jax.Array  # () int32: CG iterations of the last iteration's final trial
     factorizations: jax.Array  # () int32: factorizations so far
 

@@ -4,6 +4,8 @@ earlier Cholesky factor), and the exact forms' directions (Cholesky of the produ
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -23,7 +25,8 @@ def _gram(J: jax.Array, form: str, blocks: int = 4) -> jax.Array:
     def dot(a, c):
         return jax.lax.dot_general(a, c, (((1,), (1,)), ((), ())), precision=HIGHEST)
 
-    tiles = [[None] * b for _ in range(b)]
+    # None placeholders, every one replaced by a tile below
+    tiles: list[list[Any]] = [[None] * b for _ in range(b)]
     for i in range(b):
         for j in range(i + 1):
             tiles[i][j] = dot(parts[i], parts[j])

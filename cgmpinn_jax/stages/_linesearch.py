@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.typing import DTypeLike
 
 __all__ = ["LineSearchResult", "line_search"]
 
@@ -98,7 +99,7 @@ class _Ctx(NamedTuple):
     c1: jax.Array
     c2: jax.Array
     f_tol: jax.Array
-    dtype: object
+    dtype: DTypeLike
 
 
 def _trials(lo, hi, prev, cur, a, f_tol):
@@ -124,7 +125,8 @@ def _trials(lo, hi, prev, cur, a, f_tol):
 
 
 def _ls_body(ctx: "_Ctx", value_and_grad_fn, st: _LS) -> _LS:
-    """One evaluation of the search: classify the trial point, update the bracket, pick the next trial."""
+    """One evaluation of the search: classify the trial point, update the bracket, pick the next
+    trial."""
     x, p, f0, d0, c1, c2, f_tol, dtype = ctx
     a = st.a_trial
     f, g = value_and_grad_fn(x + a * p)
@@ -253,8 +255,8 @@ def line_search(
     f0 = jnp.asarray(value, dtype)
     g0 = jnp.asarray(grad, dtype)
     d0 = _dot(g0, p)
-    c1 = jnp.asarray(c1, dtype)
-    c2 = jnp.asarray(c2, dtype)
+    c1_arr = jnp.asarray(c1, dtype)
+    c2_arr = jnp.asarray(c2, dtype)
     tiny_rel = 10.0 * jnp.finfo(dtype).eps
     if approx_eps is None:
         approx_eps = float(jnp.finfo(dtype).eps) ** (2.0 / 3.0)
@@ -282,7 +284,7 @@ def line_search(
         best=origin,
         g_best=g0,
     )
-    ctx = _Ctx(x, p, f0, d0, c1, c2, f_tol, dtype)
+    ctx = _Ctx(x, p, f0, d0, c1_arr, c2_arr, f_tol, dtype)
     st = lax.while_loop(cond, functools.partial(_ls_body, ctx, value_and_grad_fn), init)
     pt = jnp.where(st.done, st.star, st.best)
     return LineSearchResult(

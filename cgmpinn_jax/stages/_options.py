@@ -139,7 +139,10 @@ class Adam(StageOptions):
         """Adam's solver (its learning rate, the guards; no tolerances).
 
         Examples:
-            >>> type(Adam().solver(None, n_steps=10, n_params=2, dtype="float32", divergence_ratio=1e6)).__name__
+            >>> solver = Adam().solver(
+            ...     None, n_steps=10, n_params=2, dtype="float32", divergence_ratio=1e6
+            ... )
+            >>> type(solver).__name__
             'AdamSolver'
         """
         from ._adam import AdamSolver
@@ -238,10 +241,11 @@ class LBFGS(_Iterative):
     Examples:
         >>> LBFGS(steps=500).history
         100
-        >>> LBFGS(linesearch="backtracking")
+        >>> LBFGS(linesearch="backtracking")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: LBFGS.linesearch is a jaxopt option; it has no effect with backend='optax' (use backend='jaxopt')
+        ValueError: LBFGS.linesearch is a jaxopt option; it has no effect with backend='optax'
+        (use backend='jaxopt')
     """
 
     name: ClassVar[str] = "lbfgs"
@@ -317,8 +321,9 @@ class _Dense(_Iterative):
 
         if n_params > self.max_params:
             raise ValueError(
-                f"the {self.name!r} stage stores a dense {n_params} x {n_params} inverse Hessian; the "
-                f"network has {n_params} parameters > {type(self).__name__}.max_params={self.max_params}. "
+                f"the {self.name!r} stage stores a dense {n_params} x {n_params} inverse "
+                f"Hessian; the network has {n_params} parameters > "
+                f"{type(self).__name__}.max_params={self.max_params}. "
                 f"Use LBFGS() or raise max_params."
             )
         return DenseQuasiNewton(
@@ -361,8 +366,8 @@ class BFGS(_Dense):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SSBFGS(_Dense):
-    """Self-scaled BFGS: a full n x n inverse-Hessian approximation over the raveled parameters with a
-    strong-Wolfe line search, for small networks. Stop rule defaults as for
+    """Self-scaled BFGS: a full n x n inverse-Hessian approximation over the raveled parameters
+    with a strong-Wolfe line search, for small networks. Stop rule defaults as for
     [`LBFGS`][cgmpinn_jax.stages.LBFGS].
 
     Args:
@@ -394,8 +399,8 @@ class SSBFGS(_Dense):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SSBroyden(_Dense):
-    """Self-scaled Broyden: a full n x n inverse-Hessian approximation over the raveled parameters with a
-    strong-Wolfe line search, for small networks. Stop rule defaults as for
+    """Self-scaled Broyden: a full n x n inverse-Hessian approximation over the raveled
+    parameters with a strong-Wolfe line search, for small networks. Stop rule defaults as for
     [`LBFGS`][cgmpinn_jax.stages.LBFGS].
 
     Args:
@@ -508,7 +513,10 @@ class GaussNewton(_Iterative):
         ``itemsize``-byte floats (``form``, or what ``"auto"`` chooses there).
 
         Examples:
-            >>> GaussNewton().form_for(1000, 5000, 8), GaussNewton(form="gramian").form_for(1000, 5000, 8)
+            >>> (
+            ...     GaussNewton().form_for(1000, 5000, 8),
+            ...     GaussNewton(form="gramian").form_for(1000, 5000, 8),
+            ... )
             ('kernel', 'gramian')
         """
         from ._gauss_newton import lm_solve_form
@@ -540,7 +548,9 @@ class GaussNewton(_Iterative):
         )
 
 
-STAGES: dict[str, type] = {c.name: c for c in (Adam, LBFGS, BFGS, SSBFGS, SSBroyden, GaussNewton)}
+STAGES: dict[str, type[StageOptions]] = {
+    c.name: c for c in (Adam, LBFGS, BFGS, SSBFGS, SSBroyden, GaussNewton)
+}
 """Every stage class by its name (the key in results and records)."""
 
 
@@ -555,8 +565,10 @@ def stage_from_dict(d: Mapping[str, Any]) -> StageOptions:
             message lists the ones it has).
 
     Examples:
-        >>> stage_from_dict({"name": "gauss_newton", "steps": 20})
-        GaussNewton(steps=20, time_limit=None, gtol=None, ftol=None, patience=None, form='auto', mu_init=0.001, mu_min=1e-15, mu_max=100000000.0, max_trials=12, memory_limit_gb=16.0)
+        >>> stage_from_dict({"name": "gauss_newton", "steps": 20})  # doctest: +NORMALIZE_WHITESPACE
+        GaussNewton(steps=20, time_limit=None, gtol=None, ftol=None, patience=None, form='auto',
+                    mu_init=0.001, mu_min=1e-15, mu_max=100000000.0, max_trials=12,
+                    memory_limit_gb=16.0)
     """
     if not isinstance(d, Mapping) or d.get("name") not in STAGES:
         raise ValueError(f"a stage dict needs a 'name', one of {tuple(STAGES)}, got {d!r}")
@@ -566,6 +578,7 @@ def stage_from_dict(d: Mapping[str, Any]) -> StageOptions:
     unknown = sorted(set(opts) - set(fields))
     if unknown:
         raise ValueError(
-            f"{cls.__name__} has no option {', '.join(map(repr, unknown))}; its options: {', '.join(fields)}"
+            f"{cls.__name__} has no option {', '.join(map(repr, unknown))}; "
+            f"its options: {', '.join(fields)}"
         )
     return cls(**opts)

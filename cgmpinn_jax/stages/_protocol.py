@@ -1,5 +1,6 @@
-"""The protocol of a stage's solver: what the engine calls ([`Stage`][cgmpinn_jax.stages.Stage]), what one
-iteration returns (`StepResult`) and why a stage stopped ([`StageStatus`][cgmpinn_jax.StageStatus]).
+"""The protocol of a stage's solver: what the engine calls
+([`Stage`][cgmpinn_jax.stages.Stage]), what one iteration returns (`StepResult`) and why a stage
+stopped ([`StageStatus`][cgmpinn_jax.StageStatus]).
 
 A run is a sequence of stages (``TrainConfig.stages``); each is a solver with ``init`` /
 ``step`` / ``terminate``, driven by one engine loop
@@ -58,7 +59,8 @@ class StageStatus(enum.IntEnum):
     NONFINITE = 1  # a non-finite loss: best parameters restored
     DIVERGED = 2  # loss > divergence_ratio x best: best parameters restored
     GRAD_TOL = 3  # second stage: max|g| <= gtol * max(1, |objective|)
-    LOSS_TOL = 4  # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
+    # second stage: the unweighted loss did not improve by ftol (relative) in `patience` iterations
+    LOSS_TOL = 4
     SKIPPED = 5  # zero steps requested
     NO_DECREASE = 6  # Gauss-Newton: no decrease even at the largest damping (the point kept)
     INTERRUPTED = 7  # Ctrl-C: stopped at a call boundary after a checkpoint (resume continues it)
@@ -72,14 +74,24 @@ class StageStatus(enum.IntEnum):
         """
         return {
             StageStatus.COMPLETED: "ran its whole budget (COMPLETED)",
-            StageStatus.NONFINITE: "stopped: a non-finite loss, best parameters restored (NONFINITE)",
-            StageStatus.DIVERGED: "stopped: the loss diverged, best parameters restored (DIVERGED)",
+            StageStatus.NONFINITE: (
+                "stopped: a non-finite loss, best parameters restored (NONFINITE)"
+            ),
+            StageStatus.DIVERGED: (
+                "stopped: the loss diverged, best parameters restored (DIVERGED)"
+            ),
             StageStatus.GRAD_TOL: "stopped: gradient below tolerance (GRAD_TOL)",
             StageStatus.LOSS_TOL: "stopped: loss stalled (LOSS_TOL)",
             StageStatus.SKIPPED: "skipped: no steps requested (SKIPPED)",
-            StageStatus.NO_DECREASE: "stopped: no decrease even at the largest damping (NO_DECREASE)",
-            StageStatus.INTERRUPTED: "interrupted (Ctrl-C) after a checkpoint; resume continues it (INTERRUPTED)",
-            StageStatus.TIME_LIMIT: "stopped: the time limit was reached, best point kept (TIME_LIMIT)",
+            StageStatus.NO_DECREASE: (
+                "stopped: no decrease even at the largest damping (NO_DECREASE)"
+            ),
+            StageStatus.INTERRUPTED: (
+                "interrupted (Ctrl-C) after a checkpoint; resume continues it (INTERRUPTED)"
+            ),
+            StageStatus.TIME_LIMIT: (
+                "stopped: the time limit was reached, best point kept (TIME_LIMIT)"
+            ),
         }[self]
 
 
@@ -87,7 +99,8 @@ ObjectiveFn = Callable[..., Any]  # (params, w, lam, batch) -> (value, TermValue
 
 
 class StepResult(NamedTuple):
-    """What one iteration of a stage's solver returns ([`Stage.step`][cgmpinn_jax.stages.Stage.step]).
+    """What one iteration of a stage's solver returns
+    ([`Stage.step`][cgmpinn_jax.stages.Stage.step]).
 
     Attributes:
         params: the new point, a pytree shaped like the network's parameters. The engine keeps

@@ -313,10 +313,11 @@ def ssbfgs(
         >>> state = opt.init(jnp.zeros(3), 0.0, jnp.zeros(3))
         >>> state.H.shape, bool(state.fresh)
         ((3, 3), True)
-        >>> opt.init(jnp.zeros(5), 0.0, jnp.zeros(5))
+        >>> opt.init(jnp.zeros(5), 0.0, jnp.zeros(5))  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: dense quasi-Newton stores an n x n matrix: n=5, max_params=4; use L-BFGS or raise max_params
+        ValueError: dense quasi-Newton stores an n x n matrix: n=5, max_params=4; use L-BFGS or
+        raise max_params
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")

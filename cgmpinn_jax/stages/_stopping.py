@@ -108,8 +108,9 @@ class Stopping:
 
         Returns:
             The new `Guards` (``stall`` unchanged): ``params_now``
-                becomes the best point if its loss is lower, and the status turns ``NONFINITE`` or
-                ``DIVERGED`` when the loss is non-finite or above ``divergence_ratio`` times the best.
+                becomes the best point if its loss is lower, and the status turns ``NONFINITE``
+                or ``DIVERGED`` when the loss is non-finite or above ``divergence_ratio`` times
+                the best.
         """
         finite = jnp.isfinite(raw_total)
         better = finite & (raw_total < g.best_raw)

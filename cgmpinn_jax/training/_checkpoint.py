@@ -5,16 +5,20 @@ A checkpoint is a folder ``<dir>/checkpoints/ckpt-<n>/`` with three files:
 * ``arrays.eqx``: the run's pytree ``(state, batch, hyper, w)`` -- trainable parameters, every
   optimizer state, the weighting / GMM / ReLoBRaLo states and keys, the stage's guards --
   written with `equinox.tree_serialise_leaves` (PRNG keys as their key data);
-* ``history.npz``: the histories so far, and inside a chunk (``call_seconds``) the chunk's (``piece_*``);
-* ``meta.json``: where the run is (stage, chunk, steps done), the finished stages' statuses, the seconds
-  spent, the run's identity (version, problem, method, config, key) and the data files' SHA-256.
+* ``history.npz``: the histories so far, and inside a chunk (``call_seconds``) the chunk's
+  (``piece_*``);
+* ``meta.json``: where the run is (stage, chunk, steps done), the finished stages' statuses, the
+  seconds spent, the run's identity (version, problem, method, config, key) and the data files'
+  SHA-256.
 
-A checkpoint is written into a temporary folder renamed when complete (meta.json last); the previous one is
-deleted only after that. Loading takes the newest checkpoint whose files match their checksums (a bad one is
-skipped with a warning naming the file); one of another run is refused, naming the differing fields.
+A checkpoint is written into a temporary folder renamed when complete (meta.json last); the
+previous one is deleted only after that. Loading takes the newest checkpoint whose files match
+their checksums (a bad one is skipped with a warning naming the file); one of another run is
+refused, naming the differing fields.
 
-Resuming is exact: every call is a deterministic compiled program and a checkpoint holds everything the
-next call reads, so a resumed run equals an uninterrupted one on the same machine (``tests/test_checkpoint.py``).
+Resuming is exact: every call is a deterministic compiled program and a checkpoint holds
+everything the next call reads, so a resumed run equals an uninterrupted one on the same machine
+(``tests/test_checkpoint.py``).
 """
 
 from __future__ import annotations
@@ -66,8 +70,8 @@ class CheckpointError(ValueError):
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the run stopped at a call
-    boundary after writing a checkpoint into ``checkpoint_dir``.
+    """Raised by [`train`][cgmpinn_jax.train] after Ctrl-C (SIGINT) when it checkpoints: the run
+    stopped at a call boundary after writing a checkpoint into ``checkpoint_dir``.
 
     ``train(..., resume=checkpoint_dir)`` or [`resume`][cgmpinn_jax.resume] continues the run.
 
@@ -90,7 +94,8 @@ class Snapshot:
     arrays: Any  # (state, batch, hyper, w)
     history: dict  # the recorder's and the error tracker's arrays
     stage: str  # the stage to continue: "adam" or "lbfgs"
-    chunk: int  # index of the next chunk in that stage's plan (with ``piece``: of the chunk it is inside)
+    # index of the next chunk in that stage's plan (with ``piece``: of the chunk it is inside)
+    chunk: int
     handed: bool  # the state is already in that stage's setting (its hand-off done)
     done: int  # steps of that stage done
     statuses: dict  # finished stages -> (B,) int status codes
@@ -103,7 +108,8 @@ class Snapshot:
 def identity(
     problem, method, config, key: jax.Array | None, kind: str = "train", extra: dict | None = None
 ) -> dict:
-    """What a checkpoint must agree with to be resumed: version, problem, method, config, key (a sweep: its axes)."""
+    """What a checkpoint must agree with to be resumed: version, problem, method, config, key (a
+    sweep: its axes)."""
     from .._version import __version__
     from ..io import _problem_record, to_jsonable
 
@@ -180,8 +186,8 @@ def _deserialiser(path: str):
             return jax.random.wrap_key_data(jnp.asarray(arr), impl=jax.random.key_impl(like))
         if arr.shape != tuple(like.shape) or arr.dtype != like.dtype:
             raise CheckpointError(
-                f"{path}: an array {arr.dtype}{list(arr.shape)} where {like.dtype}{list(like.shape)} "
-                "was expected"
+                f"{path}: an array {arr.dtype}{list(arr.shape)} where "
+                f"{like.dtype}{list(like.shape)} was expected"
             )
         if isinstance(like, jax.Array):  # where the run keeps it (a sweep's shards)
             return jax.device_put(arr, like.sharding)
@@ -219,8 +225,9 @@ def _numbered(root: Path) -> list[tuple[int, Path]]:
 
 
 class Checkpointer:
-    """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every`` seconds (``0``: at every
-    call boundary), keeping the previous one until the new one is complete. ``seconds``: time spent writing."""
+    """Writes checkpoints of one run into ``folder/checkpoints/`` at most every ``every`` seconds
+    (``0``: at every call boundary), keeping the previous one until the new one is complete.
+    ``seconds``: time spent writing."""
 
     def __init__(
         self, folder: str | Path, ident: dict, every: float = 60.0, seed: int | None = None
@@ -251,7 +258,8 @@ class Checkpointer:
         np.savez(
             buf,
             **snap.history,
-            **{
+            # numpy's stub types **kwds as if one could be allow_pickle (a bool)
+            **{  # type: ignore[arg-type]
                 f"piece_{k}": np.asarray(jax.device_get(v))
                 for k, v in (snap.piece._asdict() if snap.piece is not None else {}).items()
             },
@@ -389,7 +397,8 @@ def load(
                 )
         except Exception as e:  # noqa: BLE001 - any failure to read is a bad checkpoint
             warnings.warn(
-                f"skipping a bad checkpoint, using the one before it: {ckpt}: {type(e).__name__}: {e}",
+                f"skipping a bad checkpoint, using the one before it: {ckpt}: "
+                f"{type(e).__name__}: {e}",
                 stacklevel=3,
             )
             continue

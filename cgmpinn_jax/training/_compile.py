@@ -6,7 +6,7 @@ run, keyed by its `Setup` and the arguments' shapes, dtypes and shardings, so re
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import equinox as eqx
 import jax
@@ -18,6 +18,9 @@ from .. import nn
 from ._engine import Engine
 from ._objective import Trainable, init_coeffs
 from ._schedule import Setup
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 __all__ = ["CompileCache", "COMPILE_CACHE"]
 
@@ -56,12 +59,13 @@ class CompileCache:
         self._engines: dict = {}
         self._compiled: dict = {}
         self._pending: dict = {}  # key -> Future of (compiled, seconds), from prefetch()
-        self._executor = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         #: seconds the background compilation took, when the last `compiled` call
         #: waited for a `prefetch` (else None)
         self.last_background_seconds: float | None = None
         #: ``(chunk name, seconds tracing and lowering, seconds in XLA's compiler)`` of every
-        #: compilation, in order (the compile-time study read it; ``benchmarks/results/compile_time.md``)
+        #: compilation, in order (the compile-time study read it;
+        #: ``benchmarks/results/compile_time.md``)
         self.timings: list[tuple[str, float, float]] = []
 
     def __len__(self) -> int:
@@ -124,7 +128,7 @@ class CompileCache:
             batched,
             tree,
             sig,
-            bool(jax.config.jax_enable_x64),
+            bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
             nn.fast_path_enabled(),
             nn.stacking(),
         )
@@ -199,7 +203,9 @@ class CompileCache:
         key = self._key(setup, name, args, batched)
         if key in self._compiled or key in self._pending:
             return
-        x64, matmul = bool(jax.config.jax_enable_x64), jax.config.jax_default_matmul_precision
+        # jax.config's flags are attributes set at run time, unknown to its stub
+        x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+        matmul = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
         ctx = contextvars.copy_context()
 
         def work():

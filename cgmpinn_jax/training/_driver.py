@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import equinox as eqx
 import jax
@@ -46,7 +46,8 @@ def as_key(key) -> tuple[jax.Array, int | None]:
     ):
         return key, None
     raise TypeError(
-        f"key must be an int seed or a JAX PRNG key (jax.random.key(...)), got {type(key).__name__} {key!r}"
+        "key must be an int seed or a JAX PRNG key (jax.random.key(...)), "
+        f"got {type(key).__name__} {key!r}"
     )
 
 
@@ -87,10 +88,12 @@ def _start_from(state: State, init, eng: Engine) -> State:
     model = init.model if isinstance(init, TrainResult) else init
     if not isinstance(model, eqx.Module):
         raise TypeError(
-            f"train: init must be a TrainResult or its model (an equinox Module), got {type(init).__name__}"
+            "train: init must be a TrainResult or its model (an equinox Module), "
+            f"got {type(init).__name__}"
         )
     new, old = eqx.partition(model, eqx.is_array)[0], state.params.model
-    if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old) or any(
+    # PyTreeDef's != is unknown to mypy (jaxlib's stub)
+    if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old) or any(  # type: ignore[operator]
         np.shape(a) != np.shape(b)
         for a, b in zip(jax.tree_util.tree_leaves(old), jax.tree_util.tree_leaves(new))
     ):
@@ -188,8 +191,9 @@ def train(
             [`TrainResult`][cgmpinn_jax.TrainResult] or its
             ``model``, of the same architecture (problem, method, width, depth). Everything
             else starts afresh (Adam's moments, the weights, the balancing), with the points
-            the key draws. With ``stages=(LBFGS(),)`` (or an Adam stage of 0 steps) it runs only L-BFGS, e.g. on
-            more points than the Adam stage saw (docs/problems-from-data.md). Not with ``resume``.
+            the key draws. With ``stages=(LBFGS(),)`` (or an Adam stage of 0 steps) it runs
+            only L-BFGS, e.g. on more points than the Adam stage saw
+            (docs/problems-from-data.md). Not with ``resume``.
         network: the network, when not the method's own (it replaces the MLP of the methods
             that have one): a built-in choice's name (a key of
             [`NETWORKS`][cgmpinn_jax.nn.NETWORKS]), ``"package.module:factory"``, a
@@ -255,12 +259,11 @@ def train(
         )
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
-    ident = None if checkpoint_dir is None else ckpt_lib.identity(problem, method, config, key)
-    checkpointer = (
-        None
-        if checkpoint_dir is None
-        else ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
-    )
+    ident: dict | None = None
+    checkpointer: ckpt_lib.Checkpointer | None = None
+    if checkpoint_dir is not None:
+        ident = ckpt_lib.identity(problem, method, config, key)
+        checkpointer = ckpt_lib.Checkpointer(checkpoint_dir, ident, checkpoint_every, seed)
     with jax.default_matmul_precision("highest"), precision_scope(config.precision, "adam"):
         static, eng = cache.engine(setup)
         state, batch = init_state(setup, eng, key)
@@ -273,15 +276,15 @@ def train(
         if resume is not None:
             snap = ckpt_lib.load(
                 resume,
-                ident,
+                cast(dict, ident),  # resume sets checkpoint_dir, hence ident
                 _templates(setup, eng, state, batch, hyper),
                 scope=lambda stage, handed: precision_scope(
                     config.precision, setup.precision_part(stage, handed)
                 ),
             )
             emit(
-                f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, chunk {snap.chunk}, "
-                f"{snap.done} steps of the stage done"
+                f"[{problem.name}/{method.name}] resuming from {resume}: {snap.stage}, "
+                f"chunk {snap.chunk}, {snap.done} steps of the stage done"
             )
         tracker = None if track_error_every is None else ErrorTracker(problem, static, t_call)
         try:
@@ -310,14 +313,17 @@ def train(
             result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
             emit(
                 f"[{problem.name}/{method.name}] interrupted: checkpoint {stop.path}; best so far "
-                f"rel_e2={result.metrics.rel_e2:.3e}; resume with cj.resume({str(checkpoint_dir)!r})"
+                f"rel_e2={result.metrics.rel_e2:.3e}; "
+                f"resume with cj.resume({str(checkpoint_dir)!r})"
             )
-            raise ckpt_lib.TrainingInterrupted(Path(checkpoint_dir), result) from None
+            # Interrupted comes only from a checkpointer, hence a checkpoint_dir
+            folder = cast("str | Path", checkpoint_dir)
+            raise ckpt_lib.TrainingInterrupted(Path(folder), result) from None
     result = _result(problem, method, config, setup, static, eng, out, tracker, seed)
     if checkpointer is not None and checkpointer.written:
         emit(
-            f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in {checkpointer.seconds:.2f}s "
-            f"-> {checkpointer.root}"
+            f"[{problem.name}/{method.name}] {checkpointer.written} checkpoint(s) in "
+            f"{checkpointer.seconds:.2f}s -> {checkpointer.root}"
         )
     result.checkpoint_seconds = None if checkpointer is None else checkpointer.seconds
     result.time_limited = out.run_limit_hit
@@ -350,13 +356,14 @@ def _check_call_seconds(call_seconds) -> None:
 def _emit_time_limit(emit, result: TrainResult, checkpointer, checkpoint_dir) -> None:
     """The line of a run that stopped on its time limit: where its checkpoint is, how to go on."""
     where = (
-        f"; checkpoint in {checkpointer.root}: cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a "
-        "larger limit continues"
+        f"; checkpoint in {checkpointer.root}: "
+        f"cj.resume({str(checkpoint_dir)!r}, time_limit=...) with a larger limit continues"
         if checkpointer is not None
         else ""
     )
     emit(
-        f"[{result.problem.name}/{result.method.name}] time limit {result.config.time_limit:g} s reached{where}"
+        f"[{result.problem.name}/{result.method.name}] time limit "
+        f"{result.config.time_limit:g} s reached{where}"
     )
 
 
@@ -369,7 +376,8 @@ def _emit_done(emit, result: TrainResult, out: RunOutput) -> None:
         else metrics.describe()
     )
     emit(
-        f"{tag} done: {errors} e_loss={result.e_loss:.3e} (compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
+        f"{tag} done: {errors} e_loss={result.e_loss:.3e} "
+        f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
     )
     if result.unknowns is not None:
         emit(

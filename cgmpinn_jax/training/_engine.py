@@ -149,11 +149,14 @@ def check_gn_memory(cfg, setup: Setup, lsq: LeastSquares, n_params: int, members
             else f"a {rows} x {n_params} Jacobian and {s} x {s} matrices"
         )
         raise ValueError(
-            f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x {n_params} parameters "
+            f"the Gauss-Newton stage on {setup.problem.name}: {rows} residual rows x "
+            f"{n_params} parameters "
             f"({form} form: {held}"
             f"{f', {members} members' if members > 1 else ''}) need about {need / 2**30:.1f} GiB > "
-            f"GaussNewton(memory_limit_gb={gn.memory_limit_gb}). Use fewer collocation points or a smaller network, "
-            "raise GaussNewton(memory_limit_gb=...) if the machine has the memory, or use an LBFGS() stage"
+            f"GaussNewton(memory_limit_gb={gn.memory_limit_gb}). Use fewer collocation points "
+            "or a smaller network, "
+            "raise GaussNewton(memory_limit_gb=...) if the machine has the memory, "
+            "or use an LBFGS() stage"
         )
 
 
@@ -177,8 +180,8 @@ def gn_form_note(setup: Setup, lsq: LeastSquares | None, batch, params) -> str |
     rows, n_params, form = gn_shape(setup, lsq, batch, params)
     how = "chosen" if setup.spec("gauss_newton").form == "auto" else "set"
     return (
-        f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x {n_params} parameters, "
-        f"{form} form ({how})"
+        f"[{setup.problem.name}/{setup.method.name}] Gauss-Newton: {rows} rows x "
+        f"{n_params} parameters, {form} form ({how})"
     )
 
 

@@ -75,7 +75,8 @@ def infer(
     """
     if isinstance(problem, InverseProblem) and obs_weight != 1.0:
         raise ValueError(
-            "infer: obs_weight is an InverseProblem's field; set it there (InverseProblem(..., obs_weight=w))"
+            "infer: obs_weight is an InverseProblem's field; "
+            "set it there (InverseProblem(..., obs_weight=w))"
         )
     if not isinstance(problem, InverseProblem):
         problem = inverse_problem(

@@ -34,7 +34,7 @@ from ._compile import COMPILE_CACHE, CompileCache
 from ._engine import Engine, State, gn_shape, restore_best
 from ._precision import cast_floats, precision_scope
 from ._records import StageStatus
-from ._recorder import Progress, Recorder, format_seconds, progress_line
+from ._recorder import ErrorTracker, Progress, Recorder, format_seconds, progress_line
 from ._schedule import Setup
 
 __all__ = ["RunOutput", "Interrupted", "run_stages", "reset_stage", "to_host", "CALL_SECONDS"]
@@ -150,7 +150,9 @@ class _Loop:
             st: vm(functools.partial(eng.stage_steps, st), (0, 0, 0, 0, 0, None))
             for st in self.stages
         }
-        self.rec, self.statuses, self.stage_seconds = Recorder(self.lead), {}, {}
+        self.rec = Recorder(self.lead)
+        self.statuses: dict[str, np.ndarray] = {}
+        self.stage_seconds: dict[str, float] = {}
         self.t_start = time.perf_counter()
         self.last_line = self.t_start  # when the last progress line (or callback) went out
         self.sizer, self.stage_t0, self.estimated = _CallSizer(call_seconds), self.t_start, False
@@ -170,7 +172,8 @@ class _Loop:
         label = _label(name, self.stages)
         if label and background is not None:
             self.emit(
-                f"{self.tag} compiled {label} in the background in {background:.1f}s (waited {seconds:.1f}s)"
+                f"{self.tag} compiled {label} in the background in {background:.1f}s "
+                f"(waited {seconds:.1f}s)"
             )
         elif seconds > 0.0 and label:  # compile time is real time: say where it went
             self.emit(f"{self.tag} compiled {label} in {seconds:.1f}s")
@@ -407,7 +410,8 @@ class _Loop:
         )
         self.emit(
             f"{self.tag} {stage}: {self.sizer.rate:.3g} s an iteration measured; its "
-            f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. {self.knobs(stage)}"
+            f"{total - done} iterations left need ~{format_seconds(need)}, {beyond}. "
+            f"{self.knobs(stage)}"
         )
 
     def knobs(self, stage) -> str:
@@ -431,13 +435,13 @@ class _Loop:
                 else "rows x parameters a CG iteration",
             )
             return (
-                f"What cuts it: {rows} residual rows x {n_params} parameters in the {form} form, whose iteration "
-                f"costs ~{cost}: fewer collocation points or a smaller network cut every iteration; fewer "
-                f"iterations ({steps}) {limit} cut the stage."
+                f"What cuts it: {rows} residual rows x {n_params} parameters in the {form} form, "
+                f"whose iteration costs ~{cost}: fewer collocation points or a smaller network cut "
+                f"every iteration; fewer iterations ({steps}) {limit} cut the stage."
             )
         return (
-            f"What cuts it: fewer collocation points or a smaller network cut every iteration; fewer steps "
-            f"({steps}) {limit} cut the stage."
+            "What cuts it: fewer collocation points or a smaller network cut every iteration; "
+            f"fewer steps ({steps}) {limit} cut the stage."
         )
 
     def report(self, stage, chunk, n, state, pace_clock, done, total):
@@ -505,8 +509,8 @@ class _Loop:
         )
         if self.batched:
             self.emit(
-                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} median loss over {loss.shape[0]} runs="
-                f"{np.nanmedian(loss):.3e}{where}"
+                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} median loss over "
+                f"{loss.shape[0]} runs={np.nanmedian(loss):.3e}{where}"
             )
         else:
             raw = self.lead(h.raw)[0, n - 1]
@@ -514,7 +518,8 @@ class _Loop:
                 f"{name}={float(v):.3e}" for name, v in zip(self.setup.problem.loss_terms, raw)
             )
             self.emit(
-                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} loss={float(loss[0]):.3e} {terms}{where}"
+                f"{self.tag} {stage:5s} k={chunk.first_k + n - 1:6d} "
+                f"loss={float(loss[0]):.3e} {terms}{where}"
             )
         if self.progress is not None:
             self.progress(Progress(stage, done, total, float(np.nanmedian(loss)), elapsed, None))
@@ -588,7 +593,9 @@ class _CallSizer:
     GROWTH = 4
 
     def __init__(self, seconds: float | None):
-        self.seconds, self.rate, self.last, self.calls = seconds, None, 0, 0
+        self.seconds = seconds
+        self.rate: float | None = None
+        self.last, self.calls = 0, 0
 
     def size(self, left: int) -> int:
         if self.seconds is None:
@@ -608,7 +615,8 @@ class _Pace:
     second chunk on, the first (one-off costs: hand-off, first call) is left out."""
 
     def __init__(self, t_stage: float, compile_at_start: float, done: int):
-        self.t_stage, self.start, self.base = t_stage, (t_stage, compile_at_start, done), None
+        self.t_stage, self.start = t_stage, (t_stage, compile_at_start, done)
+        self.base: tuple[float, float, int] | None = None
 
     def left(self, now: float, compile_s: float, done: int, total: int, n: int) -> float:
         t0, c0, d0 = self.base if self.base is not None and done > self.base[2] else self.start
@@ -630,7 +638,7 @@ def run_stages(
     snapshot_refreshes: int = 4,
     cache: CompileCache = COMPILE_CACHE,
     prefetch: bool = False,
-    track: Callable[[int, Any], None] | None = None,
+    track: ErrorTracker | None = None,
     track_every: int = 0,
     progress: Callable[[Progress], None] | None = None,
     checkpoint: "ckpt_lib.Checkpointer | None" = None,

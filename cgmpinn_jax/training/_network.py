@@ -49,7 +49,8 @@ def network_choice(network: Any, config: TrainConfig) -> tuple[TrainConfig, Any]
         path = importable_path(network)
         return (config.replace(network=NetworkOptions(path)), None) if path else (config, network)
     raise TypeError(
-        f"train: network must be a built-in network's name, 'package.module:factory', a NetworkOptions, "
+        "train: network must be a built-in network's name, 'package.module:factory', "
+        "a NetworkOptions, "
         f"a factory (key, in_dim, out_dim) -> equinox.Module or an equinox Module; got "
         f"{type(network).__name__}"
     )

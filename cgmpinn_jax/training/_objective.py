@@ -13,7 +13,7 @@ scaled by the square root of the weight the scalar objective gives it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, cast
 
 import equinox as eqx
 import jax
@@ -22,6 +22,9 @@ import jax.numpy as jnp
 
 from ..methods import Method
 from ..problems import Problem
+
+if TYPE_CHECKING:
+    from ..inverse import InverseProblem
 
 __all__ = [
     "Trainable",
@@ -55,7 +58,8 @@ def init_coeffs(problem: Problem, dtype=None) -> Optional[dict]:
 
 def _bound(problem: Problem, tr: Trainable) -> Problem:
     """``problem`` with its operator reading the trainable coefficients (inverse problems)."""
-    return problem if tr.coeffs is None else problem.bind(tr.coeffs)
+    # trainable coefficients come only with an inverse problem
+    return problem if tr.coeffs is None else cast("InverseProblem", problem).bind(tr.coeffs)
 
 
 class TermValues(NamedTuple):
@@ -66,7 +70,8 @@ class TermValues(NamedTuple):
 
 def _aggregate(res: tuple[jax.Array, ...], how: str) -> jax.Array:
     if how == "sum":
-        return sum(jnp.mean(r**2) for r in res)
+        # res is never empty, so the sum is an array, not sum's start 0
+        return cast(jax.Array, sum(jnp.mean(r**2) for r in res))
     return jnp.mean(jnp.concatenate(res) ** 2)
 
 
@@ -79,7 +84,8 @@ def _residual_and_gradient(problem: Problem, u, q):
 
 
 def pde_squares(r: jax.Array) -> jax.Array:
-    """``(N,)`` squared residual per point: ``r^2``, or ``sum_e r_e^2`` over a system's equations."""
+    """``(N,)`` squared residual per point: ``r^2``, or ``sum_e r_e^2`` over a system's
+    equations."""
     return r**2 if r.ndim == 1 else jnp.sum(r**2, axis=-1)
 
 
@@ -198,7 +204,8 @@ class LeastSquares:
     def __init__(self, problem: Problem, method: Method, static):
         if method.loss.learnable_balance:
             raise ValueError(
-                f"method {method.name!r} learns its loss weights (log-variances s_c: 0.5 exp(-s_c) L_c + "
+                f"method {method.name!r} learns its loss weights "
+                "(log-variances s_c: 0.5 exp(-s_c) L_c + "
                 "softplus(s_c)), which is not a sum of squares, so a GaussNewton() stage cannot "
                 "train it; use LBFGS(), BFGS(), SSBFGS() or SSBroyden()"
             )
@@ -261,7 +268,7 @@ class LeastSquares:
         rs, js = [], []
         for fn, p, t, s in self._groups(batch, w, lam):
             f = self._row_fn(unravel, fn)
-            jac = jax.jacrev(lambda x, z, y, s: (f(x, z, y, s),) * 2, has_aux=True)
+            jac = jax.jacrev(lambda x, z, y, s, f=f: (f(x, z, y, s),) * 2, has_aux=True)
             J, r = jax.vmap(jac, in_axes=(None, 0, 0, 0))(x, p, t, s)
             rs.append(r.reshape(-1))
             js.append(J.reshape(-1, x.shape[0]))

@@ -26,7 +26,8 @@ __all__ = [
 
 
 class Recorder:
-    """Collects chunk histories (leading member axis) into the arrays of [`History`][cgmpinn_jax.History]."""
+    """Collects chunk histories (leading member axis) into the arrays of
+    [`History`][cgmpinn_jax.History]."""
 
     def __init__(self, lead):
         self.lead = lead
@@ -156,7 +157,8 @@ def progress_line(
         terms = " ".join(f"{n}={float(v):.3e}" for n, v in zip(names, rec.rows["raw"][-1][0, -1]))
         spread = f" w_spread={rec.refresh['spread'][-1][0]:.2f}" if weighted else ""
         emit(
-            f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} {terms}{spread}{where}"
+            f"{tag} {stage:5s} k={k:6d}{cur} loss={rec.rows['loss'][-1][0, -1]:.3e} "
+            f"{terms}{spread}{where}"
         )
 
 
@@ -176,7 +178,8 @@ class ErrorTracker:
     seconds since ``t0`` (one jitted forward pass of the test grid per call)."""
 
     def __init__(self, problem: Problem, static, t0: float):
-        self.t0, self.rows = t0, []
+        self.t0 = t0
+        self.rows: list[tuple[int, float, float]] = []
         self._fns: dict = {}
         self._problem, self._static = problem, static
 

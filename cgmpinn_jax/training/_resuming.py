@@ -39,7 +39,10 @@ def recorded_run(folder: str | Path, *, problem: Any = None) -> dict:
     prob = _rebuild_problem(ident["problem"], problem, Path(folder))
     seed = meta.get("seed")
     key = (
-        seed if seed is not None else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))
+        seed
+        if seed is not None
+        # jax's stub wants a jax.Array; it takes a numpy array as well
+        else jax.random.wrap_key_data(np.asarray(ident["key"], np.uint32))  # type: ignore[arg-type]
     )
     return {
         "problem": prob,
@@ -80,9 +83,11 @@ def resume(
 
     Examples:
         >>> import cgmpinn_jax as cj
-        >>> cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20})
-        >>> res = cj.train("poisson1d", "pinn", cfg,
-        ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)  # doctest: +SKIP
+        >>> cfg = cj.TrainConfig(
+        ...     stages=(cj.stages.Adam(steps=40), cj.stages.LBFGS(steps=0)), cgm={"k_upd": 20}
+        ... )
+        >>> res = cj.train("poisson1d", "pinn", cfg,  # doctest: +SKIP
+        ...                quiet=True, checkpoint_dir="runs/ckpt-demo", checkpoint_every=0)
         >>> again = cj.resume("runs/ckpt-demo", quiet=True)  # doctest: +SKIP
     """
     if not Path(folder).exists():

@@ -98,7 +98,8 @@ class Setup:
         return len(self.problem.loss_terms)
 
     def uses_relobralo(self, stage: str) -> bool:
-        """Whether ``stage`` ("adam", or any later stage's name) balances its terms with ReLoBRaLo."""
+        """Whether ``stage`` ("adam", or any later stage's name) balances its terms with
+        ReLoBRaLo."""
         return self.relobralo_stages == "both" or (
             self.relobralo_stages == "adam" and stage == "adam"
         )
@@ -193,8 +194,10 @@ def stage_schedule(
     stage's by the second stage's rule, each on the global step counter.
 
     Examples:
-        >>> [(c.stage, c.tau_k, c.n_steps) for c in stage_schedule((("adam", 4), ("lbfgs", 3), ("gauss_newton", 2)), 2)]
-        [('adam', 1, 2), ('adam', 3, 2), ('lbfgs', 4, 1), ('lbfgs', 5, 2), ('gauss_newton', 7, 1), ('gauss_newton', 8, 1)]
+        >>> chunks = stage_schedule((("adam", 4), ("lbfgs", 3), ("gauss_newton", 2)), 2)
+        >>> [(c.stage, c.tau_k, c.n_steps) for c in chunks]  # doctest: +NORMALIZE_WHITESPACE
+        [('adam', 1, 2), ('adam', 3, 2), ('lbfgs', 4, 1), ('lbfgs', 5, 2), ('gauss_newton', 7, 1),
+         ('gauss_newton', 8, 1)]
     """
     chunks, base = [], 0
     for name, steps in stages:
@@ -209,7 +212,8 @@ def stage_schedule(
                 for i in range(0, steps, k_upd)
             ]
         elif steps > 0:
-            # start refit with the previous stage's last tau, then a refit after every i % k_upd == 0
+            # start refit with the previous stage's last tau, then a refit after every
+            # i % k_upd == 0
             chunks.append(Chunk(name, base, base + 1, 1))
             chunks += [
                 Chunk(name, base + i + 1, base + i + 2, min(k_upd, steps - 1 - i))

@@ -65,7 +65,8 @@ class SweepResult:
 
     Examples:
         >>> res = SweepResult("poisson1d", "cgmpinn", {"seed": [0, 1], "beta": [0.5, 2.0]},
-        ...                   {"rel_e2": np.array([[1e-3, 2e-3], [3e-3, 4e-3]])}, {}, 1.0, 2.0, 1, 1)
+        ...                   {"rel_e2": np.array([[1e-3, 2e-3], [3e-3, 4e-3]])}, {},
+        ...                   1.0, 2.0, 1, 1)
         >>> res.shape, res.at(seed=1, beta=0.5)
         ((2, 2), {'rel_e2': 0.003})
     """
@@ -168,10 +169,11 @@ def sweep(
 
     ``sweep(problem, method, config, seeds=[0, 1, 2], grid={"beta": [0.5, 1, 2]})`` trains
     every member of the Cartesian product seeds x beta x ... with the same engine as
-    [`cgmpinn_jax.train`][cgmpinn_jax.train]: each chunk of k_upd steps is the same few jitted calls (the weight
-    refresh, the stage's loop), each vmapped over the members. Array-valued hyperparameters
-    (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept inside that call; anything static (K,
-    sizes, budgets, the L-BFGS settings) must be looped outside, one ``sweep`` per value.
+    [`cgmpinn_jax.train`][cgmpinn_jax.train]: each chunk of k_upd steps is the same few jitted
+    calls (the weight refresh, the stage's loop), each vmapped over the members. Array-valued
+    hyperparameters (``beta``, ``eps``, ``c_sat``, ``adam_lr``) are swept inside that call;
+    anything static (K, sizes, budgets, the L-BFGS settings) must be looped outside, one
+    ``sweep`` per value.
 
     The member axis is sharded over ``jax.devices()`` with a ``NamedSharding``: all devices of
     all processes. The number of members is padded up to a multiple of the device count; padded
@@ -190,8 +192,8 @@ def sweep(
     Args:
         problem: as for [`cgmpinn_jax.train`][cgmpinn_jax.train].
         method: as for [`cgmpinn_jax.train`][cgmpinn_jax.train].
-        config: as for [`cgmpinn_jax.train`][cgmpinn_jax.train]; its values of the swept hyperparameters
-            are replaced by the grid's.
+        config: as for [`cgmpinn_jax.train`][cgmpinn_jax.train]; its values of the swept
+            hyperparameters are replaced by the grid's.
         seeds: integer seeds (each gives its own points, initial network and ReLoBRaLo key,
             exactly as ``train(..., key=seed)``).
         grid: ``{name: values}`` for names in
@@ -206,7 +208,8 @@ def sweep(
         checkpoint_dir: checkpoint the vmapped state into ``checkpoint_dir/checkpoints/``
             at chunk boundaries, as [`train`][cgmpinn_jax.train] does; Ctrl-C then checkpoints at
             the next chunk boundary and raises
-            [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted] (its ``result`` is None for a sweep).
+            [`TrainingInterrupted`][cgmpinn_jax.TrainingInterrupted] (its ``result`` is None
+            for a sweep).
         checkpoint_every: seconds between checkpoints at the earliest (0: every chunk boundary).
         resume: continue the sweep checkpointed in this folder, called with the same problem,
             method, config, seeds and grid (anything else is refused, naming the difference);
@@ -226,7 +229,9 @@ def sweep(
     Examples:
         ```python
         cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=200), cj.stages.LBFGS(steps=100)))
-        res = cj.sweep("poisson1d", "cgmpinn", cfg, seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True)
+        res = cj.sweep(
+            "poisson1d", "cgmpinn", cfg, seeds=[0, 1], grid={"beta": [0.5, 2.0]}, quiet=True
+        )
         res.metrics["rel_e2"].shape      # (2, 2): (seed, beta)
         ```
     """
@@ -238,7 +243,8 @@ def sweep(
     for name, values in grid.items():
         if name not in SWEEPABLE:
             raise ValueError(
-                f"grid key {name!r} cannot be swept inside one compiled call; sweepable: {SWEEPABLE} "
+                f"grid key {name!r} cannot be swept inside one compiled call; "
+                f"sweepable: {SWEEPABLE} "
                 "(loop over static settings outside sweep)"
             )
         if len(values) == 0:
@@ -261,7 +267,8 @@ def sweep(
     setup = resolve(problem, method, config, network_object=net_object)
     if config.precision == "mixed":
         raise ValueError(
-            "sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; use cj.train per member"
+            "sweep supports TrainConfig.precision 'float32' and 'float64', not 'mixed'; "
+            "use cj.train per member"
         )
     if checkpoint_dir is None and resume is not None:
         checkpoint_dir = resume
@@ -308,7 +315,8 @@ def _run(setup, eng, carry, batch, hyper, emit, cache, ckpt):
             )
     except Interrupted as stop:
         emit(
-            f"[sweep {setup.problem.name}/{setup.method.name}] interrupted: checkpoint {stop.path}; resume with "
+            f"[sweep {setup.problem.name}/{setup.method.name}] interrupted: "
+            f"checkpoint {stop.path}; resume with "
             f"sweep(..., resume={str(folder)!r})"
         )
         raise ckpt_lib.TrainingInterrupted(Path(folder), None) from None
@@ -376,7 +384,8 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
         init = jax.vmap(lambda s: init_state(setup, eng, jax.random.key(s)))
         carry, batch = jax.jit(init, out_shardings=sharding if distributed else None)(seeds_in)
         emit(
-            f"[sweep {problem.name}/{method.name}] {n} members ({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
+            f"[sweep {problem.name}/{method.name}] {n} members "
+            f"({' x '.join(f'{k}:{len(v)}' for k, v in axes.items())}) "
             f"on {n_dev} device(s)"
         )
         out = _run(setup, eng, carry, batch, hyper, emit, cache, ckpt)
@@ -392,7 +401,7 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
 
         preds = to_host(jax.jit(jax.vmap(predict))(carry.params))[:n]
         e_loss = to_host(
-            jax.jit(jax.vmap(lambda p, w, l, b: eng.objective(p, w, l, b)[0]))(
+            jax.jit(jax.vmap(lambda p, w, lam, b: eng.objective(p, w, lam, b)[0]))(
                 carry.params, out.w, carry.lambdas, out.batch
             )
         )[:n]
@@ -423,7 +432,8 @@ def _sweep(setup, axes, grid, seeds, emit, shard, keep_histories, cache, ckpt=No
         histories=[member_history(out.history, b) for b in range(n)] if keep_histories else None,
     )
     emit(
-        f"[sweep {problem.name}/{method.name}] done: median rel_e2={np.median(metrics['rel_e2']):.3e} "
+        f"[sweep {problem.name}/{method.name}] done: "
+        f"median rel_e2={np.median(metrics['rel_e2']):.3e} "
         f"(compile {out.compile_seconds:.1f}s, run {out.run_seconds:.1f}s)"
     )
     return res
