@@ -6,10 +6,9 @@ functions). Across the whole suite that grew the process by gigabytes, and one C
 with a segmentation fault inside XLA's compiler about 80% of the way through. Each test
 module (and each doctest module) therefore starts from empty caches.
 
-The command's on-disk XLA cache (:mod:`cgmpinn_jax.training._disk_cache`) is off for the in-process CLI
-tests: it would change jax's configuration for the rest of the session and write into the
-home directory. ``tests/test_disk_cache.py`` turns it on in subprocesses, into a temporary
-directory.
+The command's on-disk XLA cache (:mod:`cgmpinn_jax.training._disk_cache`) is off for the in-process
+CLI tests: it would change jax's configuration for the rest of the session and write into the home
+directory. ``tests/test_disk_cache.py`` turns it on in subprocesses, into a temporary directory.
 """
 
 import gc

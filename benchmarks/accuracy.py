@@ -1,4 +1,5 @@
-"""How accurate can it get: ``TrainConfig.preset("accurate")`` (float64, Gauss-Newton) on every problem.
+"""How accurate can it get: ``TrainConfig.preset("accurate")`` (float64, Gauss-Newton) on every
+problem.
 
 Grid: six problems x {PINN, CGMPINN}; seeds 0-4 on 1D Poisson and heat, 0-2 elsewhere (the
 issue's plan; cells that would take more than ~45 minutes on the CPU run at one seed there).
@@ -197,26 +198,30 @@ def render(recs: dict) -> str:
     lines = [
         "# How accurate can it get: the accurate preset (float64, Gauss-Newton)",
         "",
-        "Written by `python -m benchmarks.accuracy` from its record `benchmarks/results/accuracy.json`. "
-        '`TrainConfig.preset("accurate")`: float64, the problem\'s Adam budget, then 1500 Levenberg-Marquardt '
-        "iterations (`GaussNewton(steps=1500)`), ReLoBRaLo's lambdas per weight refresh. Cells: relative e2 "
-        "median [min - max] over the seeds run; time and second-stage iterations to first reach 1e-4 / 1e-5 / 1e-6 "
-        "on the test grid (tracked every 25 iterations; seconds from the start of `cj.train`, compile and Adam "
-        "included; medians over the runs that reached it); wall = the whole `cj.train` call. The last column is the "
-        "float64 L-BFGS setting (`accurate_lbfgs`, `benchmarks/results/precision.json`, not rerun).",
+        "Written by `python -m benchmarks.accuracy` from its record "
+        '`benchmarks/results/accuracy.json`. `TrainConfig.preset("accurate")`: float64, the '
+        "problem's Adam budget, then 1500 Levenberg-Marquardt iterations "
+        "(`GaussNewton(steps=1500)`), ReLoBRaLo's lambdas per weight refresh. Cells: relative e2 "
+        "median [min - max] over the seeds run; time and second-stage iterations to first reach "
+        "1e-4 / 1e-5 / 1e-6 on the test grid (tracked every 25 iterations; seconds from the start "
+        "of `cj.train`, compile and Adam included; medians over the runs that reached it); wall = "
+        "the whole `cj.train` call. The last column is the float64 L-BFGS setting "
+        "(`accurate_lbfgs`, `benchmarks/results/precision.json`, not rerun).",
         "",
         "Machine(s): "
         + "; ".join(machines)
-        + ". Most runs ran two at a time (one per core, one XLA thread "
-        "each), and many shared the machine with test suites and CI runs for part of their time, so their seconds "
-        "are upper bounds: by a few minutes for 1D Poisson and heat, by a wide margin for 2D Poisson, damped "
-        "wave and advection-diffusion (compare their iterations). Iterations are not affected.",
+        + ". Most runs ran two at a time (one per core, one XLA thread each), and many shared the "
+        "machine with test suites and CI runs for part of their time, so their seconds are upper "
+        "bounds: by a few minutes for 1D Poisson and heat, by a wide margin for 2D Poisson, "
+        "damped wave and advection-diffusion (compare their iterations). "
+        "Iterations are not affected.",
         "",
-        "A cell whose seeds ran on more than one kind of machine (`cpu`, `gpu`) has one row per machine; its goal "
-        "is judged on the median over all its seeds (`all seeds` in the goal column).",
+        "A cell whose seeds ran on more than one kind of machine (`cpu`, `gpu`) has one row per "
+        "machine; its goal is judged on the median over all its seeds "
+        "(`all seeds` in the goal column).",
         "",
-        "| problem | method | GN its | machine | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | to 1e-6 | wall s | "
-        "compile s | stop | XLA threads | float64 L-BFGS |",
+        "| problem | method | GN its | machine | seeds | rel. e2 | goal | to 1e-4 | to 1e-5 | "
+        "to 1e-6 | wall s | compile s | stop | XLA threads | float64 L-BFGS |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (p, m, L, b), runs in sorted(
@@ -261,17 +266,17 @@ def _other_seeds(extra: list) -> list[str]:
         "",
         "## Other seeds (not in the grid's cells)",
         "",
-        "The command line's default seed is 1224: `cgmpinn-jax run --preset accurate` trains the 1D Poisson "
-        "CGMPINN row below.",
+        "The command line's default seed is 1224: `cgmpinn-jax run --preset accurate` trains the "
+        "1D Poisson CGMPINN row below.",
         "",
-        "| problem | method | seed | GN its | machine | rel. e2 | to 1e-4 | to 1e-5 | to 1e-6 | wall s | threads | "
-        "stop |",
+        "| problem | method | seed | GN its | machine | rel. e2 | to 1e-4 | to 1e-5 | to 1e-6 | "
+        "wall s | threads | stop |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(extra, key=lambda r: (PROBLEMS.index(r["problem"]), r["method"], r["seed"])):
         lines.append(
-            f"| {r['problem']} | {r['method']} | {r['seed']} | {r['second_steps']} | {backend(r)} | "
-            f"{r['metrics']['rel_e2']:.3e} | "
+            f"| {r['problem']} | {r['method']} | {r['seed']} | {r['second_steps']} | "
+            f"{backend(r)} | {r['metrics']['rel_e2']:.3e} | "
             + " | ".join(_fmt_reach([r], t) for t in THRESHOLDS)
             + f" | {r['wall_seconds']:.0f} | {r.get('threads', '-')} | {r['statuses']['second']} |"
         )
@@ -290,8 +295,8 @@ def _paired(by: dict) -> list[str]:
             wins = sum(c < q for c, q in pairs)
             ratio = np.median([c / q for c, q in pairs])
             lines.append(
-                f"- {p} ({L} iterations): CGMPINN lower on {wins} of {len(pairs)} seeds; median ratio "
-                f"CGMPINN / PINN {ratio:.2f}."
+                f"- {p} ({L} iterations): CGMPINN lower on {wins} of {len(pairs)} seeds; median "
+                f"ratio CGMPINN / PINN {ratio:.2f}."
             )
     return lines
 
@@ -333,7 +338,7 @@ def _machine_text(m) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument(

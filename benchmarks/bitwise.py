@@ -1,10 +1,10 @@
 """Bit for bit: thirteen tiny runs' histories, for checking that a refactor changes no result.
 
-A move of code (a new module layout, a new stage loop) must leave every number the same. This
-script trains thirteen tiny runs that between them pass through every precision (float32,
-float64, mixed), every second-stage member, PINN and CGMPINN, Fisher-KPP, an inverse
-problem and the accurate preset (once per Gauss-Newton form), and writes every history entry (losses, terms, lambdas, evaluations, refresh
-records, coefficients) and the final metrics as exact hexadecimal floats. Two such files,
+A move of code (a new module layout, a new stage loop) must leave every number the same. This script
+trains thirteen tiny runs that between them pass through every precision (float32, float64, mixed),
+every second-stage member, PINN and CGMPINN, Fisher-KPP, an inverse problem and the accurate preset
+(once per Gauss-Newton form), and writes every history entry (losses, terms, lambdas, evaluations,
+refresh records, coefficients) and the final metrics as exact hexadecimal floats. Two such files,
 written by two commits on the same machine, must be equal::
 
     git worktree add /tmp/base HEAD~1
@@ -88,7 +88,9 @@ def _runs():
                 "accurate",
             ),
         )
-        + tuple(  # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not the point)
+        # the accurate preset once per Gauss-Newton form (a small network: the forms' cost is not
+        # the point)
+        + tuple(
             (
                 f"accurate-pinn-poisson1d-{form}",
                 "poisson1d",
@@ -136,7 +138,8 @@ def run_all(names=None) -> dict:
         res = cj.train(problem, method, cfg, key=0, quiet=True)
         out["runs"][name] = fingerprint(res)
         print(
-            f"{name}: rel_e2 {res.metrics.rel_e2:.6e} ({', '.join(s.name for s in res.statuses.values())})",
+            f"{name}: rel_e2 {res.metrics.rel_e2:.6e} "
+            f"({', '.join(s.name for s in res.statuses.values())})",
             flush=True,
         )
     return out

@@ -311,14 +311,20 @@ def write_results(records: dict, command: str | None) -> None:
     lines = [
         "# Burgers reference solutions",
         "",
-        "u_t + u u_x = nu u_xx on [-1, 1] x [0, 1], u(x, 0) = -sin(pi x), u(+-1, t) = 0; shipped as",
-        "`cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz` and `burgers_nu0.01.npz` (x = linspace(-1, 1, 256),",
-        "t = linspace(0, 1, 101)). Made by `benchmarks/burgers_reference.py`: Fourier pseudo-spectral in x",
-        "(N points, modes up to N/3 kept: the 2/3 rule), ETDRK4 in t with fixed step h, float64; the sine",
-        "series is summed at the output points. Differences are relative L2 / max abs over the whole",
+        "u_t + u u_x = nu u_xx on [-1, 1] x [0, 1], u(x, 0) = -sin(pi x), "
+        "u(+-1, t) = 0; shipped as",
+        "`cgmpinn_jax/data/burgers/burgers_nu0.01pi.npz` and `burgers_nu0.01.npz` "
+        "(x = linspace(-1, 1, 256),",
+        "t = linspace(0, 1, 101)). Made by `benchmarks/burgers_reference.py`: "
+        "Fourier pseudo-spectral in x",
+        "(N points, modes up to N/3 kept: the 2/3 rule), ETDRK4 in t with fixed step h, "
+        "float64; the sine",
+        "series is summed at the output points. Differences are relative L2 / max abs "
+        "over the whole",
         "output grid (256 x 101).",
         "",
-        "| nu | N (kept modes) | method | step h | vs 2N | vs step 2h | vs step h/2 | estimated error (rel L2) | vs Cole-Hopf | wall s |",
+        "| nu | N (kept modes) | method | step h | vs 2N | vs step 2h | vs step h/2 | "
+        "estimated error (rel L2) | vs Cole-Hopf | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, r in ((k, rows[k]) for k in ("0.01/pi", "0.01") if k in rows):
@@ -331,9 +337,12 @@ def write_results(records: dict, command: str | None) -> None:
         "",
         "Estimated error: difference to 2N plus the time-step error of ETDRK4 (fourth order: the",
         "difference to step 2h / 15, or to step h/2 x 16/15, the larger). Wall: the shipped",
-        "computation alone (numpy, one thread; the machine is shared, so timings vary by up to 2x).",
-        "Cole-Hopf: the integral formula (heat-kernel convolution, trapezoidal rule) at every grid point",
-        "with t > 0, an independent solution; its own quadrature (spacing halved) changes it by at most "
+        "computation alone (numpy, one thread; the machine is shared, so timings vary "
+        "by up to 2x).",
+        "Cole-Hopf: the integral formula (heat-kernel convolution, trapezoidal rule) "
+        "at every grid point",
+        "with t > 0, an independent solution; its own quadrature (spacing halved) "
+        "changes it by at most "
         + ", ".join(
             f"{rows[k]['cole_hopf']['quadrature_self']:.0e} (nu = {k})"
             for k in ("0.01/pi", "0.01")

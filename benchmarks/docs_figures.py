@@ -28,7 +28,8 @@ from benchmarks import runcache
 
 IMG = runcache.BENCH.parent / "docs" / "img"
 ACCURACY = runcache.BENCH / "results" / "accuracy.json"
-# name: (problem factory path, problem parameters, Adam steps, second-stage iterations, method, preset)
+# name: (problem factory path, problem parameters, Adam steps, second-stage iterations, method,
+# preset)
 FIELDS = {
     "burgers_from_data": (
         "cgmpinn_jax.problems:BurgersFromData",
@@ -48,7 +49,8 @@ FIELDS = {
         "pinn",
         "accurate",
     ),
-    # the inverse page's example as it is written there (the default settings, L-BFGS): also unknowns.png
+    # the inverse page's example as it is written there (the default settings, L-BFGS): also
+    # unknowns.png
     "inverse_fisher_kpp": (
         "cgmpinn_jax.inverse:inverse_problem",
         {"problem": "fisher_kpp", "n_obs": 200, "noise": 0.01, "key": 0},

@@ -1,4 +1,5 @@
-"""Drift of recorded runs: the same runs retrained at today's code against their record (issue 45, item 5).
+"""Drift of recorded runs: the same runs retrained at today's code against their record
+(issue 45, item 5).
 
 Any study on ``runcache`` can retrain recorded runs beside its committed record:
 ``CGMPINN_BENCH_OUT=DIR`` sends the study's record, cache and report to ``DIR`` (the committed
@@ -13,7 +14,8 @@ and ``readme_tables``).
         --variants pinn,cgmpinn --no-vmap --no-figures
     python -m benchmarks.drift --new /tmp/drift/results/paper_runs.json [--adopt]
     CGMPINN_BENCH_OUT=/tmp/drift python -m benchmarks.accuracy --problems poisson1d --seeds 0
-    python -m benchmarks.drift --record benchmarks/results/accuracy.json --new /tmp/drift/results/accuracy.json
+    python -m benchmarks.drift --record benchmarks/results/accuracy.json \
+        --new /tmp/drift/results/accuracy.json
 
 Writes ``benchmarks/results/drift.{json,md}``.
 """
@@ -111,14 +113,15 @@ def render(doc: dict) -> str:
     lines = [
         "# Drift: recorded runs retrained at today's code",
         "",
-        f"Command: `{doc['command']}`. Retrained with `{doc['retrain_command']}`. {doc['machine_text']}",
+        f"Command: `{doc['command']}`. Retrained with `{doc['retrain_command']}`. "
+        f"{doc['machine_text']}",
         "",
-        "The old runs name no commit where the record predates commit records (2026-11-26); 'single' is one "
-        "`cj.train` call, 'vmapped-share' a seed of a `cj.sweep` call (same numbers only up to rounding). "
-        "Thread setting of the retrained runs: "
+        "The old runs name no commit where the record predates commit records (2026-11-26); "
+        "'single' is one `cj.train` call, 'vmapped-share' a seed of a `cj.sweep` call (same "
+        "numbers only up to rounding). Thread setting of the retrained runs: "
         + ", ".join(sorted({str(r.get("new_threads")) for r in doc["runs"]}))
-        + "; the old runs' is not recorded. "
-        "A retrained run names the commit it started from (+dirty: the package had uncommitted changes).",
+        + "; the old runs' is not recorded. A retrained run names the commit it started from "
+        "(+dirty: the package had uncommitted changes).",
         "",
         "| problem | variant | seeds | old median rel. e2 | new median rel. e2 | new / old |",
         "|---|---|---|---|---|---|",
@@ -130,22 +133,23 @@ def render(doc: dict) -> str:
         )
     lines += [
         "",
-        "| problem | variant | seed | old rel. e2 (timing, finished) | new rel. e2 (timing, commit) | new / old "
-        "| same key |",
+        "| problem | variant | seed | old rel. e2 (timing, finished) | "
+        "new rel. e2 (timing, commit) | new / old | same key |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in doc["runs"]:
         lines.append(
-            f"| {r['problem']} | {r['variant']} | {r['seed']} | {r['old_rel_e2']:.3e} ({r['old_timing']}, "
-            f"{r['old_finished']}) | {r['new_rel_e2']:.3e} ({r['new_timing']}, {r['new_commit']}) | "
-            f"{r['ratio']:.2f} | {'yes' if r['same_key'] else 'no'} |"
+            f"| {r['problem']} | {r['variant']} | {r['seed']} | "
+            f"{r['old_rel_e2']:.3e} ({r['old_timing']}, {r['old_finished']}) | "
+            f"{r['new_rel_e2']:.3e} ({r['new_timing']}, {r['new_commit']}) | {r['ratio']:.2f} | "
+            f"{'yes' if r['same_key'] else 'no'} |"
         )
     lines += ["", f"Adopted into the record: {'yes' if doc['adopted'] else 'no'}.", ""]
     return "\n".join(lines)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--record", default=str(RESULTS / "paper_runs.json"), help="the committed record"
     )

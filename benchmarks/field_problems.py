@@ -3,21 +3,25 @@ against their reference data, and the choice of the curriculum weighting on a sy
 
 Cells (``--list``):
 
-* ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three equations), CGMPINN,
-  float32, Adam then L-BFGS, with ``cgm.system_weighting="norm"`` (one mixture on each point's residual norm)
-  and ``"per_equation"`` (one per equation); the same seeds, so the pair decided the default ("per_equation"
-  since ``CONFIG_DEFAULTS`` 2). ``cavity_pinn``: the same budget for PINN, the baseline of that pair.
-* ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a size that fits the 2-core CPU
-  (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations (``_gn800``: 800); ``cavity_refined_gn800`` /
-  ``_gn1500``: with 250 more points under the lid and in its top corners (``n_refine``), where the pressure
-  is steep; each cavity run also records its errors beyond 0.01 of the top corners.
-* ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset (``_gn300``: 300
-  Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the front;
-  ``_pcg``: ``GaussNewton(form="pcg")``, on the Gramian side with more rows than parameters, on the kernel side at 7800 rows).
+* ``cavity_norm`` / ``cavity_per_equation``: the lid-driven cavity (three fields, three equations),
+  CGMPINN, float32, Adam then L-BFGS, with ``cgm.system_weighting="norm"`` (one mixture on each
+  point's residual norm) and ``"per_equation"`` (one per equation); the same seeds, so the pair
+  decided the default ("per_equation" since ``CONFIG_DEFAULTS`` 2). ``cavity_pinn``: the same budget
+  for PINN, the baseline of that pair.
+* ``cavity_accurate``: the accurate preset (float64, Gauss-Newton) at a size that fits the 2-core
+  CPU (``n_pde`` 1000, width 40), 400 Gauss-Newton iterations (``_gn800``: 800);
+  ``cavity_refined_gn800`` / ``_gn1500``: with 250 more points under the lid and in its top corners
+  (``n_refine``), where the pressure is steep; each cavity run also records its errors beyond 0.01
+  of the top corners.
+* ``burgers_accurate``: Burgers from its initial data, nu = 0.01/pi, accurate preset (``_gn300``:
+  300 Gauss-Newton iterations; ``burgers_n6000_gn600``...: more points, ``_front2000``: around the
+  front; ``_pcg``: ``GaussNewton(form="pcg")``, on the Gramian side with more rows than parameters,
+  on the kernel side at 7800 rows).
 * ``holes``: the square with four holes, faithful float32 budget, PINN and CGMPINN.
 
-Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file and the
-model in the ignored cache); a run checkpoints every 2 minutes and a killed one resumes (an ``init`` run is saved).
+Every run is cached (``benchmarks/runcache.py``: the record ``field_problems.json``; the full file
+and the model in the ignored cache); a run checkpoints every 2 minutes and a killed one resumes (an
+``init`` run is saved).
 
     python -m benchmarks.field_problems --cells cavity_norm cavity_per_equation --seeds 0 1
     python -m benchmarks.field_problems --report-only
@@ -113,7 +117,8 @@ CELLS: dict[str, dict] = {
         )
         for n, r, g in BURGERS_PCG
     },
-    # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the refined ones
+    # the Adam stage alone on the uniform points ("init"), then Gauss-Newton alone on them plus the
+    # refined ones
     "burgers_n6000_then_front2000_pcg_gn1000": dict(
         problem="burgers_data",
         method="pinn",
@@ -137,12 +142,12 @@ def _median_k(hits):
         if not any(hits)
         else f"{np.median([h['k'] for h in hits if h]):.0f}"
         + ("" if all(hits) else f" ({sum(map(bool, hits))}/{len(hits)})")
-    )  # noqa: E731
+    )
 
 
 def config_of(cell: dict):
-    """The cell's preset with its ``config``, each stage's budget from ``steps`` (None: the preset's) and
-    the options of the stage after Adam from ``second``."""
+    """The cell's preset with its ``config``, each stage's budget from ``steps`` (None: the
+    preset's) and the options of the stage after Adam from ``second``."""
     from cgmpinn_jax import TrainConfig
 
     cfg = TrainConfig.preset(cell.get("preset", "faithful"), **cell.get("config", {}))
@@ -155,7 +160,8 @@ def config_of(cell: dict):
 
 
 def setting_text(cell: dict) -> str:
-    """The cell's setting in the report: preset, options, each stage it changes (``GaussNewton(steps=300)``)."""
+    """The cell's setting in the report: preset, options, each stage it changes
+    (``GaussNewton(steps=300)``)."""
     cfg, opts = config_of(cell), cell.get("config", {})
     changed = sorted(
         {i for i, n in enumerate(cell.get("steps", ())) if n is not None}
@@ -163,7 +169,12 @@ def setting_text(cell: dict) -> str:
     )
 
     def text(st):
-        return f"{type(st).__name__}({', '.join(f'{k}={v!r}' for k, v in st.to_dict().items() if k != 'name' and getattr(type(st)(), k) != v)})"  # noqa: E731
+        args = ", ".join(
+            f"{k}={v!r}"
+            for k, v in st.to_dict().items()
+            if k != "name" and getattr(type(st)(), k) != v
+        )
+        return f"{type(st).__name__}({args})"
 
     return (
         cell.get("preset", "faithful")
@@ -182,9 +193,8 @@ def train_cell(name: str, seed: int, track_every: int) -> dict:
         config_of(cell),
         None,
     )
-    if (
-        "init" in cell
-    ):  # its Adam stage (the preset's, on the points cell["init"] names), saved; its seconds are added
+    # its Adam stage (the preset's, on the points cell["init"] names), saved; its seconds are added
+    if "init" in cell:
         if not saved.with_suffix(".init").exists():
             cj.save_result(
                 cj.train(
@@ -282,12 +292,14 @@ def report(runs: dict) -> str:
     lines = [
         "# Problems as the field poses them: the worked examples against their references",
         "",
-        "Generated by `python -m benchmarks.field_problems --report-only` from `field_problems.json`. "
-        "Relative L2 over every field and point together (PINNacle's L2RE), median [min - max] over the seeds; "
-        "`against` is the reference each error is measured against.",
+        "Generated by `python -m benchmarks.field_problems --report-only` from "
+        "`field_problems.json`. Relative L2 over every field and point together (PINNacle's "
+        "L2RE), median [min - max] over the seeds; `against` is the reference each error is "
+        "measured against.",
         "",
-        "| cell | problem | method | setting | seeds | rel. L2 (pooled) | per field (median) | seconds (median) "
-        "| first <= 1e-2 / 1e-4 / 1e-5 (iteration k, median; n/N: seeds that got there) | stop | commit |",
+        "| cell | problem | method | setting | seeds | rel. L2 (pooled) | per field (median) | "
+        "seconds (median) | first <= 1e-2 / 1e-4 / 1e-5 (iteration k, median; n/N: seeds that "
+        "got there) | stop | commit |",
         "|" + "---|" * 11,
     ]
     for name, rs in sorted(
@@ -321,8 +333,9 @@ def report(runs: dict) -> str:
         stop = rs[0]["stages"][-1].split(",")[-1].strip() if rs[0]["stages"] else "-"
         lines.append(
             f"| {name} | {rs[0]['problem']} | {rs[0]['method']} | {setting} | "
-            f"{','.join(str(r['seed']) for r in rs)} | {np.median(rel):.2e} [{rel.min():.2e} - {rel.max():.2e}] "
-            f"| {per} | {secs:.0f} | {reach} | {stop} | {', '.join(sorted({r['commit'] for r in rs}))} |"
+            f"{','.join(str(r['seed']) for r in rs)} | "
+            f"{np.median(rel):.2e} [{rel.min():.2e} - {rel.max():.2e}] | {per} | {secs:.0f} | "
+            f"{reach} | {stop} | {', '.join(sorted({r['commit'] for r in rs}))} |"
         )
     against = sorted({r["metrics"].get("against", "exact") for r in runs.values()})
     machines = sorted(
@@ -361,10 +374,12 @@ def main(argv=None) -> int:
         for name in args.cells:
             for seed in args.seeds:
                 r = study.run(
-                    f"{name}__seed{seed}", lambda: train_cell(name, seed, args.track_every)
+                    f"{name}__seed{seed}",
+                    lambda name=name, seed=seed: train_cell(name, seed, args.track_every),
                 )
                 print(
-                    f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} ({r['compile_seconds'] + r['run_seconds']:.0f} s)",
+                    f"{name} seed {seed}: rel L2 {r['metrics']['rel_e2']:.3e} "
+                    f"({r['compile_seconds'] + r['run_seconds']:.0f} s)",
                     flush=True,
                 )
     return (

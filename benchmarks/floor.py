@@ -11,8 +11,8 @@ below 1e-6 .. 1e-9, so that the gap between training residual and test error can
     python -m benchmarks.floor --report-only
 
 Probes (``PROBES``, `probe_cell`): one step of the kernel and the SVD form from a late state.
-Kinks (``KINKS``, `kink_cell`): the PDE residual between the collocation points of 1D Poisson, soft against hard
-boundary conditions.
+Kinks (``KINKS``, `kink_cell`): the PDE residual between the collocation points of 1D Poisson, soft
+against hard boundary conditions.
 
 Record ``benchmarks/results/floor.json``, report ``floor.md``.
 """
@@ -27,7 +27,8 @@ from benchmarks import runcache, tracking
 STUDY, THRESHOLDS = "floor", (1e-6, 1e-7, 1e-8, 1e-9)
 POINTS = {"poisson1d": ("n_pde",), "heat": ("n_pde", "n_ic", "n_bc")}
 
-# name: (problem, point multiplier, TrainConfig overrides on the accurate preset; "gn": its GaussNewton stage's)
+# name: (problem, point multiplier, TrainConfig overrides on the accurate preset; "gn": its
+# GaussNewton stage's)
 CELLS = {
     "poisson1d_points1": ("poisson1d", 1, {}),
     "poisson1d_points4": ("poisson1d", 4, {"gn": {"form": "pcg"}}),
@@ -49,8 +50,9 @@ CELLS = {
         {"precision": "float32", "width": 100, "gn": {"form": "svd", "steps": 600}},
     ),
 }
-# architecture cells (the networks' floor): name -> (problem, method, network options or None, hard constraint
-# terms or None, TrainConfig overrides); run with --cells and --seeds like the cells above
+# architecture cells (the networks' floor): name -> (problem, method, network options or None, hard
+# constraint terms or None, TrainConfig overrides); run with --cells and --seeds like the cells
+# above
 ARCHS = {
     "tanh": (None, None),
     "fourier": ({"name": "fourier", "options": {"sigma": 1.0}}, None),
@@ -71,8 +73,9 @@ ARCH_CELLS.update(
         for a, (net, hard) in ARCHS.items()
     }
 )
-# advection-diffusion's boundary is periodic in x (period 2), so its `hard` is the periodic embedding in x
-# (periodicity exact) under the hard constraint of the initial condition: every piece met by construction
+# advection-diffusion's boundary is periodic in x (period 2), so its `hard` is the periodic
+# embedding in x (periodicity exact) under the hard constraint of the initial condition: every piece
+# met by construction
 PERIODIC_X = {"name": "periodic", "options": {"periods": ((0, 2.0),), "harmonics": 1}}
 ARCH_CELLS.update(
     {
@@ -81,9 +84,11 @@ ARCH_CELLS.update(
         if p == "advection_diffusion" and hard
     }
 )
-# DSGNAR's Burgers (nu = 0.01, u0 = -sin(pi x)) at the side-by-side study's points (2048 + 512, 100 per edge), the
-# accurate preset, PINN: the periodic embedding in x (period 2) beside the tanh MLP (the side-by-side run, 2.01e-5)
-# name: (network, point multiplier); `_points2` doubles every point count (is the floor the collocation's resolution?)
+# DSGNAR's Burgers (nu = 0.01, u0 = -sin(pi x)) at the side-by-side study's points (2048 + 512, 100
+# per edge), the accurate preset, PINN: the periodic embedding in x (period 2) beside the tanh MLP
+# (the side-by-side run, 2.01e-5)
+# name: (network, point multiplier); `_points2` doubles every point count (is the floor the
+# collocation's resolution?)
 BURGERS_CELLS = {
     "burgers_pinn_periodic": (PERIODIC_X, 1),
     "burgers_pinn_periodic_points2": (PERIODIC_X, 2),
@@ -91,8 +96,8 @@ BURGERS_CELLS = {
 PROBES = {
     "poisson1d_probe_gn600": ("poisson1d", 600)
 }  # name: (problem, kernel iterations before the probe)
-# where the hard constraint's error on 1D Poisson comes from (`kink_cell`), the accurate preset, PINN:
-# name -> (hard constraint?, Adam steps, Gauss-Newton iterations)
+# where the hard constraint's error on 1D Poisson comes from (`kink_cell`), the accurate preset,
+# PINN: name -> (hard constraint?, Adam steps, Gauss-Newton iterations)
 KINKS = {
     "poisson1d_kink_soft_adam": (False, 5000, 0),
     "poisson1d_kink_hard_adam": (True, 5000, 0),
@@ -102,7 +107,8 @@ BANDS = ((1e-4, 1.0), (1e-8, 1e-4), (1e-12, 1e-8), (0.0, 1e-12))  # of s / s_max
 
 
 def accurate(over: dict):
-    """The accurate preset with ``over`` (TrainConfig options; ``"gn"``: its GaussNewton stage's options)."""
+    """The accurate preset with ``over`` (TrainConfig options; ``"gn"``: its GaussNewton stage's
+    options)."""
     import cgmpinn_jax as cj
 
     cfg = cj.TrainConfig.preset("accurate", **{k: v for k, v in over.items() if k != "gn"})
@@ -110,9 +116,9 @@ def accurate(over: dict):
 
 
 def probe_cell(name: str, seed: int) -> dict:
-    """Does the kernel's conditioning stop a run? After ``its`` kernel iterations: the residual's energy
-    in bands of J's singular values, and the objective after one kernel step (NaN where its Cholesky
-    fails) and one SVD step at 19 dampings (relative to ``|J|_F^2 / P``)."""
+    """Does the kernel's conditioning stop a run? After ``its`` kernel iterations: the residual's
+    energy in bands of J's singular values, and the objective after one kernel step (NaN where its
+    Cholesky fails) and one SVD step at 19 dampings (relative to ``|J|_F^2 / P``)."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
@@ -175,30 +181,31 @@ def probe_cell(name: str, seed: int) -> dict:
 
 
 def kink_cell(name: str, seed: int) -> dict:
-    """A narrow feature between two collocation points: after training, the PDE residual r on a grid of 100 001 points
-    beside r at the collocation points, r's peak x0 and the two points around it, the error's slope on [x0 - 0.05,
-    x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and r's integral over |x - x0| < 0.003. Where u'' = f + r, that integral is
-    the jump of the error's slope at x0: a spike of r between two points bends the error while the loss stays small."""
+    """A narrow feature between two collocation points: after training, the PDE residual r on a grid
+    of 100 001 points beside r at the collocation points, r's peak x0 and the two points around it,
+    the error's slope on [x0 - 0.05, x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and r's integral over
+    |x - x0| < 0.003. Where u'' = f + r, that integral is the jump of the error's slope at x0: a
+    spike of r between two points bends the error while the loss stays small."""
     import jax
     import jax.numpy as jnp
     import numpy as np
     import cgmpinn_jax as cj
 
-    (hard, adam, gn), t0, h = KINKS[name], time.perf_counter(), 1e-5
+    hard, adam, gn = KINKS[name]
+    t0 = time.perf_counter()
+    h = 1e-5
     with jax.enable_x64(True):
         base = cj.get_problem("poisson1d")
         prob = cj.problems.HardConstrained(base, satisfies=tuple(base.terms)) if hard else base
         cfg = cj.TrainConfig.preset("accurate").with_steps(adam, gn)
         res = cj.train(prob, "pinn", cfg, key=seed, quiet=True)
-        xs, g = (
-            np.sort(np.asarray(res.batch["pde"][0])[:, 0]),
-            jnp.linspace(0.0, 1.0, 100_001)[:, None],
-        )
+        xs = np.sort(np.asarray(res.batch["pde"][0])[:, 0])
+        g = jnp.linspace(0.0, 1.0, 100_001)[:, None]
         err = np.asarray(jax.vmap(res.model)(g)).ravel() - np.asarray(base.exact_on(g)).ravel()
-        r_col, r = (
-            np.asarray(prob.pde_residuals(res.model, z)) for z in (jnp.asarray(xs[:, None]), g)
-        )
-    x0 = (i := int(np.abs(r).argmax())) * h
+        r_col = np.asarray(prob.pde_residuals(res.model, jnp.asarray(xs[:, None])))
+        r = np.asarray(prob.pde_residuals(res.model, g))
+    i = int(np.abs(r).argmax())
+    x0 = i * h
     j = int(np.searchsorted(xs, x0))
     slopes = [
         float((err[round(b / h)] - err[round(a / h)]) / (b - a)) if 0 <= a and b <= 1 else None
@@ -336,12 +343,13 @@ def render(runs: dict) -> str:
     lines = [
         "# The accuracy floor: one factor at a time",
         "",
-        "Generated by `python -m benchmarks.floor --report-only` from `floor.json`. The accurate preset, PINN; "
-        "`points`: every point count of the problem times that factor. Test error: relative e2 on the "
-        "problem's test grid; final loss: the objective at the end (the training residual).",
+        "Generated by `python -m benchmarks.floor --report-only` from `floor.json`. The accurate "
+        "preset, PINN; `points`: every point count of the problem times that factor. Test error: "
+        "relative e2 on the problem's test grid; final loss: the objective at the end (the "
+        "training residual).",
         "",
-        "| cell | seed | points x | rel. e2 | final loss | to 1e-6; 1e-7; 1e-8; 1e-9 (it / s) | wall s "
-        "| stop | commit | threads |",
+        "| cell | seed | points x | rel. e2 | final loss | to 1e-6; 1e-7; 1e-8; 1e-9 (it / s) | "
+        "wall s | stop | commit | threads |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     arch = [r for r in runs.values() if "arch" in r]
@@ -366,42 +374,44 @@ def render(runs: dict) -> str:
     if kinks:
         lines += [
             "",
-            "**Where the hard constraint's error hides (1D Poisson, PINN, float64).** `poisson1d_kink_*`: the "
-            "accurate preset cut to the stages named, then the PDE residual r at the 1500 collocation points and "
-            "on a grid of 100 001 points, its peak x0 and the collocation points either side, the error's slope on "
-            "[x0 - 0.05, x0 - 0.01] and [x0 + 0.01, x0 + 0.05], and the integral of r over |x - x0| < 0.003 (the "
+            "**Where the hard constraint's error hides (1D Poisson, PINN, float64).** "
+            "`poisson1d_kink_*`: the accurate preset cut to the stages named, then the PDE "
+            "residual r at the 1500 collocation points and on a grid of 100 001 points, its peak "
+            "x0 and the collocation points either side, the error's slope on [x0 - 0.05, x0 - "
+            "0.01] and [x0 + 0.01, x0 + 0.05], and the integral of r over |x - x0| < 0.003 (the "
             "jump of the error's slope that r causes there).",
             "",
-            "| cell | seed | Adam / GN | rel. e2 | max abs error | r RMS, collocation / grid | max abs r, collocation / "
-            "grid | x0 (between) | error slope left / right | integral of r | commit |",
+            "| cell | seed | Adam / GN | rel. e2 | max abs error | r RMS, collocation / grid | "
+            "max abs r, collocation / grid | x0 (between) | error slope left / right | "
+            "integral of r | commit |",
             "|---" * 11 + "|",
         ]
         for r, kk in ((r, r["kink"]) for r in kinks):
             sl = " / ".join("-" if v is None else f"{v:.1f}" for v in kk["slopes"])
             lines.append(
-                f"| {r['cell']} | {r['seed']} | {kk['adam']} / {kk['gn']} | {float(r['metrics']['rel_e2']):.3g} | "
-                f"{kk['err_max']:.3g} | {kk['rms_collocation']:.3g} / {kk['rms_fine']:.3g} | "
-                f"{kk['max_collocation']:.3g} / {kk['max_fine']:.3g} | {kk['x0']:.4f} ({kk['between'][0]:.4f}, "
-                f"{kk['between'][1]:.4f}) | {sl} | {kk['integral']:.1f} | {r.get('commit', '?')} |"
+                f"| {r['cell']} | {r['seed']} | {kk['adam']} / {kk['gn']} | "
+                f"{float(r['metrics']['rel_e2']):.3g} | {kk['err_max']:.3g} | "
+                f"{kk['rms_collocation']:.3g} / {kk['rms_fine']:.3g} | "
+                f"{kk['max_collocation']:.3g} / {kk['max_fine']:.3g} | "
+                f"{kk['x0']:.4f} ({kk['between'][0]:.4f}, {kk['between'][1]:.4f}) | {sl} | "
+                f"{kk['integral']:.1f} | {r.get('commit', '?')} |"
             )
         lines += [
             "",
-            f"(The largest gap between neighbouring collocation points: {kinks[0]['kink']['max_gap']:.4f}.)",
+            "(The largest gap between neighbouring collocation points: "
+            f"{kinks[0]['kink']['max_gap']:.4f}.)",
         ]
     for r in (r for r in runs.values() if "probe" in r):
-        pr, best = (
-            r["probe"],
-            lambda j: min(
-                float(v[j]) for v in r["probe"]["after_one_step"].values() if v[j] != "nan"
-            ),
-        )
+        pr = r["probe"]
         lines += [
             "",
-            f"**{r['cell']}** (seed {r['seed']}, {pr['rows_x_params'][0]} x {pr['rows_x_params'][1]} J, "
-            f"after {r['stages'][-1]}; rel. e2 {float(r['metrics']['rel_e2']):.3e}, objective {r['final_loss']:.4e}, "
-            f"commit {r.get('commit', '?')}). Residual energy by s / s_max: "
+            f"**{r['cell']}** (seed {r['seed']}, {pr['rows_x_params'][0]} x "
+            f"{pr['rows_x_params'][1]} J, after {r['stages'][-1]}; rel. e2 "
+            f"{float(r['metrics']['rel_e2']):.3e}, objective {r['final_loss']:.4e}, commit "
+            f"{r.get('commit', '?')}). Residual energy by s / s_max: "
             + "; ".join(f"{k}: {n} directions, {en:.3e}" for k, (n, en) in pr["bands"].items())
-            + f". Best objective after one step over the dampings: kernel {best(0):.6e}, SVD {best(1):.6e}.",
+            + ". Best objective after one step over the dampings: kernel "
+            f"{_best_after_one_step(pr, 0):.6e}, SVD {_best_after_one_step(pr, 1):.6e}.",
             "",
             "| mu / scale | " + " | ".join(pr["after_one_step"]) + " |",
             "|---|" + "---|" * len(pr["after_one_step"]),
@@ -416,8 +426,15 @@ def render(runs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _best_after_one_step(probe: dict, j: int) -> float:
+    """The lowest objective after one step over the dampings, of the kernel (``j`` 0) or the SVD
+    step (1); the dampings where it is NaN left out."""
+    return min(float(v[j]) for v in probe["after_one_step"].values() if v[j] != "nan")
+
+
 def render_arch(arch: list) -> list:
-    """The networks' floor: per problem, method and network, the median [min - max] over the seeds run."""
+    """The networks' floor: per problem, method and network, the median [min - max] over the seeds
+    run."""
     import statistics
 
     if not arch:
@@ -426,16 +443,18 @@ def render_arch(arch: list) -> list:
         "",
         "## The networks' floor",
         "",
-        "The accurate preset (float64, the problem's Adam budget, then Gauss-Newton) with the network replaced: "
-        "`tanh` the default 4 x 50 tanh MLP, `fourier` random Fourier features (sigma 1, 64 frequencies) before a "
-        "tanh MLP of the same size, `siren` SIREN (omega0 30, the same size), `hard` the tanh MLP under the hard "
-        "constraint built from the problem's Dirichlet pieces (every boundary and initial piece exact, dropped "
-        "from the loss; on advection-diffusion, whose boundary is periodic, the periodic embedding in x under the "
-        "hard constraint of the initial condition). A `_gn300` cell stops Gauss-Newton at 300 iterations (scaled for the CPU). Relative e2 on "
-        "the problem's test grid.",
+        "The accurate preset (float64, the problem's Adam budget, then Gauss-Newton) with the "
+        "network replaced: `tanh` the default 4 x 50 tanh MLP, `fourier` random Fourier features "
+        "(sigma 1, 64 frequencies) before a tanh MLP of the same size, `siren` SIREN (omega0 30, "
+        "the same size), `hard` the tanh MLP under the hard constraint built from the problem's "
+        "Dirichlet pieces (every boundary and initial piece exact, dropped from the loss; on "
+        "advection-diffusion, whose boundary is periodic, the periodic embedding in x under the "
+        "hard constraint of the initial condition). A `_gn300` cell stops Gauss-Newton at 300 "
+        "iterations (scaled for the CPU). Relative e2 on the problem's test grid.",
         "",
-        "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | at the end of Adam | "
-        "final loss (median) | PDE residual RMS, collocation / test grid (median) | wall s (median) | stops | commit |",
+        "| problem | method | network | GN its | seeds | rel. e2 median [min - max] | "
+        "at the end of Adam | final loss (median) | "
+        "PDE residual RMS, collocation / test grid (median) | wall s (median) | stops | commit |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict = {}
@@ -447,9 +466,10 @@ def render_arch(arch: list) -> list:
         its = next((st.get("steps") for st in rs[0]["config"]["stages"][1:]), "?")
         stops = ", ".join(sorted({r["stages"][-1].rsplit("(", 1)[-1].rstrip(")") for r in rs}))
         out.append(
-            f"| {rs[0]['problem']} | {rs[0]['method']} | {rs[0]['arch'].removesuffix('_gn300')} | {its} | "
-            f"{','.join(str(r['seed']) for r in rs)} | {statistics.median(e):.2e} [{min(e):.1e} - {max(e):.1e}] | "
-            f"{_end_of_adam(rs)} | {statistics.median(r['final_loss'] for r in rs):.2e} | {_rms(rs)} | "
+            f"| {rs[0]['problem']} | {rs[0]['method']} | {rs[0]['arch'].removesuffix('_gn300')} | "
+            f"{its} | {','.join(str(r['seed']) for r in rs)} | "
+            f"{statistics.median(e):.2e} [{min(e):.1e} - {max(e):.1e}] | {_end_of_adam(rs)} | "
+            f"{statistics.median(r['final_loss'] for r in rs):.2e} | {_rms(rs)} | "
             f"{statistics.median(r['wall_seconds'] for r in rs):.0f} | {stops} | "
             f"{', '.join(sorted({r.get('commit', '?') for r in rs}))} |"
         )
@@ -457,16 +477,19 @@ def render_arch(arch: list) -> list:
 
 
 def _end_of_adam(rs: list) -> str:
-    """The median [min - max] over ``rs`` of the tracked error at the trace's last point within the Adam stage
-    (the trace ends at Adam's steps plus the second stage's iterations)."""
+    """The median [min - max] over ``rs`` of the tracked error at the trace's last point within the
+    Adam stage (the trace ends at Adam's steps plus the second stage's iterations)."""
     import statistics
 
-    vals = [
-        [e for k, e in zip(t["k"], t["rel_e2"]) if k <= t["k"][-1] - r["second_iterations"]][-1:]
-        for r in rs
-        if (t := r.get("error_trace")) and t["k"]
-    ]
-    vals = [float(v[0]) for v in vals if v]
+    vals = []
+    for r in rs:
+        t = r.get("error_trace")
+        if not (t and t["k"]):
+            continue
+        adam_end = t["k"][-1] - r["second_iterations"]
+        within_adam = [e for k, e in zip(t["k"], t["rel_e2"]) if k <= adam_end]
+        if within_adam:
+            vals.append(float(within_adam[-1]))
     return (
         "-"
         if not vals
@@ -512,7 +535,9 @@ def main(argv=None) -> None:
             if args.list:
                 print(f"{key}: {'done' if study.is_done(key) else 'missing'}")
             else:
-                r = study.run(key, lambda: _run_cell(name, seed, args.track_every))
+                r = study.run(
+                    key, lambda name=name, seed=seed: _run_cell(name, seed, args.track_every)
+                )
                 print(f"{key}: rel e2 {float(r['metrics']['rel_e2']):.3e}", flush=True)
     study.write_report(render, echo=not args.list)
 

@@ -1,23 +1,28 @@
-"""The Gauss-Newton member's linear-solve forms side by side, from one Adam start (issue 44, item 1).
+"""The Gauss-Newton member's linear-solve forms side by side, from one Adam start
+(issue 44, item 1).
 
 Forms (``GaussNewton(form=...)``, `cgmpinn_jax.stages._gauss_newton`):
 
-* ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the lower tiles only) and one
-  Cholesky factorization per trial damping; ``gramian``: the same on ``J^T J`` (``P x P``), auto's with M > P.
-* ``pcg`` -- the same system solved by CG preconditioned with the Cholesky factor of an earlier iteration's; a new
-  factor only when the last CG needed more than ``R`` iterations (``pcg:R``); ``svd``: one thin SVD of ``J``.
+* ``kernel`` -- the exact step: ``J J^T`` formed every iteration (``2 M^2 P`` flops, the lower tiles
+  only) and one Cholesky factorization per trial damping; ``gramian``: the same on ``J^T J``
+  (``P x P``), auto's with M > P.
+* ``pcg`` -- the same system solved by CG preconditioned with the Cholesky factor of an earlier
+  iteration's; a new factor only when the last CG needed more than ``R`` iterations (``pcg:R``);
+  ``svd``: one thin SVD of ``J``.
 
-Every form starts from the same float64 Adam stage (PINN, the accurate preset's Adam, or ``--adam-steps``; cached
-on disk; ``--problem name:key=int,...`` sets the problem's fields) and runs the member's own ``step`` (jitted) in
-one process, one form after the other, so seconds compare on the same machine state. Peak memory is XLA's compiled
-estimate for one iteration (arguments + temporaries + outputs). The error on the problem's test grid is read every
-``--track-every`` iterations, outside the timed steps.
+Every form starts from the same float64 Adam stage (PINN, the accurate preset's Adam, or
+``--adam-steps``; cached on disk; ``--problem name:key=int,...`` sets the problem's fields) and runs
+the member's own ``step`` (jitted) in one process, one form after the other, so seconds compare on
+the same machine state. Peak memory is XLA's compiled estimate for one iteration (arguments +
+temporaries + outputs). The error on the problem's test grid is read every ``--track-every``
+iterations, outside the timed steps.
 
     python -m benchmarks.gn_scaling --problem heat --forms kernel pcg --budget-s 600
-    python -m benchmarks.gn_scaling --problem fisher_kpp --adam-steps 2000 --forms kernel pcg --cap kernel=3
+    python -m benchmarks.gn_scaling --problem fisher_kpp --adam-steps 2000 --forms kernel pcg \
+        --cap kernel=3
 
-Writes ``benchmarks/results/gn_scaling.{json,md}`` (one entry per problem and seed, replaced when rerun);
-``--report-only`` rewrites the report from the record.
+Writes ``benchmarks/results/gn_scaling.{json,md}`` (one entry per problem and seed, replaced when
+rerun); ``--report-only`` rewrites the report from the record.
 """
 
 from __future__ import annotations
@@ -238,11 +243,12 @@ def render(doc: dict) -> str:
     lines = [
         "# Gauss-Newton forms side by side: seconds, memory and iterations",
         "",
-        "Script: `benchmarks/gn_scaling.py`; record `benchmarks/results/gn_scaling.json`. One process per "
-        "problem, the same float64 Adam start (PINN) for every form, run one after the other; a form stops at "
-        "the target error, its iteration cap or the seconds of steps (compile apart), whichever comes first. "
-        "`pcg:R`: CG preconditioned by an earlier factor, refactored when the last iteration needed more than R "
-        "CG iterations. Peak memory: XLA's compiled estimate for one iteration.",
+        "Script: `benchmarks/gn_scaling.py`; record `benchmarks/results/gn_scaling.json`. One "
+        "process per problem, the same float64 Adam start (PINN) for every form, run one after "
+        "the other; a form stops at the target error, its iteration cap or the seconds of steps "
+        "(compile apart), whichever comes first. `pcg:R`: CG preconditioned by an earlier factor, "
+        "refactored when the last iteration needed more than R CG iterations. Peak memory: XLA's "
+        "compiled estimate for one iteration.",
         "",
     ]
 
@@ -258,14 +264,16 @@ def render(doc: dict) -> str:
         lines += [
             "## Memory: the matrix-free form at sizes the matrices would not fit",
             "",
-            "| rows x parameters | CG its | kernel form would need (GB) | XLA peak of the iteration (GB) "
-            "| process peak RSS (GB) | compile s | iteration s | command | commit |",
+            "| rows x parameters | CG its | kernel form would need (GB) | "
+            "XLA peak of the iteration (GB) | process peak RSS (GB) | compile s | iteration s | "
+            "command | commit |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for m in doc["memory"].values():
             lines.append(
-                f"| {m['rows']} x {m['params']} | <= {m['cg_max']} | {m['kernel_form_bytes'] / 1e9:.1f} | "
-                f"{m['xla_peak_bytes'] / 1e9:.2f} | {m['max_rss_bytes'] / 1e9:.2f} | {m['compile_seconds']:.0f} | "
+                f"| {m['rows']} x {m['params']} | <= {m['cg_max']} | "
+                f"{m['kernel_form_bytes'] / 1e9:.1f} | {m['xla_peak_bytes'] / 1e9:.2f} | "
+                f"{m['max_rss_bytes'] / 1e9:.2f} | {m['compile_seconds']:.0f} | "
                 f"{m['seconds']:.0f} | `{m['command']}` | {m['commit']} |"
             )
         lines.append("")
@@ -277,12 +285,14 @@ def render(doc: dict) -> str:
         lines += [
             f"## {s['problem']}, PINN, seed {s['seed']}",
             "",
-            f"Command: `{st['command']}`. {s['forms'][0]['rows']} rows x {s['forms'][0]['params']} parameters. "
-            f"Adam start ({s['adam_steps']} steps): rel. e2 {s['rel_e2_adam']:.3e}. {st['machine_text']}",
+            f"Command: `{st['command']}`. {s['forms'][0]['rows']} rows x {s['forms'][0]['params']} "
+            f"parameters. Adam start ({s['adam_steps']} steps): rel. e2 {s['rel_e2_adam']:.3e}. "
+            f"{st['machine_text']}",
             "",
-            "| form | s / iteration: median (mean) | median vs exact (kernel, else Gramian) | peak memory (GB) | trials / it "
-            "| CG its / it | factorizations | to 1e-4: it / s | to 1e-5: it / s | to 1e-6: it / s "
-            "| to 1e-7: it / s | iterations | seconds | final rel. e2 |",
+            "| form | s / iteration: median (mean) | median vs exact (kernel, else Gramian) | "
+            "peak memory (GB) | trials / it | CG its / it | factorizations | to 1e-4: it / s | "
+            "to 1e-5: it / s | to 1e-6: it / s | to 1e-7: it / s | iterations | seconds | "
+            "final rel. e2 |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for v in s["forms"]:
@@ -296,9 +306,10 @@ def render(doc: dict) -> str:
             mean = v["seconds"] / max(v["iterations"], 1)
             label = v["form"] if v.get("cg_refactor") is None else f"pcg (R = {v['cg_refactor']})"
             lines.append(
-                f"| {label} | {v['seconds_per_iteration_median']:.3f} ({mean:.3f}) | {ratio} | {mem} | "
-                f"{v['trials_mean']:.2f} | {cgm} | {v['factorizations']} | {reach(v, '1e-04')} | "
-                f"{reach(v, '1e-05')} | {reach(v, '1e-06')} | {reach(v, '1e-07')} | {v['iterations']} | {v['seconds']:.0f} | "
+                f"| {label} | {v['seconds_per_iteration_median']:.3f} ({mean:.3f}) | {ratio} | "
+                f"{mem} | {v['trials_mean']:.2f} | {cgm} | {v['factorizations']} | "
+                f"{reach(v, '1e-04')} | {reach(v, '1e-05')} | {reach(v, '1e-06')} | "
+                f"{reach(v, '1e-07')} | {v['iterations']} | {v['seconds']:.0f} | "
                 f"{v['rel_e2_end']:.3e} |"
             )
         lines.append("")
@@ -306,7 +317,7 @@ def render(doc: dict) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--report-only", action="store_true", help="rewrite gn_scaling.md from the record"
     )

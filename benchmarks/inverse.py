@@ -9,11 +9,13 @@ solution's relative e2 as median [min - max] over seeds, and the median wall sec
 (compile + run of ``cj.train``). ``--forward`` trains the forward problem at the same budget
 and seeds; at the paper's budget the forward numbers also come from ``paper_runs.json``.
 
-    python -m benchmarks.inverse                                  # everything, paper budgets (long)
-    python -m benchmarks.inverse --only heat --adam-steps 3000 --second-steps 3000 --noises 0.01 --seeds 0
-    python -m benchmarks.inverse --only heat --forward --adam-steps 3000 --second-steps 3000 --seeds 0
-    python -m benchmarks.inverse --list                           # what is recorded, what is missing
-    python -m benchmarks.inverse --report-only                    # rewrite inverse.md from the record
+    python -m benchmarks.inverse                  # everything, paper budgets (long)
+    python -m benchmarks.inverse --only heat --adam-steps 3000 --second-steps 3000 \
+        --noises 0.01 --seeds 0
+    python -m benchmarks.inverse --only heat --forward --adam-steps 3000 --second-steps 3000 \
+        --seeds 0
+    python -m benchmarks.inverse --list           # what is recorded, what is missing
+    python -m benchmarks.inverse --report-only    # rewrite inverse.md from the record
 
 Each run is one entry of the record ``benchmarks/results/inverse.json`` (full files in the
 ignored cache); the run key names the problem, method, noise, budget and seed, so the study
@@ -81,7 +83,8 @@ def budget(
 
 
 def _second(r: dict, field: str):
-    """``field`` ("steps", "status") of the stage after Adam: ``lbfgs_<field>`` if L-BFGS, else ``second_<field>``."""
+    """``field`` ("steps", "status") of the stage after Adam: ``lbfgs_<field>`` if L-BFGS, else
+    ``second_<field>``."""
     return r[f"lbfgs_{field}"] if f"lbfgs_{field}" in r else r[f"second_{field}"]
 
 
@@ -186,8 +189,9 @@ def _train(
         for n, d in rec.get("unknowns", {}).items()
     )
     print(
-        f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)}: rel_e2={rec['rel_e2']:.3e} {errs} "
-        f"wall={rec['wall_s']:.0f}s {rec['adam_status']}/{_second(rec, 'status')}",
+        f"  {run_key(problem, method, noise, adam, lbfgs, seed, preset, obs_weight)}: "
+        f"rel_e2={rec['rel_e2']:.3e} {errs} wall={rec['wall_s']:.0f}s "
+        f"{rec['adam_status']}/{_second(rec, 'status')}",
         flush=True,
     )
     return rec
@@ -236,20 +240,25 @@ def render(recs: list[dict]) -> list[str]:
     lines = [
         "# Inverse problems: coefficients from 200 noisy observations",
         "",
-        "Written by `python -m benchmarks.inverse` from its record `benchmarks/results/inverse.json` "
-        '(one entry per run). float32 (a budget naming `accurate_lbfgs` is `TrainConfig.preset("accurate_lbfgs")`, the float64 L-BFGS setting: float64, '
-        "ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule; a budget naming `obs weight w` multiplies "
-        "the observation term by w, `InverseProblem.obs_weight`), 200 observations uniform inside the domain, noise = Gaussian with standard "
-        "deviation `noise x std(u* at the observations)`, observations of seed s drawn with key s; every unknown the "
-        "problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, advection-diffusion "
-        "a 0.5 and nu 0.05). Cells: median [min - max] over the seeds recorded; wall = compile + run of `cj.train`.",
+        "Written by `python -m benchmarks.inverse` from its record "
+        "`benchmarks/results/inverse.json` (one entry per run). float32 (a budget naming "
+        '`accurate_lbfgs` is `TrainConfig.preset("accurate_lbfgs")`, the float64 L-BFGS setting: '
+        "float64, ReLoBRaLo's L-BFGS lambdas per refresh, the float64 stop rule; a budget naming "
+        "`obs weight w` multiplies the observation term by w, `InverseProblem.obs_weight`), 200 "
+        "observations uniform inside the domain, noise = Gaussian with standard deviation `noise "
+        "x std(u* at the observations)`, observations of seed s drawn with key s; every unknown "
+        "the problem declares, from its initial guess (heat kappa 0.5, Fisher-KPP D 0.5 and r 2, "
+        "advection-diffusion a 0.5 and nu 0.05). Cells: median [min - max] over the seeds "
+        "recorded; wall = compile + run of `cj.train`.",
         "",
-        f"Machine(s): {machines}. The development CPU was shared with other jobs (load average 4-9 on its 2 "
-        "cores while these runs trained), so wall seconds vary by up to ~3x between otherwise equal runs.",
+        f"Machine(s): {machines}. The development CPU was shared with other jobs (load average 4-9 "
+        "on its 2 cores while these runs trained), so wall seconds vary by up to ~3x between "
+        "otherwise equal runs.",
         "",
-        "**Budgets**: every row names its budget (Adam steps + L-BFGS iterations); the paper's budgets are "
-        "5000 + 10000 (Fisher-KPP 8000 + 12000). Runs on the shared 2-core development CPU were made at reduced "
-        "budgets where the paper's did not fit; cells with no runs are not in the tables.",
+        "**Budgets**: every row names its budget (Adam steps + L-BFGS iterations); the paper's "
+        "budgets are 5000 + 10000 (Fisher-KPP 8000 + 12000). Runs on the shared 2-core "
+        "development CPU were made at reduced budgets where the paper's did not fit; cells with "
+        "no runs are not in the tables.",
         "",
     ]
     groups: dict = {}
@@ -300,7 +309,8 @@ def render(recs: list[dict]) -> list[str]:
                     f"| {_budget_label(adam, lbfgs, preset, obsw)} | {LABEL[method]} | {noise:g} | "
                     f"{','.join(str(r['seed']) for r in cr)} | "
                     + " | ".join(errs)
-                    + f" | {_stat([r['rel_e2'] for r in cr])} | {f_text} | {_stat([r['wall_s'] for r in cr], '{:.0f}')} |"
+                    + f" | {_stat([r['rel_e2'] for r in cr])} | {f_text} | "
+                    f"{_stat([r['wall_s'] for r in cr], '{:.0f}')} |"
                 )
         lines.append("")
     lines += _goal_lines(inv, fwd_by, paper)
@@ -311,10 +321,11 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
     lines = [
         "## The issue's goals, where measured",
         "",
-        "Median over the recorded seeds, per problem, method and budget. A goal is met or missed only where its "
-        "cell was run; everything else is not measured.",
+        "Median over the recorded seeds, per problem, method and budget. A goal is met or missed "
+        "only where its cell was run; everything else is not measured.",
         "",
-        "| problem | method | budget | noise | seeds | coefficients (median rel. error vs goal) | met |",
+        "| problem | method | budget | noise | seeds | "
+        "coefficients (median rel. error vs goal) | met |",
         "|---|---|---|---|---|---|---|",
     ]
     cells: dict = {}
@@ -354,7 +365,8 @@ def _goal_lines(inv: list[dict], fwd_by: dict, paper: dict) -> list[str]:
             else:
                 parts.append(f"solution e2 {e2:.2e} (no forward run at this budget)")
         lines.append(
-            f"| {problem} | {LABEL[method]} | {_budget_label(adam, lbfgs, preset, obsw)} | {noise:g} | {len(cr)} | {'; '.join(parts)} | "
+            f"| {problem} | {LABEL[method]} | {_budget_label(adam, lbfgs, preset, obsw)} | "
+            f"{noise:g} | {len(cr)} | {'; '.join(parts)} | "
             f"{('yes' if e2_checked else 'coefficients yes, e2 not checked') if ok else 'no'} |"
         )
         any_row = True

@@ -1,4 +1,5 @@
-"""Long runs as a user lives them: the command line on a stage whose iterations take tens of seconds.
+"""Long runs as a user lives them: the command line on a stage whose iterations take tens of
+seconds.
 
 A lid-driven cavity of PINNacle's NS2d-C (``ns2d_c``) with its collocation points raised
 (``--n-pde``, default 2400: 8401 residual rows x 7953 parameters at width 50), the accurate
@@ -54,7 +55,8 @@ def _watch(cmd, cwd: Path, out: Path, sigint_after: float | None = None) -> dict
     seconds after the second stage's first line."""
     as_terminal = (
         "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "sys.argv[0] = 'cgmpinn-jax'; runpy.run_module('cgmpinn_jax.cli', run_name='__main__', alter_sys=True)"
+        "sys.argv[0] = 'cgmpinn-jax'; runpy.run_module('cgmpinn_jax.cli', run_name='__main__', "
+        "alter_sys=True)"
     )
     env = dict(
         os.environ,
@@ -218,8 +220,9 @@ def render(recs: dict) -> str:
     lines = [
         "# Long runs: the command line on a stage of slow iterations",
         "",
-        "Written by `python -m benchmarks.long_runs` (its docstring has the setting). Seconds are wall seconds "
-        "seen by the parent process (lines timestamped as they arrive, checkpoints polled every 0.2 s).",
+        "Written by `python -m benchmarks.long_runs` (its docstring has the setting). Seconds are "
+        "wall seconds seen by the parent process (lines timestamped as they arrive, checkpoints "
+        "polled every 0.2 s).",
         "",
     ]
     for key in sorted(recs):
@@ -238,7 +241,7 @@ def render(recs: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--scenarios", nargs="+", default=["ctrl-c", "time-limit"], choices=["ctrl-c", "time-limit"]
     )
@@ -258,7 +261,7 @@ def main(argv=None) -> int:
         for name in args.scenarios:
             r = study.run(
                 f"{name}__npde{args.n_pde}__w{args.width}",
-                lambda: scenario(name, args, args.out.resolve()),
+                lambda name=name: scenario(name, args, args.out.resolve()),
             )
             print(json.dumps({k: v for k, v in r.items() if k != "machine"}, indent=1), flush=True)
     study.write_report(render)

@@ -3,10 +3,12 @@
 One place for what every study records beside its numbers (``runcache`` stamps each run with
 ``machine_info()``, ``code_commit()`` and ``threads_label()``)::
 
-    host(*names) -> dict            # named facts of this machine (``arch``, ``system``, ``cpu_count``, ...)
+    host(*names) -> dict            # named facts of this machine (``arch``, ``system``,
+                                    # ``cpu_count``, ...)
     machine_text(template) -> str   # those facts in a study's own one-line format
     machine_info() -> dict          # platform, CPUs, jax version, backend, devices
-    code_commit() -> str            # short hash of this checkout, ``+dirty`` when the package differs
+    code_commit() -> str            # short hash of this checkout, ``+dirty`` when the package
+                                    # differs
     ONE_THREAD_XLA_FLAGS            # XLA_FLAGS for one XLA thread
     threads_label() -> str          # "one XLA thread" / "XLA default threads" (from XLA_FLAGS)
 """
@@ -84,8 +86,9 @@ _HOST: dict[str, Callable[[], Any]] = {
 
 def host(*names: str) -> dict:
     """``{name: value}`` of the named facts of this machine (keys of ``_HOST``: ``platform``,
-    ``processor``, ``arch``, ``system``, ``cpu_model``, ``cpu_count``, ``cpus_available``, ``python``, ``jax``,
-    ``jaxlib``, ``backend``, ``devices``, ``device_kind``, ``device_count``)."""
+    ``processor``, ``arch``, ``system``, ``cpu_model``, ``cpu_count``, ``cpus_available``,
+    ``python``, ``jax``, ``jaxlib``, ``backend``, ``devices``, ``device_kind``,
+    ``device_count``)."""
     unknown = [n for n in names if n not in _HOST]
     if unknown:
         raise KeyError(f"unknown machine facts {unknown}; known: {sorted(_HOST)}")

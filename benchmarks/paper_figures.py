@@ -43,7 +43,8 @@ def median_curve(
 
 
 def make_figures(selected: dict, folder: Path) -> list[Path]:
-    """The figures of every problem in ``selected`` (:func:`benchmarks.tables_lib.select_runs`) in ``folder``."""
+    """The figures of every problem in ``selected`` (:func:`benchmarks.tables_lib.select_runs`) in
+    ``folder``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,7 +120,10 @@ def make_figures(selected: dict, folder: Path) -> list[Path]:
         scale_txt = (
             "" if run["spec"]["budget_scale"] == 1 else f", scale {run['spec']['budget_scale']:g}"
         )
-        sub = f"CGMPINN seed {run['seed']}{scale_txt}, rel e2 = {tl.fmt_sci(run['metrics']['rel_e2'])}"
+        sub = (
+            f"CGMPINN seed {run['seed']}{scale_txt}, rel e2 = "
+            f"{tl.fmt_sci(run['metrics']['rel_e2'])}"
+        )
         if problem.dim == 1:
             x = g.points[:, 0]
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))

@@ -1,27 +1,28 @@
-"""The runs of the paper tables (study ``paper_runs``): what identifies a run (its spec and cache key),
-its training and saving, and the plan of what is missing; ``paper_tables.py`` is the command line.
+"""The runs of the paper tables (study ``paper_runs``): what identifies a run (its spec and cache
+key), its training and saving, and the plan of what is missing; ``paper_tables.py`` is the command
+line.
 
 Record and cache (``benchmarks/runcache.py``): every finished run is one line of the committed
 compact record ``benchmarks/results/paper_runs.json`` and one full JSON file in the git-ignored
 cache ``benchmarks/cache/paper_runs/``, both under the run key
 ``<problem>__<variant>__seed<s>[__scale<x>]__<key>``, where ``key`` is 16 hex digits of sha256 over
-{problem, problem_params, method, variant, config (``TrainConfig.to_dict()`` as JSON reads it back), seed,
-budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every (problem, variant, seed,
-budget scale, dtype) that the record or the cache holds, under any key (a new package version or
-TrainConfig field changes the key, not the run; ``--retrain-stale`` retrains runs recorded under
+{problem, problem_params, method, variant, config (``TrainConfig.to_dict()`` as JSON reads it back),
+seed, budget_scale, version (cgmpinn_jax.__version__), x64}. A rerun skips every (problem, variant,
+seed, budget scale, dtype) that the record or the cache holds, under any key (a new package version
+or TrainConfig field changes the key, not the run; ``--retrain-stale`` retrains runs recorded under
 another key), so a long reproduction resumes where it stopped, on any checkout; the tables prefer,
 per cell and seed, the run under the current key. Fields of a full run file (``format`` =
 ``cgmpinn-jax/paper-run/1``): ``key``, ``spec`` (the hashed dict), ``label``, ``seed``, ``resolved``
-(adam_steps, lbfgs_steps: the L-BFGS stage's budget, k_upd, relobralo), ``metrics`` (e2, rel_e2, e_inf, l2), ``e_loss``,
-``statuses`` ({adam, lbfgs}: StageStatus names), ``compile_seconds``, ``run_seconds``,
-``wall_seconds`` (= compile + run), ``timing`` ("single", or "vmapped-share": the sweep's seconds
-divided by its number of seeds, totals in ``sweep``), ``evals_per_lbfgs_iteration``, ``loss_curve``
-({every, k, raw_total = unweighted PDE+IC+BC, objective}: every 10th step and the last; None where a
-stopped run took no step), ``prediction`` (CGMPINN variants at the figure seed only: {shape, values}
-on the test grid, float32 rounded to 7 digits; else null), ``machine``, ``command``,
-``finished_at``. Non-finite floats are stored as the strings "nan"/"inf". The compact record holds
-the same fields without ``loss_curve`` and ``prediction`` (plus ``run_key``); a full file in the
-cache whose run is not in the record yet (e.g. copied back from a GPU session's
+(adam_steps, lbfgs_steps: the L-BFGS stage's budget, k_upd, relobralo), ``metrics`` (e2, rel_e2,
+e_inf, l2), ``e_loss``, ``statuses`` ({adam, lbfgs}: StageStatus names), ``compile_seconds``,
+``run_seconds``, ``wall_seconds`` (= compile + run), ``timing`` ("single", or "vmapped-share": the
+sweep's seconds divided by its number of seeds, totals in ``sweep``), ``evals_per_lbfgs_iteration``,
+``loss_curve`` ({every, k, raw_total = unweighted PDE+IC+BC, objective}: every 10th step and the
+last; None where a stopped run took no step), ``prediction`` (CGMPINN variants at the figure seed
+only: {shape, values} on the test grid, float32 rounded to 7 digits; else null), ``machine``,
+``command``, ``finished_at``. Non-finite floats are stored as the strings "nan"/"inf". The compact
+record holds the same fields without ``loss_curve`` and ``prediction`` (plus ``run_key``); a full
+file in the cache whose run is not in the record yet (e.g. copied back from a GPU session's
 ``benchmarks/cache/paper_runs/``) is added to it by the next build.
 """
 
@@ -75,8 +76,8 @@ def scaled(n: int, scale: float) -> int:
     return 0 if n == 0 else max(1, int(round(n * scale)))
 
 
-# the L-BFGS-only optimizer row (``cgmpinn_lbfgs``): L-BFGS's first trial step (``LBFGS(lr=...)``) per
-# problem, 1.0 where not listed (the paper's: its damped wave diverges at 1.0)
+# the L-BFGS-only optimizer row (``cgmpinn_lbfgs``): L-BFGS's first trial step (``LBFGS(lr=...)``)
+# per problem, 1.0 where not listed (the paper's: its damped wave diverges at 1.0)
 LBFGS_ONLY_LR = {"damped_wave": 0.1}
 
 
@@ -104,7 +105,8 @@ def variant_config(problem, variant: str, scale: float = 1.0):
 
 
 def _config_for_key(cfg) -> dict:
-    """The config as a run's spec holds it (and its key hashes): ``to_dict()`` after a JSON round trip."""
+    """The config as a run's spec holds it (and its key hashes): ``to_dict()`` after a JSON round
+    trip."""
     return json.loads(json.dumps(cfg.to_dict()))
 
 
@@ -237,8 +239,8 @@ def _record(
             "timing_note": (
                 "single cj.train call"
                 if timing == "single"
-                else "seeds trained together in one vmapped cj.sweep call: its compile and run seconds divided "
-                "by the number of seeds (totals in 'sweep')"
+                else "seeds trained together in one vmapped cj.sweep call: its compile and run "
+                "seconds divided by the number of seeds (totals in 'sweep')"
             ),
             "sweep": sweep_info,
             "evals_per_lbfgs_iteration": _evals_per_lbfgs(history, resolved["adam_steps"]),
@@ -353,7 +355,8 @@ def train_group(
             ):
                 raise
             print(
-                f"    vmapped call ran out of memory ({type(e).__name__}); training seeds {batch} one by one",
+                f"    vmapped call ran out of memory ({type(e).__name__}); "
+                f"training seeds {batch} one by one",
                 flush=True,
             )
             for seed in batch:

@@ -12,23 +12,24 @@ call (``cj.sweep``; ``--no-vmap`` trains them one by one with ``cj.train``). Var
 * ablation table: ``gmmpinn``, ``clpinn`` (their method defaults encode reference-code.md §11.3) and
   CGMPINN (= the ``cgmpinn`` runs, reused).
 
-Each finished run is one line of the committed record ``benchmarks/results/paper_runs.json`` and
-one full file in the git-ignored cache ``benchmarks/cache/paper_runs/`` (``benchmarks/paper_runs.py``
+Each finished run is one line of the committed record ``benchmarks/results/paper_runs.json`` and one
+full file in the git-ignored cache ``benchmarks/cache/paper_runs/`` (``benchmarks/paper_runs.py``
 describes the record and trains the runs); a rerun trains only what neither holds.
 
 Outputs (rebuilt from the record and the cache after every group and with ``--build-only``):
-``benchmarks/results/{methods,optimizers,ablation}.md`` (committed; ``benchmarks/tables_render.py``),
-and, git-ignored, ``benchmarks/cache/paper_tables.json`` (the tables' statistics) and the figures
-in ``benchmarks/figures/`` (``benchmarks/paper_figures.py``).
+``benchmarks/results/{methods,optimizers,ablation}.md`` (committed;
+``benchmarks/tables_render.py``), and, git-ignored, ``benchmarks/cache/paper_tables.json`` (the
+tables' statistics) and the figures in ``benchmarks/figures/`` (``benchmarks/paper_figures.py``).
 
 Usage (from the repository root)::
 
-    python -m benchmarks.paper_tables                              # everything, seeds 0-4
+    python -m benchmarks.paper_tables                     # everything, seeds 0-4
     python -m benchmarks.paper_tables --problems poisson1d --methods pinn,cgmpinn --seeds 0,1,2
     python -m benchmarks.paper_tables --tables optimizers --timeout-hours 6
-    python -m benchmarks.paper_tables --budget-scale 0.1           # quick, marked "(scale 0.1)"
-    python -m benchmarks.paper_tables --build-only                 # tables + figures from record + cache
-    python -m benchmarks.paper_tables --list                       # planned runs, cached or not, CPU minutes left
+    python -m benchmarks.paper_tables --budget-scale 0.1  # quick, marked "(scale 0.1)"
+    python -m benchmarks.paper_tables --build-only        # tables + figures from record + cache
+    python -m benchmarks.paper_tables --list              # planned runs, cached or not, CPU
+                                                          # minutes left
 """
 
 from __future__ import annotations
@@ -130,8 +131,9 @@ def build_outputs(
         "tables": tables,
         "authors_rerun": tl.AUTHORS_RERUN,
         "authors_rerun_note": tl.AUTHORS_RERUN_NOTE,
-        "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); wall_seconds = compile + run "
-        "seconds (vmapped runs: share of the sweep); paper numbers: one PyTorch CPU run each.",
+        "notes": "rel_e2 etc.: stats over seeds (median with non-finite runs ranked worst); "
+        "wall_seconds = compile + run seconds (vmapped runs: share of the sweep); paper numbers: "
+        "one PyTorch CPU run each.",
     }
     tables_json = Path(tables_json)
     tables_json.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--variants",
         default=None,
-        help="comma list of exact variant ids (e.g. cgmpinn without cgmpinn_relobralo_off); overrides --methods",
+        help="comma list of exact variant ids (e.g. cgmpinn without cgmpinn_relobralo_off); "
+        "overrides --methods",
     )
     p.add_argument(
         "--seeds",
@@ -224,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--list",
         action="store_true",
-        help="print the planned runs, whether they are cached, and the estimated CPU time of the missing ones (median wall time of cached CPU runs), then exit",
+        help="print the planned runs, whether they are cached, and the estimated CPU time of the "
+        "missing ones (median wall time of cached CPU runs), then exit",
     )
     p.add_argument(
         "--no-vmap",
@@ -238,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--figure-seed",
         type=int,
         default=None,
-        help="seed whose CGMPINN runs are trained alone and keep predictions (default: first of --seeds)",
+        help="seed whose CGMPINN runs are trained alone and keep predictions "
+        "(default: first of --seeds)",
     )
     p.add_argument(
         "--timeout-hours", type=float, default=None, help="start no new group after this many hours"
@@ -249,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--retrain-stale",
         action="store_true",
         help="a recorded run counts as done only under the current cache key (package version and "
-        "TrainConfig); default: any recorded run of the same problem, variant, seed, scale and dtype",
+        "TrainConfig); default: any recorded run of the same problem, variant, seed, "
+        "scale and dtype",
     )
     p.add_argument(
         "--progress-seconds",
@@ -265,13 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    import jax
-
-    if args.x64:
-        jax.config.update("jax_enable_x64", True)
-    cj = _cj()
+def _checked_args(args, cj) -> tuple:
+    """``--problems``, ``--tables``, ``--methods``, ``--seeds`` and ``--budget-scale``, checked:
+    (problems, tables, methods or None, seeds, scale)."""
     problems = _csv(args.problems)
     for p in problems:
         if p not in cj.PROBLEMS:
@@ -284,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     for m in methods or []:
         if m not in cj.METHODS and m not in tl.VARIANTS:
             raise SystemExit(
-                f"unknown method/variant {m!r}; valid: {', '.join(list(cj.METHODS) + list(tl.VARIANTS))}"
+                f"unknown method/variant {m!r}; valid: "
+                f"{', '.join(list(cj.METHODS) + list(tl.VARIANTS))}"
             )
     seeds = [int(s) for s in _csv(args.seeds)]
     if not seeds:
@@ -292,12 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.budget_scale > 0:
         raise SystemExit("--budget-scale must be > 0")
     scale = float(args.budget_scale)
-    runs_dir, results = Path(args.runs_dir), Path(args.results_dir)
-    record = results / RECORD_NAME
-    out_kw = dict(
-        runs_dir=runs_dir, results=results, record=record, figures_dir=Path(args.figures_dir)
-    )
-    figure_seed = seeds[0] if args.figure_seed is None else args.figure_seed
+    return problems, tables, methods, seeds, scale
+
+
+def _variants(args, tables: list[str], methods: list[str] | None) -> list[str]:
+    """The variants to run: those of ``tables`` and ``methods``, or exactly ``--variants``."""
     variants = planned_variants(tables, methods)
     if args.variants:
         want = _csv(args.variants)
@@ -305,47 +307,51 @@ def main(argv: list[str] | None = None) -> int:
             if v not in tl.VARIANTS:
                 raise SystemExit(f"unknown variant {v!r}; valid: {', '.join(tl.VARIANTS)}")
         variants = [v for v in RUN_ORDER if v in want]
-    expected = expected_keys(problems, seeds, scale)
+    return variants
 
-    if args.build_only:
-        build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
-        return 0
 
-    todo = plan(problems, variants, seeds, scale, runs_dir, record, exact_keys=args.retrain_stale)
-    n_missing = sum(len(m) for _, _, m, _ in todo)
-    n_cached = sum(len(c) for _, _, _, c in todo)
-    print(
-        f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} seed(s), "
-        f"budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
-        f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); record {record}, cache {runs_dir}",
-        flush=True,
-    )
-    if args.list:
-        est = cpu_minutes_per_run(all_runs(runs_dir, record)) if scale == 1.0 else {}
-        total, unknown = 0.0, 0
-        for p, v, missing, cached in todo:
-            note = ""
-            if missing and est:
-                m, n = est.get((p, v)) or est.get((p, None)) or (None, 0)
-                if m is None:
-                    unknown += len(missing)
-                    note = "  (no CPU estimate)"
-                else:
-                    total += m * len(missing)
-                    src = "this cell" if (p, v) in est else "any variant on this problem"
-                    note = f"  ~{m:.0f} CPU min/run (median of {n} cached, {src})"
-            print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}{note}")
-        if est:
-            print(
-                f"missing runs: ~{total / 60:.1f} CPU core-hours at the cached runs' median wall times"
-                + (
-                    f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)"
-                    if unknown
-                    else ""
-                )
+def _print_list(todo: list, runs_dir: Path, record: Path, scale: float) -> None:
+    """``--list``: the planned runs per (problem, variant), cached or missing, with the CPU minutes
+    the missing ones would take at the cached runs' median (at budget scale 1 only)."""
+    est = cpu_minutes_per_run(all_runs(runs_dir, record)) if scale == 1.0 else {}
+    total, unknown = 0.0, 0
+    for p, v, missing, cached in todo:
+        note = ""
+        if missing and est:
+            m, n = est.get((p, v)) or est.get((p, None)) or (None, 0)
+            if m is None:
+                unknown += len(missing)
+                note = "  (no CPU estimate)"
+            else:
+                total += m * len(missing)
+                src = "this cell" if (p, v) in est else "any variant on this problem"
+                note = f"  ~{m:.0f} CPU min/run (median of {n} cached, {src})"
+        print(f"  {p:<20} {v:<24} cached {cached or '-'}  missing {missing or '-'}{note}")
+    if est:
+        print(
+            f"missing runs: ~{total / 60:.1f} CPU core-hours at the cached runs' median "
+            "wall times"
+            + (
+                f"; {unknown} run(s) without an estimate (no CPU run of that problem cached)"
+                if unknown
+                else ""
             )
-        return 0
+        )
 
+
+def _train_missing(
+    cj,
+    args,
+    todo: list,
+    scale: float,
+    figure_seed: int,
+    runs_dir: Path,
+    record: Path,
+    expected,
+    out_kw: dict,
+) -> None:
+    """Train the missing runs group by group (the tables rebuilt after each), within
+    ``--timeout-hours``; the tables and figures are rebuilt at the end, also when interrupted."""
     machine = runcache.machine_info()
     t0 = time.time()
     groups = [(p, v, m) for p, v, m, _ in todo if m]
@@ -354,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         for gi, (p, v, missing) in enumerate(groups, 1):
             if args.timeout_hours is not None and time.time() - t0 > args.timeout_hours * 3600:
                 print(
-                    f"timeout ({args.timeout_hours} h) reached: {len(groups) - gi + 1} group(s) left; rerun to resume",
+                    f"timeout ({args.timeout_hours} h) reached: {len(groups) - gi + 1} group(s) "
+                    "left; rerun to resume",
                     flush=True,
                 )
                 break
@@ -366,8 +373,9 @@ def main(argv: list[str] | None = None) -> int:
             for chunk in chunks:
                 cfg = variant_config(cj.get_problem(p), v, scale)
                 print(
-                    f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam {cfg.stages[0].steps} + "
-                    f"L-BFGS {cfg.stages[1].steps}) ... elapsed {(time.time() - t0) / 60:.1f} min",
+                    f"[{gi}/{len(groups)}] {p} / {tl.VARIANTS[v][0]}: seeds {chunk} (Adam "
+                    f"{cfg.stages[0].steps} + L-BFGS {cfg.stages[1].steps}) ... elapsed "
+                    f"{(time.time() - t0) / 60:.1f} min",
                     flush=True,
                 )
                 tg = time.time()
@@ -393,6 +401,44 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import jax
+
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    cj = _cj()
+    problems, tables, methods, seeds, scale = _checked_args(args, cj)
+    runs_dir, results = Path(args.runs_dir), Path(args.results_dir)
+    record = results / RECORD_NAME
+    out_kw = dict(
+        runs_dir=runs_dir, results=results, record=record, figures_dir=Path(args.figures_dir)
+    )
+    figure_seed = seeds[0] if args.figure_seed is None else args.figure_seed
+    variants = _variants(args, tables, methods)
+    expected = expected_keys(problems, seeds, scale)
+
+    if args.build_only:
+        build_outputs(expected=expected, figures=not args.no_figures, **out_kw)
+        return 0
+
+    todo = plan(problems, variants, seeds, scale, runs_dir, record, exact_keys=args.retrain_stale)
+    n_missing = sum(len(m) for _, _, m, _ in todo)
+    n_cached = sum(len(c) for _, _, _, c in todo)
+    print(
+        f"paper_tables: {len(problems)} problem(s) x {len(variants)} variant(s) x {len(seeds)} "
+        f"seed(s), budget scale {scale:g}: {n_cached} run(s) cached, {n_missing} to train "
+        f"({'cj.train per seed' if args.no_vmap else 'seeds vmapped with cj.sweep'}); record "
+        f"{record}, cache {runs_dir}",
+        flush=True,
+    )
+    if args.list:
+        _print_list(todo, runs_dir, record, scale)
+        return 0
+
+    _train_missing(cj, args, todo, scale, figure_seed, runs_dir, record, expected, out_kw)
     return 0
 
 

@@ -1,23 +1,25 @@
 """PINNacle's own PINN (DeepXDE on PyTorch) beside ours at its setting, on its seven problems.
 
-Each problem: two processes started together, one core each (``taskset``), one thread each: PINNacle's
-code from a clone of i207M/PINNacle (``--peer-src``) under its own environment (``--peer-python``:
-PyTorch on the CPU, its bundled DeepXDE; that side imports nothing of cgmpinn_jax), and ours
-(``benchmarks.pinnacle.setup(problem, "pinnacle")``: 5 x 100 tanh, Adam lr 1e-3, PINNacle's point
-counts, loss weights 1, float32, Glorot-normal weights and zero biases as PINNacle's, where our PINN's
-default is PyTorch's init: ``--init torch`` runs that instead; the PDE residual on DeepXDE's point set,
-the boundary and initial points included, ``benchmarks.pinnacle.deepxde_point_set``: ``--points
-interior`` leaves them out). The peer side is built as PINNacle's ``benchmark.py --method adam``
-builds it (its PDE class, ``dde.nn.FNN`` tanh with Glorot normal, ``torch.optim.Adam``, loss weights
-1), trained by its ``Model.train`` with its loss display every ``--iters`` steps (only at the start
-and the end, as logging is not training), and scored as its ``TesterCallback`` scores: pooled
-L2RE ``sqrt(mean((U_hat - U)^2)) / sqrt(mean(U^2))`` on its own test points (its reference data,
-or ``ref_sol`` on ``uniform_points``). Ours is scored on our reference points (the same data, or
-the closed form on our test grid). Both record the error every ``--track-every`` iterations.
-Seconds: training wall time with the error evaluations (and our compilation) taken out; ours
-spreads the Adam stage's compile-free seconds evenly over its steps.
+Each problem: two processes started together, one core each (``taskset``), one thread each:
+PINNacle's code from a clone of i207M/PINNacle (``--peer-src``) under its own environment
+(``--peer-python``: PyTorch on the CPU, its bundled DeepXDE; that side imports nothing of
+cgmpinn_jax), and ours (``benchmarks.pinnacle.setup(problem, "pinnacle")``: 5 x 100 tanh, Adam lr
+1e-3, PINNacle's point counts, loss weights 1, float32, Glorot-normal weights and zero biases as
+PINNacle's, where our PINN's default is PyTorch's init: ``--init torch`` runs that instead; the PDE
+residual on DeepXDE's point set, the boundary and initial points included,
+``benchmarks.pinnacle.deepxde_point_set``: ``--points interior`` leaves them out). The peer side is
+built as PINNacle's ``benchmark.py --method adam`` builds it (its PDE class, ``dde.nn.FNN`` tanh
+with Glorot normal, ``torch.optim.Adam``, loss weights 1), trained by its ``Model.train`` with its
+loss display every ``--iters`` steps (only at the start and the end, as logging is not training),
+and scored as its ``TesterCallback`` scores: pooled L2RE
+``sqrt(mean((U_hat - U)^2)) / sqrt(mean(U^2))`` on its own test points (its reference data, or
+``ref_sol`` on ``uniform_points``). Ours is scored on our reference points (the same data, or the
+closed form on our test grid). Both record the error every ``--track-every`` iterations. Seconds:
+training wall time with the error evaluations (and our compilation) taken out; ours spreads the Adam
+stage's compile-free seconds evenly over its steps.
 
-    python -m benchmarks.peer_pinnacle --peer-python PEER_VENV/bin/python --peer-src CLONE --iters 2000
+    python -m benchmarks.peer_pinnacle --peer-python PEER_VENV/bin/python --peer-src CLONE \
+        --iters 2000
     python -m benchmarks.peer_pinnacle --report-only
 """
 
@@ -241,7 +243,8 @@ def side_by_side(args, problem: str, out: Path) -> dict:
     for side, p in procs:
         if p.wait() != 0:
             raise RuntimeError(
-                f"{problem}: the {side} side failed (rc {p.returncode}); see {out / (side + '.log')}"
+                f"{problem}: the {side} side failed (rc {p.returncode}); see "
+                f"{out / (side + '.log')}"
             )
     pe, us = (json.loads((out / f"{s}.json").read_text()) for s in ("peer", "ours"))
     return {
@@ -263,36 +266,39 @@ def render(recs: dict) -> str:
     lines = [
         "# PINNacle's PINN (DeepXDE on PyTorch) beside ours at its setting",
         "",
-        "Written by `python -m benchmarks.peer_pinnacle` from its record `benchmarks/results/peer_pinnacle.json`. "
-        "Per problem, PINNacle's own code (a clone of i207M/PINNacle, its bundled DeepXDE on PyTorch, CPU) and "
-        'ours (`TrainConfig.preset("faithful")` with 5 x 100 tanh and Adam lr 1e-3, no second stage, float32) '
-        "at PINNacle's point counts and loss weights 1, seed 0 on both sides (not the same initial weights or "
-        "points), started together, one core and one thread each. L2RE pooled over every field and point, "
-        "each side on its own test points (the same reference data; closed-form problems on each side's own "
-        "grid). `our PDE points`: `deepxde` = the PDE residual on DeepXDE's point set, the boundary and initial "
-        "points included, as PINNacle's code trains; `interior` = our problems' interior points only. Seconds per "
-        "iteration: training wall time, error evaluations and our compilation taken out. "
-        "`common error`: the larger of the two final errors, reached by both; `time to it`: ours / PINNacle's "
-        "seconds to first reach it.",
+        "Written by `python -m benchmarks.peer_pinnacle` from its record "
+        "`benchmarks/results/peer_pinnacle.json`. Per problem, PINNacle's own code (a clone of "
+        "i207M/PINNacle, its bundled DeepXDE on PyTorch, CPU) and ours "
+        '(`TrainConfig.preset("faithful")` with 5 x 100 tanh and Adam lr 1e-3, no second stage, '
+        "float32) at PINNacle's point counts and loss weights 1, seed 0 on both sides (not the "
+        "same initial weights or points), started together, one core and one thread each. L2RE "
+        "pooled over every field and point, each side on its own test points (the same reference "
+        "data; closed-form problems on each side's own grid). `our PDE points`: `deepxde` = the "
+        "PDE residual on DeepXDE's point set, the boundary and initial points included, as "
+        "PINNacle's code trains; `interior` = our problems' interior points only. Seconds per "
+        "iteration: training wall time, error evaluations and our compilation taken out. `common "
+        "error`: the larger of the two final errors, reached by both; `time to it`: ours / "
+        "PINNacle's seconds to first reach it.",
         "",
-        "| problem | iterations | our init | our PDE points | PINNacle PINN | ours | ours / PINNacle | "
-        "s/iter PINNacle | s/iter ours | speed ratio (ours / PINNacle) | common error | time to it, ours / "
-        "PINNacle | torch | commit |",
+        "| problem | iterations | our init | our PDE points | PINNacle PINN | ours | "
+        "ours / PINNacle | s/iter PINNacle | s/iter ours | speed ratio (ours / PINNacle) | "
+        "common error | time to it, ours / PINNacle | torch | commit |",
         "|" + "---|" * 14,
     ]
     for r in rows:
         tr = r.get("time_ratio_at_common")
         lines.append(
             f"| {r['problem']} | {r['iters']} | {r.get('ours_init', 'torch')} | "
-            f"{r.get('ours_point_set', 'interior')} | {r['peer_l2re']:.3e} | {r['ours_l2re']:.3e} | "
-            f"{r['ratio_ours_peer']:.2f} | {r['peer_s_per_iter']:.4f} | {r['ours_s_per_iter']:.4f} | "
-            f"{r['speed_ratio']:.2f} | {r['common_error']:.2e} | {'-' if tr is None else f'{tr:.2f}'} | "
-            f"{r.get('peer_torch')} | {r.get('commit', '?')} |"
+            f"{r.get('ours_point_set', 'interior')} | {r['peer_l2re']:.3e} | "
+            f"{r['ours_l2re']:.3e} | {r['ratio_ours_peer']:.2f} | {r['peer_s_per_iter']:.4f} | "
+            f"{r['ours_s_per_iter']:.4f} | {r['speed_ratio']:.2f} | {r['common_error']:.2e} | "
+            f"{'-' if tr is None else f'{tr:.2f}'} | {r.get('peer_torch')} | "
+            f"{r.get('commit', '?')} |"
         )
     machines = sorted(
         {
-            f"{r['machine'].get('processor') or r['machine'].get('platform')}, {r['machine'].get('cpu_count')} "
-            f"cores"
+            f"{r['machine'].get('processor') or r['machine'].get('platform')}, "
+            f"{r['machine'].get('cpu_count')} cores"
             for r in rows
             if isinstance(r.get("machine"), dict)
         }
@@ -315,14 +321,15 @@ def main(argv=None) -> int:
         "--init",
         choices=["glorot", "torch"],
         default="glorot",
-        help="our network's init: PINNacle's Glorot normal (default) or our PINN's default, PyTorch's",
+        help="our network's init: PINNacle's Glorot normal (default) "
+        "or our PINN's default, PyTorch's",
     )
     ap.add_argument(
         "--points",
         choices=["deepxde", "interior"],
         default="deepxde",
-        help="our PDE points: DeepXDE's set, the boundary and initial points included, as PINNacle's code "
-        "trains (default), or our problems' interior points only",
+        help="our PDE points: DeepXDE's set, the boundary and initial points included, as "
+        "PINNacle's code trains (default), or our problems' interior points only",
     )
     ap.add_argument(
         "--peer-python", type=Path, help="python of PINNacle's environment (PyTorch, CPU)"
@@ -362,10 +369,10 @@ def main(argv=None) -> int:
                 / f"{p}_{args.iters}_seed{args.seed}{var}"
             )
             key = f"{p}__iters{args.iters}__seed{args.seed}{var}"
-            r = study.run(key, lambda: side_by_side(args, p, work), compact=_compact)
+            r = study.run(key, lambda p=p, work=work: side_by_side(args, p, work), compact=_compact)
             print(
-                f"{p}: PINNacle {r['peer_l2re']:.3e} ({r['peer_s_per_iter']:.4f} s/it), ours {r['ours_l2re']:.3e} "
-                f"({r['ours_s_per_iter']:.4f} s/it)",
+                f"{p}: PINNacle {r['peer_l2re']:.3e} ({r['peer_s_per_iter']:.4f} s/it), ours "
+                f"{r['ours_l2re']:.3e} ({r['ours_s_per_iter']:.4f} s/it)",
                 flush=True,
             )
     study.write_report(render)

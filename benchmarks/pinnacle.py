@@ -11,9 +11,9 @@ CGMPINN). L2RE is PINNacle's: ``||U_hat - U||_2 / ||U||_2`` pooled over every fi
 (``rel_e2``), against PINNacle's reference data or the closed form; ``burgers1d_c`` also against
 our pseudo-spectral reference (``l2re_spectral``). Runs are cached by ``benchmarks/runcache.py``
 (record ``results/pinnacle.json``, with commit and thread setting); report ``results/pinnacle.md``;
-PINNacle's best published method per problem from ``results/pinnacle_published.json`` (as a secondary
-summary quotes the paper's Table 3); PINNacle's own PINN as run here, beside ours at its setting, from
-``results/peer_pinnacle.json`` (``benchmarks/peer_pinnacle.py``).
+PINNacle's best published method per problem from ``results/pinnacle_published.json`` (as a
+secondary summary quotes the paper's Table 3); PINNacle's own PINN as run here, beside ours at its
+setting, from ``results/peer_pinnacle.json`` (``benchmarks/peer_pinnacle.py``).
 
     python -m benchmarks.pinnacle --list
     python -m benchmarks.pinnacle --problems wave1d_c --presets pinnacle --seeds 0 1 2
@@ -69,10 +69,10 @@ PINNACLE_POINTS = {
 PINNACLE_CONFIG = dict(
     stages=("adam",), width=100, depth=5
 )  # Adam alone, 20000 steps at lr 1e-3 (`_stages`)
-# the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides; second_steps: the
-# Gauss-Newton stage's budget), a 4 x 40 network and
-# the problem's Adam budget (5000); extrapolated from 200 Adam steps + 5 Gauss-Newton iterations on one loaded
-# core: 10-31 minutes a run (ns2d_c: 30 from field_problems' cavity_accurate at the same size)
+# the accurate preset on the 2-core CPU: (problem parameters, TrainConfig overrides; second_steps:
+# the Gauss-Newton stage's budget), a 4 x 40 network and the problem's Adam budget (5000);
+# extrapolated from 200 Adam steps + 5 Gauss-Newton iterations on one loaded core: 10-31 minutes a
+# run (ns2d_c: 30 from field_problems' cavity_accurate at the same size)
 ACCURATE = {
     "burgers1d_c": (dict(n_pde=1500, n_ic=200, n_bc=100), dict(width=40, second_steps=400)),
     "poisson2d_c": (dict(n_pde=1000, n_outer=200, n_holes=200), dict(width=40, second_steps=300)),
@@ -82,8 +82,9 @@ ACCURATE = {
     "poisson_nd": (dict(n_pde=1000, n_bc=400), dict(width=40, second_steps=400)),
     "heat_nd": (dict(n_pde=1000, n_ic=200, n_bc=200), dict(width=40, second_steps=500)),
 }
-# cells whose run takes more than ~45 minutes on one core (extrapolated): one seed on the CPU, the rest on a
-# GPU when one is lent. pinnacle: 36 (wave1d_c) to ~800 minutes (heat_nd); faithful: 7-13, ns2d_c ~47.
+# cells whose run takes more than ~45 minutes on one core (extrapolated): one seed on the CPU, the
+# rest on a GPU when one is lent. pinnacle: 36 (wave1d_c) to ~800 minutes (heat_nd); faithful: 7-13,
+# ns2d_c ~47.
 ONE_SEED = {("ns2d_c", "faithful")} | {(p, "pinnacle") for p in PROBLEMS if p != "wave1d_c"}
 SMOKE = dict(
     width=8, depth=2, adam_steps=30, second_steps=3
@@ -122,7 +123,8 @@ def deepxde_point_set(prob):
 
 
 def make_problem(problem: str, preset: str, params: dict):
-    """The problem of a cell: PINNacle's setting trains on DeepXDE's point set (`deepxde_point_set`)."""
+    """The problem of a cell: PINNacle's setting trains on DeepXDE's point set
+    (`deepxde_point_set`)."""
     import cgmpinn_jax as cj
 
     prob = cj.get_problem(problem, **params)
@@ -130,7 +132,8 @@ def make_problem(problem: str, preset: str, params: dict):
 
 
 def budgets(cfg) -> dict:
-    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg`` (None: no such stage)."""
+    """Adam steps, Adam's learning rate and the second stage's budget of ``cfg`` (None: no such
+    stage)."""
     adam = cfg.stage("adam")
     return {
         "adam_steps": adam.steps,
@@ -140,12 +143,14 @@ def budgets(cfg) -> dict:
 
 
 def _stages(cfg, adam_steps=None, second_steps=None):
-    """``cfg`` with Adam's budget ``adam_steps`` and every later stage's ``second_steps`` (None keeps one)."""
+    """``cfg`` with Adam's budget ``adam_steps`` and every later stage's ``second_steps`` (None
+    keeps one)."""
     return cfg.with_steps(*(adam_steps if st.name == "adam" else second_steps for st in cfg.stages))
 
 
 def _options(opts: dict) -> dict:
-    """TrainConfig options of a cell: stages=("adam",) is PINNACLE's Adam alone (20000 steps at lr 1e-3)."""
+    """TrainConfig options of a cell: stages=("adam",) is PINNACLE's Adam alone (20000 steps at lr
+    1e-3)."""
     import cgmpinn_jax as cj
 
     opts = {k: v for k, v in opts.items() if k not in ("adam_steps", "second_steps")}
@@ -159,8 +164,9 @@ def _options(opts: dict) -> dict:
 def setup(
     problem: str, preset: str, *, smoke=False, adam_steps=None, second_steps=None, time_limit=None
 ):
-    """(problem parameters, TrainConfig) of a cell. ``time_limit``: the run's wall-clock limit in seconds
-    (``TrainConfig.time_limit``; not part of the run's key: the record says whether it was reached)."""
+    """(problem parameters, TrainConfig) of a cell. ``time_limit``: the run's wall-clock limit in
+    seconds (``TrainConfig.time_limit``; not part of the run's key: the record says whether it was
+    reached)."""
     import cgmpinn_jax as cj
 
     params, name, opts = {}, preset, {}
@@ -297,9 +303,10 @@ def _stages_text(runs) -> str:
 
 
 def load_peer(path: Path = PEER) -> dict:
-    """Per problem, the side-by-side run of PINNacle's own PINN and ours at its setting with the most
-    iterations, from ``results/peer_pinnacle.json``: a run with ours as PINNacle's (Glorot init, DeepXDE's
-    point set) where there is one, else the closest run there is, marked ``"unlike"`` with what differed."""
+    """Per problem, the side-by-side run of PINNacle's own PINN and ours at its setting with the
+    most iterations, from ``results/peer_pinnacle.json``: a run with ours as PINNacle's (Glorot
+    init, DeepXDE's point set) where there is one, else the closest run there is, marked
+    ``"unlike"`` with what differed."""
     runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
     best: dict = {}
     for r in runs.values():
@@ -330,26 +337,29 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
     errs = lambda p, s, m, v="": [r["l2re"] for r in by.get((p, s, m, v), [])]  # noqa: E731
     label = pub.get("label", "PINNacle's published table")
     lines = [
-        "# PINNacle's problems: PINN and CGMPINN beside PINNacle's own PINN and its best published method",
+        "# PINNacle's problems: PINN and CGMPINN beside PINNacle's own PINN and its best "
+        "published method",
         "",
-        "Written by `python -m benchmarks.pinnacle` from its record `benchmarks/results/pinnacle.json` and the "
-        "side-by-side record `benchmarks/results/peer_pinnacle.json` (`python -m benchmarks.peer_pinnacle`). "
-        "L2RE = ||U_hat - U||_2 / ||U||_2 pooled over every field and point (PINNacle's definition), against "
-        "PINNacle's reference data (burgers1d_c: `ref/burgers1d.dat`; poisson2d_c, ns2d_c: its COMSOL data) or "
-        "the closed form; median [min - max] over the seeds. `PINNacle PINN, run here`: PINNacle's own code "
-        "(DeepXDE on PyTorch, 5 x 100 tanh, Glorot normal, Adam lr 1e-3, its point counts, loss weights 1) on "
-        "this machine, beside ours at the same setting and budget (`our PINN there`; iterations in brackets, "
-        "PINNacle's own budget is 20000). `faithful` = `TrainConfig()` at our default points; `accurate` = "
-        '`TrainConfig.preset("accurate")` (float64, Gauss-Newton) at the CPU-sized points and network of '
-        "`benchmarks/pinnacle.py` (`ACCURATE`).",
+        "Written by `python -m benchmarks.pinnacle` from its record "
+        "`benchmarks/results/pinnacle.json` and the side-by-side record "
+        "`benchmarks/results/peer_pinnacle.json` (`python -m benchmarks.peer_pinnacle`). L2RE = "
+        "||U_hat - U||_2 / ||U||_2 pooled over every field and point (PINNacle's definition), "
+        "against PINNacle's reference data (burgers1d_c: `ref/burgers1d.dat`; poisson2d_c, "
+        "ns2d_c: its COMSOL data) or the closed form; median [min - max] over the seeds. "
+        "`PINNacle PINN, run here`: PINNacle's own code (DeepXDE on PyTorch, 5 x 100 tanh, Glorot "
+        "normal, Adam lr 1e-3, its point counts, loss weights 1) on this machine, beside ours at "
+        "the same setting and budget (`our PINN there`; iterations in brackets, PINNacle's own "
+        "budget is 20000). `faithful` = `TrainConfig()` at our default points; `accurate` = "
+        '`TrainConfig.preset("accurate")` (float64, Gauss-Newton) at the CPU-sized points and '
+        "network of `benchmarks/pinnacle.py` (`ACCURATE`).",
         "",
         f"PINNacle's best method: {label}"
         + (" ({citation}, {table}).".format(**pub["source"]) if pub.get("source") else ".")
         + " Not checked against the paper.",
         "",
-        "| problem | PINNacle best (method), secondary quote | PINNacle PINN, run here | our PINN there | ours / "
-        "PINNacle | faithful PINN | faithful CGMPINN | accurate PINN | accurate CGMPINN | accurate (better "
-        "median) / PINNacle best |",
+        "| problem | PINNacle best (method), secondary quote | PINNacle PINN, run here | "
+        "our PINN there | ours / PINNacle | faithful PINN | faithful CGMPINN | accurate PINN | "
+        "accurate CGMPINN | accurate (better median) / PINNacle best |",
         "|" + "---|" * 10,
     ]
     for p in PROBLEMS:
@@ -366,8 +376,8 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
         unlike = f" ({', '.join(q['unlike'])})" if q and q.get("unlike") else ""
         side = (
             (
-                f"{q['peer_l2re']:.2e} ({q['iters']}) | {q['ours_l2re']:.2e} ({q['iters']}{unlike}) | "
-                f"{q['ratio_ours_peer']:.2f}"
+                f"{q['peer_l2re']:.2e} ({q['iters']}) | {q['ours_l2re']:.2e} "
+                f"({q['iters']}{unlike}) | {q['ratio_ours_peer']:.2f}"
             )
             if q
             else "- | - | -"
@@ -381,11 +391,12 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
         "",
         "## Runs: points, network, time and iterations",
         "",
-        "Iterations per stage: median over the seeds / budget (stop statuses). Seconds: the whole `cj.train` "
-        "call, median. burgers1d_c also against our pseudo-spectral reference (`vs spectral`).",
+        "Iterations per stage: median over the seeds / budget (stop statuses). Seconds: the whole "
+        "`cj.train` call, median. burgers1d_c also against our pseudo-spectral reference "
+        "(`vs spectral`).",
         "",
-        "| problem | setting | method | seeds | L2RE | vs spectral | points | network (parameters) | stages "
-        "| wall s | compile s | threads | commit |",
+        "| problem | setting | method | seeds | L2RE | vs spectral | points | "
+        "network (parameters) | stages | wall s | compile s | threads | commit |",
         "|" + "---|" * 13,
     ]
     order = {p: i for i, p in enumerate(PROBLEMS)}
@@ -405,8 +416,9 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
             or "problem's default"
         )
         lines.append(
-            f"| {p} | {s}{f' ({v})' if v else ''} | {m} | {','.join(str(r['seed']) for r in runs)} | "
-            f"{_cell([r['l2re'] for r in runs])} | {_cell([r.get('l2re_spectral') for r in runs])} | {pts} | "
+            f"| {p} | {s}{f' ({v})' if v else ''} | {m} | "
+            f"{','.join(str(r['seed']) for r in runs)} | {_cell([r['l2re'] for r in runs])} | "
+            f"{_cell([r.get('l2re_spectral') for r in runs])} | {pts} | "
             f"{net['depth']} x {net['width']} ({net['parameters']:,}) | {_stages_text(runs)} | "
             f"{np.median([r['wall_seconds'] for r in runs]):.0f} | "
             f"{np.median([r['compile_seconds'] for r in runs]):.0f} | "
@@ -424,8 +436,9 @@ def render(recs: dict, pub: dict | None = None, peer: dict | None = None) -> str
         if pairs:
             ratio = np.median([c / q for _, c, q in pairs])
             paired.append(
-                f"- {p}, {s}{f' ({v})' if v else ''}: CGMPINN lower on {sum(c < q for _, c, q in pairs)} of "
-                f"{len(pairs)} seeds; median ratio CGMPINN / PINN {ratio:.2f} ("
+                f"- {p}, {s}{f' ({v})' if v else ''}: CGMPINN lower on "
+                f"{sum(c < q for _, c, q in pairs)} of {len(pairs)} seeds; median ratio CGMPINN / "
+                f"PINN {ratio:.2f} ("
                 + ", ".join(f"seed {sd}: {c:.2e} vs {q:.2e}" for sd, c, q in pairs)
                 + ")."
             )
@@ -465,8 +478,8 @@ def main(argv=None) -> int:
         "--time-limit",
         type=float,
         default=None,
-        help="each run's wall-clock limit in seconds "
-        "(TrainConfig.time_limit: the best point so far is kept; the record says when it was reached)",
+        help="each run's wall-clock limit in seconds (TrainConfig.time_limit: the best point so "
+        "far is kept; the record says when it was reached)",
     )
     ap.add_argument(
         "--smoke", action="store_true", help="tiny budgets, written to --out (never to results/)"
@@ -507,7 +520,9 @@ def main(argv=None) -> int:
                         if args.list:
                             print(f"{key}: {'done' if key in done else 'missing'}")
                             continue
-                        r = study.run(key, lambda: train_one(p, s, m, seed, **kw))
+                        r = study.run(
+                            key, lambda p=p, s=s, m=m, seed=seed: train_one(p, s, m, seed, **kw)
+                        )
                         print(
                             f"{key}: L2RE {r['l2re']:.3e} ({r['wall_seconds']:.0f} s)", flush=True
                         )

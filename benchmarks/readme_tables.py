@@ -38,13 +38,13 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+from benchmarks import tables_lib as tl
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-
-from benchmarks import tables_lib as tl
 
 BLOCK_RE = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
 
@@ -61,7 +61,8 @@ def _paper() -> dict:
 # generated blocks
 
 
-HEADLINE_ROWS = (  # (README label, headline.json label, paper_tables variant, show "k/n seeds <= 1e-3")
+# (README label, headline.json label, paper_tables variant, show "k/n seeds <= 1e-3")
+HEADLINE_ROWS = (
     ("CGMPINN, ReLoBRaLo on (as released)", "CGMPINN (ReLoBRaLo on)", "cgmpinn", True),
     ("CGMPINN, ReLoBRaLo off", "CGMPINN (ReLoBRaLo off)", "cgmpinn_relobralo_off", True),
     ("PINN (same engine)", "PINN", "pinn", False),
@@ -134,7 +135,8 @@ def precision_goals_table(results: Path = RESULTS) -> str:
     head = "## The accurate preset against float32 and the goals"
     if head not in text:
         raise ValueError(
-            f"precision.md has no section {head!r}: run `python -m benchmarks.retired precision -- --build-only`"
+            f"precision.md has no section {head!r}: run "
+            "`python -m benchmarks.retired precision -- --build-only`"
         )
     lines = [
         ln for ln in text.split(head, 1)[1].split("\n## ", 1)[0].splitlines() if ln.startswith("|")
@@ -209,7 +211,8 @@ def summary_table(results: Path = RESULTS) -> str:
     table = tl.build_methods_table(tl.select_runs(runs), _paper())
     acc = _accuracy_medians(results)
     lines = [
-        "| problem | paper CGMPINN | CGMPINN, faithful | PINN, faithful | CGMPINN, accurate | PINN, accurate |",
+        "| problem | paper CGMPINN | CGMPINN, faithful | PINN, faithful | CGMPINN, accurate | "
+        "PINN, accurate |",
         "|---|---|---|---|---|---|",
     ]
     for p, body in table.items():

@@ -85,7 +85,8 @@ RETIRED: dict[str, Retired] = {
     "own_pde": Retired(
         ("own_pde.json",),
         "9075756",
-        "the faithful and the accurate preset on two PDEs that are not the paper's (where to start)",
+        "the faithful and the accurate preset on two PDEs that are not the paper's "
+        "(where to start)",
     ),
     "peer_jinns": Retired(
         ("peer_jinns.json",),
@@ -117,8 +118,8 @@ def banner(name: str) -> str:
     r = RETIRED[name]
     return (
         f"> Retired study: the record was last written at commit {r.last_run}; its script, "
-        f"`benchmarks/{name}.py`, is in the tree of commit {CODE_AT} (`python -m benchmarks.retired {name}` "
-        "runs it there). The numbers below are that record's."
+        f"`benchmarks/{name}.py`, is in the tree of commit {CODE_AT} (`python -m "
+        f"benchmarks.retired {name}` runs it there). The numbers below are that record's."
     )
 
 
@@ -131,8 +132,8 @@ def run(name: str, args: list[str]) -> int:
     tree = Path(tempfile.mkdtemp(prefix=f"retired-{name}-"))
     subprocess.run(["git", "worktree", "add", "--detach", str(tree), CODE_AT], cwd=ROOT, check=True)
     print(
-        f"[retired] {name} at {CODE_AT} in {tree}; its outputs go to {tree / 'benchmarks' / 'results'} "
-        f"(`git worktree remove {tree}` when done)",
+        f"[retired] {name} at {CODE_AT} in {tree}; its outputs go to "
+        f"{tree / 'benchmarks' / 'results'} (`git worktree remove {tree}` when done)",
         flush=True,
     )
     env = {**os.environ, "PYTHONPATH": str(tree)}

@@ -44,9 +44,10 @@ take ``results_dir`` / ``cache_dir`` roots, or exact ``record`` / ``folder`` pat
     machine_info() -> dict                       # platform, CPUs, jax version, backend, devices
     train_resumable(study, run_key, *args, **kw) -> (result, resumed)   # cj.train, checkpointed
 
-The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``, ``ONE_THREAD_XLA_FLAGS``,
-``threads_label``) live in :mod:`benchmarks.machine` and are importable from here too; the error tracking
-the studies share (first reach of a threshold, a cached Adam start) in :mod:`benchmarks.tracking`.
+The machine facts (``host``, ``machine_text``, ``machine_info``, ``code_commit``,
+``ONE_THREAD_XLA_FLAGS``, ``threads_label``) live in :mod:`benchmarks.machine` and are importable
+from here too; the error tracking the studies share (first reach of a threshold, a cached Adam
+start) in :mod:`benchmarks.tracking`.
 
 ``fn`` takes no arguments and returns a JSON-able dict (numpy/jax arrays and scalars are
 converted); ``accept(compact) -> bool`` rejects a recorded run (e.g. of an older package
@@ -67,12 +68,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-# the machine facts live in benchmarks.machine; re-exported here for the studies that read them from the record module
+# the machine facts live in benchmarks.machine; re-exported here (``name as name``) for the studies
+# that read them from the record module
 from benchmarks.machine import (
-    code_commit,
-    machine_info,
-    machine_text,  # noqa: F401
-    threads_label,
+    ONE_THREAD_XLA_FLAGS as ONE_THREAD_XLA_FLAGS,
+    code_commit as code_commit,
+    host as host,
+    machine_info as machine_info,
+    machine_text as machine_text,
+    threads_label as threads_label,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -314,7 +318,8 @@ class Study:
 
     def write_report(self, render: Callable[[dict], str], *, echo: bool = False) -> Optional[str]:
         """``render(record runs)`` written to ``<record>.md`` beside the record (atomically) and
-        returned, printed too with ``echo``; None, and nothing written, while the record is empty."""
+        returned, printed too with ``echo``; None, and nothing written, while the record is
+        empty."""
         runs = self.load()
         if not runs:
             return None
@@ -349,8 +354,9 @@ class Study:
 
 
 def train_resumable(study: str, run_key: str, *args, **kw):
-    """``cj.train(*args, **kw)`` checkpointing into the cache every 2 minutes: a killed run resumes from its
-    latest checkpoint (``init`` dropped), a finished one removes them (the record holds the run)."""
+    """``cj.train(*args, **kw)`` checkpointing into the cache every 2 minutes: a killed run resumes
+    from its latest checkpoint (``init`` dropped), a finished one removes them (the record holds the
+    run)."""
     import cgmpinn_jax as cj
     from cgmpinn_jax.training._checkpoint import latest
 
@@ -380,7 +386,8 @@ def cached_run(
     results_dir: Path | str = RESULTS,
     cache_dir: Path | str = CACHE,
 ) -> dict:
-    """Run ``fn()`` once per ``(study, run_key)``; see :meth:`Study.run` and the module docstring."""
+    """Run ``fn()`` once per ``(study, run_key)``; see :meth:`Study.run` and the module
+    docstring."""
     return Study(study, results_dir=results_dir, cache_dir=cache_dir).run(
         run_key, fn, compact=compact, accept=accept
     )

@@ -1,7 +1,8 @@
 """The paper tables' data (no jax import; tests call these): the run catalogue, cache key, run
 loading and selection, statistics, verdicts and tables (``tables_render.py`` writes the markdown).
 A run is a dict in the format :data:`RUN_FORMAT` (fields in ``paper_runs.py``'s docstring): a line
-of the record ``benchmarks/results/paper_runs.json`` or a full file in ``benchmarks/cache/paper_runs/``.
+of the record ``benchmarks/results/paper_runs.json`` or a full file in
+``benchmarks/cache/paper_runs/``.
 
 >>> runs = [fake_run("poisson1d", "cgmpinn", 0, 1e-4), fake_run("poisson1d", "pinn", 0, 1e-3)]
 >>> verdict(runs, "poisson1d")["wins"]
@@ -54,7 +55,8 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "cgmpinn_lbfgs": ("CGMPINN, L-BFGS only", "cgmpinn"),
 }
 
-# table -> rows (row label, variant id, where the paper's number is: (paper table, paper key) or None)
+# table -> rows (row label, variant id, where the paper's number is: (paper table, paper key) or
+# None)
 TABLES: dict[str, list[tuple[str, str, Optional[tuple[str, str]]]]] = {
     "methods": [
         ("PINN", "pinn", ("methods", "PINN")),
@@ -109,8 +111,8 @@ AUTHORS_RERUN: dict[str, dict[str, dict[str, Any]]] = {
     }
 }
 AUTHORS_RERUN_NOTE = (
-    "authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch thread, "
-    "2-core CPU); a NaN run ranks worst"
+    "authors' PyTorch code rerun over seeds 1, 2, 3, 4, 1224 (reference-code.md §13; one torch "
+    "thread, 2-core CPU); a NaN run ranks worst"
 )
 
 

@@ -17,19 +17,21 @@ TABLE_TITLES = {
 
 PROBLEM_ISSUES = {
     "ablation": (
-        "e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: curriculum-"
-        "weighted, with ReLoBRaLo weights where on), whereas the paper's ablation e_loss was recomputed unweighted "
-        "(plain PDE+IC+BC, reference-code.md §11.3), so the e_loss columns are not comparable; the loss-curve figures show "
-        "the unweighted loss. For 1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."
+        "e_loss is each method's own training objective at the end (CGMPINN and GMMPINN/CLPINN: "
+        "curriculum-weighted, with ReLoBRaLo weights where on), whereas the paper's ablation "
+        "e_loss was recomputed unweighted (plain PDE+IC+BC, reference-code.md §11.3), so the "
+        "e_loss columns are not comparable; the loss-curve figures show the unweighted loss. For "
+        "1D Poisson the paper's GMMPINN/CLPINN ran without ReLoBRaLo, as ours do."
     ),
     "optimizers": (
-        "L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave 0.1); Adam only: "
-        "ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the method table's CGMPINN runs."
+        "L-BFGS only: ReLoBRaLo off and the reference's L-BFGS-only step size (1.0; damped wave "
+        "0.1); Adam only: ReLoBRaLo on, as in the reference. The Adam→L-BFGS row reuses the "
+        "method table's CGMPINN runs."
     ),
     "methods": (
-        "The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off (reference-code.md §13); "
-        "the released code, which our `CGMPINN` row follows, has it on in both stages. GMMPINN/CLPINN paper numbers "
-        "come from the paper's ablation table."
+        "The paper's 1D Poisson CGMPINN number was evidently trained with ReLoBRaLo off "
+        "(reference-code.md §13); the released code, which our `CGMPINN` row follows, has it on "
+        "in both stages. GMMPINN/CLPINN paper numbers come from the paper's ablation table."
     ),
 }
 
@@ -96,12 +98,14 @@ def render_markdown(name: str, table: dict, header: dict) -> str:
     lines = [f"# {TABLE_TITLES[name]}: cgmpinn-jax vs the paper", ""]
     lines += _header_lines(header)
     lines += [
-        "Cells: relative e2 = RMS(û−u)/RMS(u) on the reference test grid, **median [min–max] over seeds** "
-        "(a non-finite run ranks worst; max shows inf if any run is non-finite). e_inf, e_loss and seconds are medians. "
-        "Seconds = run + compile seconds of the training call (the first seed of a configuration trained alone pays the "
-        "compilation, later ones reuse it); for seeds trained together in one vmapped call both are the call's seconds "
-        "divided by the number of seeds (noted). Paper numbers: one PyTorch CPU run each, hardware not stated. "
-        "Cells marked (scale s) come from runs with Adam/L-BFGS budgets scaled by s and are not comparable to the paper.",
+        "Cells: relative e2 = RMS(û−u)/RMS(u) on the reference test grid, **median [min–max] over "
+        "seeds** (a non-finite run ranks worst; max shows inf if any run is non-finite). e_inf, "
+        "e_loss and seconds are medians. Seconds = run + compile seconds of the training call "
+        "(the first seed of a configuration trained alone pays the compilation, later ones reuse "
+        "it); for seeds trained together in one vmapped call both are the call's seconds divided "
+        "by the number of seeds (noted). Paper numbers: one PyTorch CPU run each, hardware not "
+        "stated. Cells marked (scale s) come from runs with Adam/L-BFGS budgets scaled by s and "
+        "are not comparable to the paper.",
         "",
     ]
     if name in PROBLEM_ISSUES:
@@ -203,7 +207,8 @@ def _overview(table: dict) -> list[str]:
     lines.append(
         f"{VARIANTS[head[0]][0]} beats {VARIANTS[head[1]][0]} (seeds won / paired seeds): "
         + ", ".join(
-            f"{PROBLEM_TITLES.get(p, p)} {table[p]['verdicts'][0]['wins']}/{table[p]['verdicts'][0]['n']}"
+            f"{PROBLEM_TITLES.get(p, p)} "
+            f"{table[p]['verdicts'][0]['wins']}/{table[p]['verdicts'][0]['n']}"
             for p in probs
         )
         + "."
@@ -219,7 +224,8 @@ def _header_lines(header: dict) -> list[str]:
         lines.append("")
     if header.get("reproduce_command"):
         lines.append(
-            f"Reproduce (trains what is missing from the cache, then rebuilds): `{header['reproduce_command']}`"
+            "Reproduce (trains what is missing from the cache, then rebuilds): "
+            f"`{header['reproduce_command']}`"
         )
         lines.append("")
     if header.get("machines"):
@@ -238,9 +244,10 @@ def _header_lines(header: dict) -> list[str]:
 
 def machine_text(m: dict) -> str:
     return (
-        f"{m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs ({m.get('cpus_available', '?')} available), "
-        f"jax {m.get('jax', '?')} (jaxlib {m.get('jaxlib', '?')}), backend {m.get('backend', '?')} "
-        f"[{', '.join(m.get('devices', []))}], python {m.get('python', '?')}"
+        f"{m.get('platform', '?')}, {m.get('cpu_count', '?')} CPUs ({m.get('cpus_available', '?')} "
+        f"available), jax {m.get('jax', '?')} (jaxlib {m.get('jaxlib', '?')}), backend "
+        f"{m.get('backend', '?')} [{', '.join(m.get('devices', []))}], python "
+        f"{m.get('python', '?')}"
     )
 
 

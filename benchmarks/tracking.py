@@ -3,11 +3,13 @@
     first_reach(k, seconds, errors, thr, offset=0) -> (k - offset, seconds) | (None, None)
     rel_fn(problem, static_model) -> jitted params -> relative L2 on the problem's test grid
     adam_start(problem, seed, adam_steps, overrides) -> (TrainResult, wall seconds)
-    second_stage_start(problem, seed, adam_steps) -> (engine, setup, static, params, batch, w, lam, meta)
+    second_stage_start(problem, seed, adam_steps)
+        -> (engine, setup, static, params, batch, w, lam, meta)
 
-``problem`` is a registry name or ``name:key=int,...`` (`problem_of`). ``second_stage_start`` caches the Adam
-parameters and points in the ignored run cache (``benchmarks/cache/gn_scaling/adam-<problem>-seed<s>-<steps>.*``),
-so that every second-stage variant of a study starts from the same float64 state.
+``problem`` is a registry name or ``name:key=int,...`` (`problem_of`). ``second_stage_start`` caches
+the Adam parameters and points in the ignored run cache
+(``benchmarks/cache/gn_scaling/adam-<problem>-seed<s>-<steps>.*``), so that every second-stage
+variant of a study starts from the same float64 state.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def first_reach(k, seconds, errors, thr, offset: int = 0):
 
 def rel_fn(problem, static):
     """jitted ``params -> relative L2 error on the problem's test grid`` (the formula of
-    ``cj.train``'s error tracker), against the exact solution or else the reference data (``problem.truth``)."""
+    ``cj.train``'s error tracker), against the exact solution or else the reference data
+    (``problem.truth``)."""
     import equinox as eqx
     import jax
     import jax.numpy as jnp
@@ -50,7 +53,8 @@ def rel_fn(problem, static):
 
 
 def problem_of(spec: str):
-    """``"name"`` or ``"name:key=int,..."`` (``burgers_data:n_pde=6000,n_refine=2000``): the registry's problem."""
+    """``"name"`` or ``"name:key=int,..."`` (``burgers_data:n_pde=6000,n_refine=2000``): the
+    registry's problem."""
     import cgmpinn_jax as cj
 
     name, _, args = spec.partition(":")

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# long tests, marked slow (``-m 'not slow'``, pyproject's default, leaves them out; ``-m slow`` runs them)
+# long tests, marked slow (``-m 'not slow'``, pyproject's default, leaves them out; ``-m slow`` runs
+# them)
 SLOW = {
     "benchmarks/tests/test_pinnacle_study.py::test_deepxde_point_set_adds_every_constraint_point_once_to_the_pde_points",
     "benchmarks/tests/test_pinnacle_study.py::test_one_smoke_cell_end_to_end",

@@ -1,4 +1,5 @@
-"""benchmarks/accuracy.py: the report keeps each machine's seconds apart and judges a goal on all seeds."""
+"""benchmarks/accuracy.py: the report keeps each machine's seconds apart and judges a goal on all
+seeds."""
 
 from benchmarks import accuracy as ab
 

@@ -104,7 +104,10 @@ def test_bench_out_sends_records_and_cache_elsewhere(tmp_path):
     import os
     import sys
 
-    code = 'from benchmarks import runcache; print(runcache.RESULTS, runcache.CACHE, runcache.Study("accuracy").record_path.parent)'
+    code = (
+        "from benchmarks import runcache; print(runcache.RESULTS, runcache.CACHE, "
+        'runcache.Study("accuracy").record_path.parent)'
+    )
     env = {**os.environ, "CGMPINN_BENCH_OUT": str(tmp_path), "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True

@@ -1,5 +1,6 @@
-"""benchmarks/paper_tables.py and its modules (paper_runs, tables_lib, tables_render, paper_figures):
-tables from hand-written cached runs (medians, [min-max], paper numbers, verdict counts) and the cache key."""
+"""benchmarks/paper_tables.py and its modules (paper_runs, tables_lib, tables_render,
+paper_figures): tables from hand-written cached runs (medians, [min-max], paper numbers, verdict
+counts) and the cache key."""
 
 import importlib.util
 import json
@@ -145,7 +146,8 @@ def test_verdicts(runs_dir):
         tl.verdict(runs, "poisson1d", "pinn", "cgmpinn")["wins"] == 2
     )  # a NaN opponent counts as beaten
     assert tl.verdict(runs, "heat")["n"] == 0
-    # docs/reference-code.md §13: each CGMPINN variant of the authors' code beats PINN in 3 of 5 seeds
+    # docs/reference-code.md §13: each CGMPINN variant of the authors' code beats PINN in 3 of 5
+    # seeds
     for a in ("cgmpinn", "cgmpinn_relobralo_off"):
         av = tl.authors_verdict("poisson1d", a, "pinn")
         assert (av["wins"], av["n"]) == (3, 5)
@@ -164,8 +166,9 @@ def test_markdown(runs_dir):
     }
     md = tr.render_markdown("methods", tl.build_methods_table(runs, PAPER), header)
     assert (
-        "| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | 9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 "
-        "| 9.19e-3 | 1.00e-5 | 1.90e-3 | 59.0 + 1.0 (2 CPU cores) | 1018 | 3 |  |"
+        "| PINN | 1.00e-3 [1.00e-3–2.00e-3] | 8.15e-3 | "
+        "9.50e-4 (8e-4, 9e-4, 1.07e-2, 1.74e-3, 9.5e-4) | 3.00e-3 | 9.19e-3 | 1.00e-5 | 1.90e-3 | "
+        "59.0 + 1.0 (2 CPU cores) | 1018 | 3 |  |"
     ) in md
     assert "| CGMPINN | 3.00e-3 [1.00e-4–inf] | 1.81e-4 | 1.05e-3" in md
     assert "CGMPINN beats PINN in **1 of 3** seeds" in md
@@ -272,7 +275,8 @@ def test_variants_flag_selects_exact_ids(capsys, tmp_path):
 
 
 def test_build_outputs(runs_dir, tmp_path):
-    # CGMPINN runs with predictions on the test grid: a 1-D (200 points) and a 2-D (100 x 100) figure
+    # CGMPINN runs with predictions on the test grid: a 1-D (200 points) and a 2-D (100 x 100)
+    # figure
     for problem, n in (("poisson1d", 200), ("heat", 10000)):
         # poisson1d: replaces the seed-0 run (same numbers, newer), so the verdict is unchanged
         r = run_json(
@@ -315,7 +319,8 @@ def test_build_outputs(runs_dir, tmp_path):
     )
     assert not any("loss_curve" in r or "prediction" in r for r in runs.values())
 
-    # without the cache (a fresh checkout): the same tables from the record, only the per-run figures
+    # without the cache (a fresh checkout): the same tables from the record, only the per-run
+    # figures
     md = (tmp_path / "results" / "methods.md").read_text()
     out2 = pt.build_outputs(runs_dir=tmp_path / "no-cache", **kw)
 
@@ -413,7 +418,8 @@ def test_cpu_minutes_per_run_and_list_estimate(capsys, tmp_path):
 
     for r in runs:
         (tmp_path / f"{r['key']}.json").write_text(json.dumps(r))
-    # seeds the cached runs do not have (a cached seed would count as done: test_recorded_run_counts_as_done)
+    # seeds the cached runs do not have (a cached seed would count as done:
+    # test_recorded_run_counts_as_done)
     pt.main(
         [
             "--variants",

@@ -132,7 +132,8 @@ def test_machine_description_and_thread_flags(monkeypatch):
     assert info["cpu_count"] == os.cpu_count() and info["python"] == platform.python_version()
     assert (
         rc.machine_text("{processor}, {cpu_count} cores, {system}")
-        == f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+        == f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{platform.system()}"
     )
     assert (
         rc.machine_text("{arch}, Python {python}")
