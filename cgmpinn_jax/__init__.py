@@ -20,8 +20,8 @@ imports a layer above its own; ``import-linter`` checks it):
 * ``training`` (schedule, objective, engine, driver, records, sweep, checkpoints);
 * ``cli`` (the ``cgmpinn-jax`` command), imported by nothing.
 
-``config`` (``TrainConfig`` and its option groups), ``methods``, ``metrics``, ``io`` and ``plots`` are modules of
-their own.
+``config`` (``TrainConfig`` and its option groups), ``methods``, ``metrics``, ``io`` and
+``plots`` are modules of their own.
 """
 
 from ._version import __version__ as __version__

@@ -47,7 +47,7 @@ def import_path(path: str, label: str) -> Any:
     if not sep or not mod or not attr:
         raise ValueError(f"{label} {path!r}: not an import path 'package.module:name'")
     try:
-        obj = importlib.import_module(mod)
+        obj: Any = importlib.import_module(mod)
     except ImportError as e:
         raise ValueError(
             f"{label} {path!r}: its module {mod!r} does not import ({e}); is it on the path?"

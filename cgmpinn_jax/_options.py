@@ -20,7 +20,8 @@ import numpy as np
 __all__ = ["CGMOptions", "ReLoBRaLoOptions", "NetworkOptions", "GN_FORMS", "GROUPS"]
 
 GN_FORMS = ("auto", "kernel", "gramian", "pcg", "matfree", "svd")
-"""The Gauss-Newton member's linear-system forms, the values of ``GaussNewton.form`` (`cgmpinn_jax.stages`)."""
+"""The Gauss-Newton member's linear-system forms, the values of ``GaussNewton.form``
+(`cgmpinn_jax.stages`)."""
 
 
 def _is_int(v) -> bool:
@@ -143,7 +144,8 @@ class CGMOptions(_Checks):
         self._int("k_upd", 1, none=True)
         if self.n_components != "bic" and (not _is_int(self.n_components) or self.n_components < 1):
             raise ValueError(
-                f"CGMOptions.n_components must be a positive int or 'bic', got {self.n_components!r}"
+                "CGMOptions.n_components must be a positive int or 'bic', "
+                f"got {self.n_components!r}"
             )
         self._real("beta", at_least=0.0)
         self._real("eps", positive=True)
@@ -212,7 +214,8 @@ class ReLoBRaLoOptions(_Checks):
     def __post_init__(self):
         if not (isinstance(self.stages, bool) or self.stages in (None, "both", "adam", "none")):
             raise ValueError(
-                f"ReLoBRaLoOptions.stages must be None, a bool, 'both', 'adam' or 'none', got {self.stages!r}"
+                "ReLoBRaLoOptions.stages must be None, a bool, 'both', 'adam' or 'none', "
+                f"got {self.stages!r}"
             )
         self._within("alpha", 0.0, 1.0)
         self._within("rho", 0.0, 1.0)
@@ -271,8 +274,8 @@ class NetworkOptions(_Checks):
         if self.name is None:
             if pairs:
                 raise ValueError(
-                    "NetworkOptions.options are set but no network name is given (name=None keeps the "
-                    "method's network)"
+                    "NetworkOptions.options are set but no network name is given "
+                    "(name=None keeps the method's network)"
                 )
         elif not isinstance(self.name, str) or not self.name.strip() or self.name.count(":") > 1:
             raise ValueError(

@@ -37,9 +37,9 @@ __all__ = [
 ]
 
 Precision = Literal["float32", "float64", "mixed"]
-"""The values of [`TrainConfig.precision`][cgmpinn_jax.TrainConfig]: ``"float32"`` (the whole run in
-float32, as the reference), ``"float64"`` (the whole run in float64) or ``"mixed"`` (Adam in float32,
-every later stage in float64)."""
+"""The values of [`TrainConfig.precision`][cgmpinn_jax.TrainConfig]: ``"float32"`` (the whole
+run in float32, as the reference), ``"float64"`` (the whole run in float64) or ``"mixed"`` (Adam
+in float32, every later stage in float64)."""
 
 
 def _group(name: str, value: Any):
@@ -51,7 +51,8 @@ def _group(name: str, value: Any):
         unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
             raise ValueError(
-                f"TrainConfig.{name}: {cls.__name__} has no option {', '.join(map(repr, unknown))}; "
+                f"TrainConfig.{name}: {cls.__name__} has no option "
+                f"{', '.join(map(repr, unknown))}; "
                 f"its options: {', '.join(f.name for f in dataclasses.fields(cls))}"
             )
         return cls(**value)
@@ -152,10 +153,12 @@ class TrainConfig:
         >>> cfg = TrainConfig(stages=(Adam(steps=100), GaussNewton(steps=50)), precision="float64")
         >>> cfg.stage_names, cfg.stages[1].steps
         (('adam', 'gauss_newton'), 50)
-        >>> TrainConfig(lbfgs_steps=5)
+        >>> TrainConfig(lbfgs_steps=5)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        TypeError: TrainConfig has no option 'lbfgs_steps'; its options: precision, stages, width, depth, divergence_ratio, time_limit, cgm, balancing, network (a stage's budget and solver options live in its stage object: stages=(Adam(steps=...), LBFGS(steps=...)))
+        TypeError: TrainConfig has no option 'lbfgs_steps'; its options: precision, stages, width,
+        depth, divergence_ratio, time_limit, cgm, balancing, network (a stage's budget and solver
+        options live in its stage object: stages=(Adam(steps=...), LBFGS(steps=...)))
     """
 
     precision: Precision = "float32"
@@ -200,7 +203,8 @@ class TrainConfig:
             )
         if self.precision not in get_args(Precision):
             raise ValueError(
-                f"TrainConfig.precision must be one of {get_args(Precision)}, got {self.precision!r}"
+                f"TrainConfig.precision must be one of {get_args(Precision)}, "
+                f"got {self.precision!r}"
             )
 
     @property
@@ -249,12 +253,16 @@ class TrainConfig:
         (``None`` keeps a stage's own).
 
         Examples:
-            >>> TrainConfig().with_steps(200, 40).stages
-            (Adam(steps=200, time_limit=None, lr=0.001), LBFGS(steps=40, time_limit=None, gtol=None, ftol=None, patience=None, backend='optax', lr=1.0, history=100, max_linesearch=10, linesearch='zoom', linesearch_init='increase', reset_on_failure=False))
+            >>> TrainConfig().with_steps(200, 40).stages  # doctest: +NORMALIZE_WHITESPACE
+            (Adam(steps=200, time_limit=None, lr=0.001), LBFGS(steps=40, time_limit=None,
+            gtol=None, ftol=None, patience=None, backend='optax', lr=1.0, history=100,
+            max_linesearch=10, linesearch='zoom', linesearch_init='increase',
+            reset_on_failure=False))
         """
         if len(steps) != len(self.stages):
             raise ValueError(
-                f"with_steps takes one budget per stage ({', '.join(self.stage_names)}), got {len(steps)}"
+                f"with_steps takes one budget per stage ({', '.join(self.stage_names)}), "
+                f"got {len(steps)}"
             )
         return self.replace(
             stages=tuple(
@@ -300,7 +308,9 @@ class TrainConfig:
             ValueError: an unknown option inside a stage or group, or a value out of range.
 
         Examples:
-            >>> TrainConfig.from_dict({"stages": [{"name": "adam", "steps": 10}, {"name": "gauss_newton"}]}).stage_names
+            >>> TrainConfig.from_dict(
+            ...     {"stages": [{"name": "adam", "steps": 10}, {"name": "gauss_newton"}]}
+            ... ).stage_names
             ('adam', 'gauss_newton')
         """
         return cls(**d)
@@ -389,7 +399,9 @@ def without_time_limits(d: Any) -> Any:
             (anything else is returned as it is).
 
     Examples:
-        >>> without_time_limits({"time_limit": 60.0, "stages": [{"name": "adam", "time_limit": 5.0}]})
+        >>> without_time_limits(
+        ...     {"time_limit": 60.0, "stages": [{"name": "adam", "time_limit": 5.0}]}
+        ... )
         {'stages': [{'name': 'adam'}]}
     """
     if not isinstance(d, Mapping):

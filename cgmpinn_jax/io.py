@@ -35,7 +35,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -128,9 +128,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _inverse_record(problem) -> dict | None:
-    """An inverse problem's parts, so that [`load_model`][cgmpinn_jax.load_model] rebuilds it: the forward
-    problem's record, the observations (float64 values survive JSON exactly), the unknowns
-    and the observation weight; None for a forward problem."""
+    """An inverse problem's parts, so that [`load_model`][cgmpinn_jax.load_model] rebuilds it:
+    the forward problem's record, the observations (float64 values survive JSON exactly), the
+    unknowns and the observation weight; None for a forward problem."""
     from .inverse import InverseProblem
 
     if not isinstance(problem, InverseProblem):
@@ -143,7 +143,8 @@ def _inverse_record(problem) -> dict | None:
             "values": obs.values.tolist(),
             "noise": obs.noise,
         },
-        "unknowns": [[u.name, u.init, u.transform] for u in problem.unknowns],
+        # resolved by InverseProblem.__post_init__: a tuple of Unknown records
+        "unknowns": [[u.name, u.init, u.transform] for u in cast(tuple, problem.unknowns)],
         "obs_weight": problem.obs_weight,
     }
 
@@ -191,8 +192,8 @@ def _rebuild_hard(rec: dict, folder: Path) -> Problem:
     for k in ("g", "d"):
         if rec.get("given") and rec.get(k) is None:
             raise ValueError(
-                f"load_model: the model in {folder} was trained under a hard constraint whose {k} is not "
-                f"an importable module-level function; pass the problem again: "
+                f"load_model: the model in {folder} was trained under a hard constraint "
+                f"whose {k} is not an importable module-level function; pass the problem again: "
                 f"load_model({str(folder)!r}, problem=HardConstrained(...))"
             )
         fns[k] = (
@@ -257,13 +258,15 @@ def _check_reference(info: dict, problem: Problem, folder: Path) -> None:
         ref = problem.reference_data()
     except (OSError, ValueError) as e:
         raise ValueError(
-            f"load_model: the model in {folder} was trained against the reference {saved['source']!r}, "
+            f"load_model: the model in {folder} was trained against the reference "
+            f"{saved['source']!r}, "
             f"which cannot be read now: {type(e).__name__}: {e}"
         ) from e
     if ref is None or ref.sha256 != saved["sha256"]:
         now = "no reference" if ref is None else f"{ref.source!r} with sha256 {ref.sha256[:12]}..."
         raise ValueError(
-            f"load_model: the reference data of {problem.name!r} changed since the model in {folder} was "
+            f"load_model: the reference data of {problem.name!r} changed since the model in "
+            f"{folder} was "
             f"saved: it was {saved['source']!r} with sha256 {saved['sha256'][:12]}..., now {now}"
         )
 
@@ -430,7 +433,8 @@ def _rebuild_problem(info: dict, problem: Any, folder: Path) -> Problem:
     if path is None:  # saved before class paths were recorded: a registry name
         if saved not in PROBLEMS:
             raise ValueError(
-                f"load_model: the model in {folder} names the problem {saved!r}, which is not in the "
+                f"load_model: the model in {folder} names the problem {saved!r}, "
+                "which is not in the "
                 f"registry ({', '.join(PROBLEMS)}), and records no class path; {hint}"
             )
         cls = PROBLEMS[saved]
@@ -571,8 +575,9 @@ class LoadedModel:
 
 
 def load_model(folder: str | Path, *, problem: Any = None, network: Any = None) -> LoadedModel:
-    """Rebuild a saved model: a [`LoadedModel`][cgmpinn_jax.LoadedModel] (``.predict(points)``, ``.model``,
-    ``.info``), which also unpacks as ``model, info`` (``info`` is model.json's dict).
+    """Rebuild a saved model: a [`LoadedModel`][cgmpinn_jax.LoadedModel]
+    (``.predict(points)``, ``.model``, ``.info``), which also unpacks as ``model, info``
+    (``info`` is model.json's dict).
 
     A float64 model loads in float64 whatever jax's ``jax_enable_x64`` is (the flag is
     scoped here and restored); call ``.predict`` to compute in float64, or call ``.model``
@@ -611,7 +616,8 @@ def load_model(folder: str | Path, *, problem: Any = None, network: Any = None) 
     method = get_method(info["method"])
     if str(info["dtype"]) not in ("float32", "float64"):
         raise ValueError(
-            f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; expected float32 or float64"
+            f"load_model: {folder / 'model.json'} records dtype {info['dtype']!r}; "
+            "expected float32 or float64"
         )
     with jax.enable_x64(str(info["dtype"]) == "float64"):
         skeleton = build_model(
@@ -626,7 +632,8 @@ def load_model(folder: str | Path, *, problem: Any = None, network: Any = None) 
             model = eqx.tree_deserialise_leaves(folder / "model.eqx", skeleton)
         except Exception as e:  # noqa: BLE001 - a network that is not the saved one, reported as such
             raise ValueError(
-                f"load_model: the parameters in {folder / 'model.eqx'} do not fit the network built now "
+                f"load_model: the parameters in {folder / 'model.eqx'} "
+                "do not fit the network built now "
                 f"({type(skeleton).__name__}); was its factory or its options changed? ({e})"
             ) from e
     return LoadedModel(model, info, problem)

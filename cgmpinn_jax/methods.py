@@ -1,22 +1,22 @@
 """Methods: a record of behaviour -- network factory, weighting factory, balancing, loss.
 
-Every method, CGMPINN and the baselines alike, is a frozen [`Method`][cgmpinn_jax.Method] whose fields are
-the pieces the engine calls; nothing is interpreted from strings elsewhere. The section
-numbers (§) below are those of ``docs/reference-code.md``.
+Every method, CGMPINN and the baselines alike, is a frozen [`Method`][cgmpinn_jax.Method] whose
+fields are the pieces the engine calls; nothing is interpreted from strings elsewhere. The
+section numbers (§) below are those of ``docs/reference-code.md``.
 
-==========  =============  ===========  =============  ==========================================
-name        network        weighting    ReLoBRaLo      loss
-==========  =============  ===========  =============  ==========================================
-cgmpinn     MLP            CGM (§5)     both stages    lambda_pde mean(w r^2) + lambda_c L_c
-pinn        MLP            uniform      off            PDE + IC + BC (§10.1)
-lbpinn      MLP            uniform      off            sum 0.5 exp(-s_c) L_c + 0.5 sum softplus(s_c),
-                                                       concatenated-residual means (§10.2)
-gpinn       MLP            uniform      off            PDE + IC + BC + 0.01 sum_j mean((dr/dz_j)^2)
-lnn_pinn    LNN-PINN       uniform      off            PINN loss (§10.4)
-star_pinn   STAR-PINN      uniform      off            PINN loss (§10.5)
-gmmpinn     MLP            GMM (§11.1)  per problem    ablation: exp(+beta d) v_m, no tau
-clpinn      MLP            CL (§11.2)   per problem    ablation: per-point min-max of r^2
-==========  =============  ===========  =============  ==========================================
+==========  ==========  ===========  =============  ==========================================
+name        network     weighting    ReLoBRaLo      loss
+==========  ==========  ===========  =============  ==========================================
+cgmpinn     MLP         CGM (§5)     both stages    lambda_pde mean(w r^2) + lambda_c L_c
+pinn        MLP         uniform      off            PDE + IC + BC (§10.1)
+lbpinn      MLP         uniform      off            sum 0.5 exp(-s_c) L_c + 0.5 sum softplus(s_c),
+                                                    concatenated-residual means (§10.2)
+gpinn       MLP         uniform      off            PDE + IC + BC + 0.01 sum_j mean((dr/dz_j)^2)
+lnn_pinn    LNN-PINN    uniform      off            PINN loss (§10.4)
+star_pinn   STAR-PINN   uniform      off            PINN loss (§10.5)
+gmmpinn     MLP         GMM (§11.1)  per problem    ablation: exp(+beta d) v_m, no tau
+clpinn      MLP         CL (§11.2)   per problem    ablation: per-point min-max of r^2
+==========  ==========  ===========  =============  ==========================================
 
 Problem-specific settings (§2, §6, §11) belong to the method, not to the problem
 (`MethodSettings`, from the method's ``settings(problem)``): only CGMPINN and its
@@ -39,7 +39,7 @@ Method("cgm_novar", network=mlp_network,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Optional, cast
 
 import equinox as eqx
 import jax
@@ -239,12 +239,12 @@ def cl_weights(cfg, hyper):
 #: The reference's Fisher-KPP CGMPINN script normalises its inputs to (x/5, t-1), uses
 #: Xavier-normal init, refreshes every 100 steps and refits before each L-BFGS step
 #: (docs/reference-code.md §2, §6).
-_CGM_FISHER_KPP = dict(
+_CGM_FISHER_KPP: dict[str, Any] = dict(
     input_map=((0.2, 1.0), (0.0, -1.0)), init="xavier", refit_before_second_step=True
 )
 #: ReLoBRaLo in the reference's ablation script (docs/reference-code.md §11.3): elsewhere both
 #: stages.
-_ABLATION_RELOBRALO = {"poisson1d": "none", "fisher_kpp": "adam"}
+_ABLATION_RELOBRALO: dict[str, Stages] = {"poisson1d": "none", "fisher_kpp": "adam"}
 
 
 def plain_settings(problem: Problem) -> MethodSettings:
@@ -301,7 +301,10 @@ def ablation_settings(problem: Problem) -> MethodSettings:
 
     Examples:
         >>> from cgmpinn_jax import get_problem
-        >>> ablation_settings(get_problem("poisson1d")).relobralo, ablation_settings(get_problem("heat")).relobralo
+        >>> (
+        ...     ablation_settings(get_problem("poisson1d")).relobralo,
+        ...     ablation_settings(get_problem("heat")).relobralo,
+        ... )
         ('none', 'both')
     """
     relo = _ABLATION_RELOBRALO.get(problem.name, "both")
@@ -415,8 +418,9 @@ def build_model(
         )
     if method.network is not mlp_network:
         raise ValueError(
-            f"method {method.name!r} has a network of its own ({method.network.__name__}); a network "
-            f"option applies to the methods with the MLP (cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)"
+            f"method {method.name!r} has a network of its own ({method.network.__name__}); "
+            "a network option applies to the methods with the MLP "
+            f"(cgmpinn, pinn, lbpinn, gpinn, gmmpinn, clpinn)"
         )
     if isinstance(network, eqx.Module):
         model, what = network, f"the network {type(network).__name__}"
@@ -427,14 +431,13 @@ def build_model(
             f"the network factory {getattr(network, '__name__', network)!r}",
         )
         if isinstance(network, NetworkOptions):
+            name = cast(str, network.name)  # not None here: checked above
             factory, kwargs, what = (
-                network_factory(network.name),
+                network_factory(name),
                 network.kwargs,
                 f"the network {network.name!r}",
             )
-            if (
-                ":" not in network.name
-            ):  # a built-in choice: the run's size unless its options set one
+            if ":" not in name:  # a built-in choice: the run's size unless its options set one
                 kwargs = {"width": width, "depth": depth, **kwargs}
         model = factory(key, problem.dim, n_out, **kwargs)
     check_network(model, problem.dim, n_out, what)
@@ -495,7 +498,8 @@ def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the networ
     """
     if not isinstance(model, eqx.Module):
         raise ValueError(
-            f"{what} must be an equinox Module (a factory must return one), got {type(model).__name__}"
+            f"{what} must be an equinox Module (a factory must return one), "
+            f"got {type(model).__name__}"
         )
     leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))
     if not leaves:
@@ -504,11 +508,13 @@ def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the networ
     other = sorted({str(x.dtype) for x in leaves} - {str(dtype)})
     if other:
         raise ValueError(
-            f"{what} has {', '.join(other)} parameters; the run is in {dtype} (create the parameters "
-            f"without a fixed dtype, or in the run's)"
+            f"{what} has {', '.join(other)} parameters; the run is in {dtype} "
+            f"(create the parameters without a fixed dtype, or in the run's)"
         )
     try:
-        out = jax.eval_shape(model, jax.ShapeDtypeStruct((in_dim,), dtype))
+        out = jax.eval_shape(
+            cast(Callable[..., Any], model), jax.ShapeDtypeStruct((in_dim,), dtype)
+        )
     except Exception as e:  # noqa: BLE001 - any failure to trace is the user's network's, reported as such
         raise ValueError(
             f"{what} fails on one point of shape ({in_dim},) {dtype}: {type(e).__name__}: {e}"
@@ -516,7 +522,8 @@ def check_network(model: Any, in_dim: int, out_dim: int, what: str = "the networ
     want = [()] if out_dim == 1 else [(out_dim,)]
     if not hasattr(out, "shape") or out.shape not in want:
         raise ValueError(
-            f"{what} maps one point ({in_dim},) to {getattr(out, 'shape', type(out).__name__)}; expected "
+            f"{what} maps one point ({in_dim},) to "
+            f"{getattr(out, 'shape', type(out).__name__)}; expected "
             f"{'a scalar ()' if out_dim == 1 else f'({out_dim},), one value per field'}"
         )
     if out.dtype != dtype:
@@ -560,7 +567,9 @@ def get_method(name: str | Method) -> Method:
         ValueError: an unknown name (the message lists the valid ones).
 
     Examples:
-        >>> get_method("cgmpinn").settings(__import__("cgmpinn_jax").get_problem("fisher_kpp")).k_upd
+        >>> get_method("cgmpinn").settings(
+        ...     __import__("cgmpinn_jax").get_problem("fisher_kpp")
+        ... ).k_upd
         100
     """
     if isinstance(name, Method):

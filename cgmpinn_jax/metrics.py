@@ -100,7 +100,10 @@ class Metrics(NamedTuple):
         if self.against == "none":
             return "no error metrics: the problem states no exact solution and no reference data"
         fields = "".join(f" rel_e2[{n}]={m.rel_e2:.3e}" for n, m in self.per_field)
-        return f"rel_e2={self.rel_e2:.3e}{fields} e2={self.e2:.3e} e_inf={self.e_inf:.3e} (against {self.against})"
+        return (
+            f"rel_e2={self.rel_e2:.3e}{fields} e2={self.e2:.3e} e_inf={self.e_inf:.3e} "
+            f"(against {self.against})"
+        )
 
 
 def error_metrics(pred: Any, exact: Any) -> Metrics:

@@ -153,7 +153,8 @@ def _plot_solution(plt, result, grid, pts, pred, ref, label, path):
 
 
 def _plot_error(plt, result, grid, pts, err, path):
-    """``error.png``: pointwise absolute error (log curve in 1-D, field in 2-D, one panel per field)."""
+    """``error.png``: pointwise absolute error (log curve in 1-D, field in 2-D, one panel per
+    field)."""
     problem, coords, m = result.problem, result.problem.coords, result.metrics
     per = dict(m.per_field) if m.per_field else {problem.fields[0]: m}
     if problem.dim == 1:
@@ -199,7 +200,8 @@ def _stage_boundaries(result) -> list[tuple[float, str]]:
 
 
 def _plot_loss(plt, result, path):
-    """``loss.png``: objective and unweighted loss per step, the boundaries between stages marked."""
+    """``loss.png``: objective and unweighted loss per step, the boundaries between stages
+    marked."""
     h = result.history
     fig, ax = plt.subplots(figsize=(7, 4))
     if h.k.size:

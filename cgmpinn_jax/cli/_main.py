@@ -2,9 +2,10 @@
 
     cgmpinn-jax run [PROBLEM] [--method cgmpinn] [--adam-steps N] [--second-steps N]
                     [--k-upd N] [--width N] [--depth N] [--lbfgs-lr STEP] [--seed S]
-                    [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed] [--x64]
-                    [--second lbfgs|gauss-newton|bfgs|ssbfgs|ssbroyden] [--lbfgs-backend optax|jaxopt]
-                    [--relobralo on|off|adam] [--relobralo-second iteration|refresh] [--stages NAMES]
+                    [--preset faithful|accurate|accurate_lbfgs] [--precision float32|float64|mixed]
+                    [--x64] [--second lbfgs|gauss-newton|bfgs|ssbfgs|ssbroyden]
+                    [--lbfgs-backend optax|jaxopt] [--relobralo on|off|adam]
+                    [--relobralo-second iteration|refresh] [--stages NAMES]
                     [--out DIR] [--no-plots] [--quiet] [--compile-cache DIR|off]
                     [--background-compile on|off]
     cgmpinn-jax infer [PROBLEM] [--unknowns D,r] [--n-obs 200] [--noise 0.01] [--obs-seed S]
@@ -128,14 +129,16 @@ def _table(result, paper: dict | None) -> str:
             + ("; relative e2 pools every field and point)" if result.metrics.per_field else ")")
         )
     lines.append(
-        f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s on this machine"
+        f"(seconds: ours = compile {s['compile_seconds']:.1f} s + run {s['run_seconds']:.1f} s "
+        "on this machine"
         + ("; paper = one PyTorch CPU run, hardware not stated)" if paper else ")")
     )
     lines += result.stage_lines()
     for st in (st for st in result.stages if st.name != "adam"):
         if st.iterations:
             per = (
-                "damping trials per iteration (one Jacobian per iteration, one forward evaluation per trial)"
+                "damping trials per iteration "
+                "(one Jacobian per iteration, one forward evaluation per trial)"
                 if st.label == "Gauss-Newton"
                 else "loss+gradient evaluations per iteration"
             )
@@ -145,7 +148,8 @@ def _table(result, paper: dict | None) -> str:
 
 
 def _list_pinnacle() -> None:
-    """The `list` section of PINNacle's problems: dimension, coordinates and what errors are measured against."""
+    """The `list` section of PINNacle's problems: dimension, coordinates and what errors are
+    measured against."""
     from ..problems import PINNACLE
 
     print("PINNacle's problems (Hao et al. 2024; cgmpinn_jax/problems/pinnacle.py):")
@@ -163,10 +167,12 @@ def _cmd_list(_args) -> int:
     for name, cls in PROBLEMS.items():
         d = cls.defaults
         print(
-            f"  {name:<22} coords={','.join(cls.coords):<5} Adam {d.adam_steps} + L-BFGS {d.second_steps}, width {d.width}"
+            f"  {name:<22} coords={','.join(cls.coords):<5} "
+            f"Adam {d.adam_steps} + L-BFGS {d.second_steps}, width {d.width}"
         )
     print(
-        "worked examples (no closed form: errors against reference data; docs/problems-from-data.md):"
+        "worked examples (no closed form: errors against reference data; "
+        "docs/problems-from-data.md):"
     )
     for name, cls in WORKED.items():
         p = cls()
@@ -189,8 +195,8 @@ def _cmd_list(_args) -> int:
             f"weighting={short(m.weighting, '_weights')}, relobralo={relo}"
         )
     print("ReLoBRaLo modes (--relobralo MODE; internal names in parentheses):")
-    for mode, (internal, text) in RELOBRALO_MODES.items():
-        print(f"  {mode:<5} ({internal}): {text}")
+    for mode, (internal_mode, text) in RELOBRALO_MODES.items():
+        print(f"  {mode:<5} ({internal_mode}): {text}")
     return 0
 
 
@@ -297,7 +303,8 @@ def _interrupted(stop, out: Path, command: str) -> int:
     if stop.result is not None:
         io.save_result(stop.result, out)
         print(
-            f"interrupted: the best model so far (rel e2 {stop.result.metrics.rel_e2:.3e}) saved in {out}"
+            f"interrupted: the best model so far (rel e2 {stop.result.metrics.rel_e2:.3e}) "
+            f"saved in {out}"
         )
     print(
         f"checkpoint in {stop.checkpoint_dir}; continue with: cgmpinn-jax {command} --resume {out}"
@@ -358,7 +365,8 @@ def _finish(out: Path, result, command: str) -> int:
     """A finished run drops its checkpoints; one that stopped on its time limit keeps them."""
     if result.time_limited:
         print(
-            f"wrote {out}; the run stopped on its time limit ({result.config.time_limit:g} s): continue with "
+            f"wrote {out}; the run stopped on its time limit ({result.config.time_limit:g} s): "
+            "continue with "
             f"cgmpinn-jax {command} --resume {out} --time-limit LARGER"
         )
         return 0
@@ -384,8 +392,10 @@ def _cmd_run(args) -> int:
     problem, method, config, key, out, cache_text = ready
     args.seed = key
     print(
-        f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, seed {args.seed}, "
-        f"{config.precision}, {_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; "
+        f"cgmpinn-jax run{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, "
+        f"seed {args.seed}, "
+        f"{config.precision}, {_stages_text(config)}, backend {jax.default_backend()}, "
+        f"{cache_text}; "
         f"output -> {out}"
     )
     result = _train_and_save(args, problem, method, config, out, key, "run")
@@ -436,8 +446,9 @@ def _cmd_infer(args) -> int:
     problem, method, config, key, out, cache_text = ready
     args.seed, args.noise = key, problem.observations.noise
     print(
-        f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, unknowns "
-        f"{', '.join(problem.unknown_names)}, {len(problem.observations)} observations, noise {args.noise:g}"
+        f"cgmpinn-jax infer{' (resumed)' if args.resume else ''}: {problem.name} / {method.name}, "
+        f"unknowns {', '.join(problem.unknown_names)}, {len(problem.observations)} observations, "
+        f"noise {args.noise:g}"
         + ("" if problem.obs_weight == 1.0 else f", observation weight {problem.obs_weight:g}")
         + f", seed {args.seed}, {config.precision}, "
         f"{_stages_text(config)}, backend {jax.default_backend()}, {cache_text}; output -> {out}"
@@ -452,8 +463,8 @@ def _cmd_infer(args) -> int:
     )
     print()
     print(
-        f"{problem.name} / {method.name} (seed {args.seed}), inverse: {len(problem.observations)} observations, "
-        f"noise {args.noise:g}"
+        f"{problem.name} / {method.name} (seed {args.seed}), inverse: "
+        f"{len(problem.observations)} observations, noise {args.noise:g}"
     )
     print(result.unknowns.table())
     print(_table(result, None))

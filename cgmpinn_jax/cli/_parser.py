@@ -87,18 +87,17 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
         "--preset",
         choices=tuple(PRESETS),
         default="faithful",
-        help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate measured "
-        f"setting ({_preset_text(PRESETS['accurate'])}); 'accurate_lbfgs' = "
-        f"the float64 L-BFGS setting ({_preset_text(PRESETS['accurate_lbfgs'])}); "
-        "other options override it "
+        help="named settings: 'faithful' = the paper's float32 run; 'accurate' = the most accurate "
+        f"measured setting ({_preset_text(PRESETS['accurate'])}); 'accurate_lbfgs' = the float64 "
+        f"L-BFGS setting ({_preset_text(PRESETS['accurate_lbfgs'])}); other options override it "
         "(default: %(default)s)",
     )
     r.add_argument(
         "--precision",
         choices=("float32", "float64", "mixed"),
         default=None,
-        help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's global "
-        "configuration is left as it is (default: the preset's, float32)",
+        help="float32 (the paper's), float64, or mixed (Adam float32, second stage float64); jax's "
+        "global configuration is left as it is (default: the preset's, float32)",
     )
     r.add_argument("--x64", action="store_true", help="alias of --precision float64")
     later = tuple(f for f in STAGE_FLAGS if f != "adam")
@@ -106,16 +105,16 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
         "--second",
         choices=later,
         default=None,
-        help="the stage after Adam: lbfgs (L-BFGS), gauss-newton (Levenberg-Marquardt on the residuals), or "
-        "dense BFGS / self-scaled BFGS / self-scaled Broyden for networks up to 20k parameters "
-        "(default: the preset's: faithful lbfgs, accurate gauss-newton)",
+        help="the stage after Adam: lbfgs (L-BFGS), gauss-newton (Levenberg-Marquardt on the "
+        "residuals), or dense BFGS / self-scaled BFGS / self-scaled Broyden for networks up to 20k "
+        "parameters (default: the preset's: faithful lbfgs, accurate gauss-newton)",
     )
     r.add_argument(
         "--stages",
         default=None,
         metavar="NAMES",
-        help=f"the run's stages, comma-separated, e.g. adam,lbfgs,gauss-newton (adam first if at all; each at "
-        f"most once; names: {', '.join(STAGE_FLAGS)}) (default: adam, then --second)",
+        help="the run's stages, comma-separated, e.g. adam,lbfgs,gauss-newton (adam first if at "
+        f"all; each at most once; names: {', '.join(STAGE_FLAGS)}) (default: adam, then --second)",
     )
     r.add_argument(
         "--lbfgs-backend",
@@ -135,15 +134,17 @@ def _add_optimizer_options(r: argparse.ArgumentParser) -> None:
         "--relobralo-second",
         choices=("iteration", "refresh"),
         default=None,
-        help="when ReLoBRaLo's lambdas enter the objective of a stage after Adam (L-BFGS or Gauss-Newton): "
-        "every iteration (as released) or at each weight refresh (about half the L-BFGS evaluations per "
-        "iteration; in float32 measured less accurate, benchmarks/results/headline.md; in float64 more, "
-        "benchmarks/results/precision.md) (default: the preset's: faithful iteration, accurate refresh)",
+        help="when ReLoBRaLo's lambdas enter the objective of a stage after Adam (L-BFGS or "
+        "Gauss-Newton): every iteration (as released) or at each weight refresh (about half the "
+        "L-BFGS evaluations per iteration; in float32 measured less accurate, "
+        "benchmarks/results/headline.md; in float64 more, benchmarks/results/precision.md) "
+        "(default: the preset's: faithful iteration, accurate refresh)",
     )
 
 
 def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
-    """The parser of ``run``, ``infer`` and ``list``; ``commands``: name -> the function it calls."""
+    """The parser of ``run``, ``infer`` and ``list``; ``commands``: name -> the function it
+    calls."""
     from ..methods import METHODS
     from ..problems import PROBLEMS
 
@@ -157,8 +158,8 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         "run",
         formatter_class=_HelpFormatter,
         help="train one method on one problem (default: the paper's 1D Poisson CGMPINN run)",
-        description="Train one method on one problem, print its metrics beside the paper's, and write "
-        "metrics.json, history.json, the model and plots into --out.",
+        description="Train one method on one problem, print its metrics beside the paper's, and "
+        "write metrics.json, history.json, the model and plots into --out.",
         epilog="examples:\n"
         "  cgmpinn-jax run                                   # the paper's headline run\n"
         "  cgmpinn-jax run heat --method pinn --adam-steps 2000 --second-steps 1000\n"
@@ -197,15 +198,16 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="steps between refreshes of the per-point weights (default: the method's on this problem: "
-        f"{_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)",
+        help="steps between refreshes of the per-point weights (default: the method's on this "
+        f"problem: {_problem_defaults_text('k_upd')}; Fisher-KPP CGMPINN 100)",
     )
     r.add_argument(
         "--width",
         type=int,
         default=None,
         metavar="N",
-        help=f"hidden width of the network (default: the problem's: {_problem_defaults_text('width')})",
+        help="hidden width of the network (default: the problem's: "
+        f"{_problem_defaults_text('width')})",
     )
     r.add_argument(
         "--depth",
@@ -218,9 +220,9 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         "--network",
         default=None,
         metavar="NAME",
-        help="the network, when not the method's MLP: a built-in choice (fourier, siren, periodic, laaf, "
-        "gaaf, mlp_activation) or package.module:factory, a function (key, in_dim, out_dim) -> "
-        "equinox module (default: the method's own)",
+        help="the network, when not the method's MLP: a built-in choice (fourier, siren, periodic, "
+        "laaf, gaaf, mlp_activation) or package.module:factory, a function (key, in_dim, out_dim) "
+        "-> equinox module (default: the method's own)",
     )
     r.add_argument(
         "--network-option",
@@ -249,56 +251,58 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
         "--out",
         default=None,
         metavar="DIR",
-        help="output folder; checkpoints go to DIR/checkpoints while the run lasts (removed when it "
-        "finishes) (default: runs/<problem>-<method>-<time>)",
+        help="output folder; checkpoints go to DIR/checkpoints while the run lasts (removed when "
+        "it finishes) (default: runs/<problem>-<method>-<time>)",
     )
     r.add_argument(
         "--resume",
         default=None,
         metavar="DIR",
-        help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the result "
-        "is bit-identical to an uninterrupted run on the same machine",
+        help="continue the run checkpointed in DIR (its --out) with the settings it recorded; the "
+        "result is bit-identical to an uninterrupted run on the same machine",
     )
     r.add_argument(
         "--checkpoint-every",
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="at most one checkpoint every SECONDS, at a call boundary (0: at every call boundary). "
-        "Ctrl-C writes one at the next call boundary, saves the best model so far and exits with "
-        f"status {EXIT_INTERRUPTED} (default: %(default)s)",
+        help="at most one checkpoint every SECONDS, at a call boundary (0: at every call "
+        "boundary). Ctrl-C writes one at the next call boundary, saves the best model so far and "
+        f"exits with status {EXIT_INTERRUPTED} (default: %(default)s)",
     )
     r.add_argument(
         "--time-limit",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="wall-clock seconds for the whole run, compilation included: at the next call boundary "
-        "after it the run writes a checkpoint, its stage ends with TIME_LIMIT (best point kept), the "
-        "model is saved and the checkpoints are kept; --resume DIR --time-limit LARGER continues it. "
-        "With --resume it replaces the recorded limit (default: no limit)",
+        help="wall-clock seconds for the whole run, compilation included: at the next call "
+        "boundary after it the run writes a checkpoint, its stage ends with TIME_LIMIT (best point "
+        "kept), the model is saved and the checkpoints are kept; --resume DIR --time-limit LARGER "
+        "continues it. With --resume it replaces the recorded limit (default: no limit)",
     )
     r.add_argument(
         "--call-seconds",
         type=float,
         default=30.0,
         metavar="SECONDS",
-        help="each compiled call of a stage lasts about SECONDS (sized from the stage's measured pace), "
-        "so progress lines, checkpoints, Ctrl-C and the time limit wait at most that long, however "
-        "slow an iteration; the same steps bit for bit whatever it is (default: %(default)s)",
+        help="each compiled call of a stage lasts about SECONDS (sized from the stage's measured "
+        "pace), so progress lines, checkpoints, Ctrl-C and the time limit wait at most that long, "
+        "however slow an iteration; the same steps bit for bit whatever it is (default: "
+        "%(default)s)",
     )
     r.add_argument("--no-plots", action="store_true", help="do not write the PNG figures")
     r.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress output while training (else: progress bars on a terminal, plain lines otherwise)",
+        help="no progress output while training (else: progress bars on a terminal, plain lines "
+        "otherwise)",
     )
     r.add_argument(
         "--compile-cache",
         default=None,
         metavar="DIR|off",
-        help="keep XLA's compiled chunks in DIR so that a later run of the same setup skips most of its "
-        "compile time; 'off' disables it (default: $CGMPINN_JAX_COMPILE_CACHE, else "
+        help="keep XLA's compiled chunks in DIR so that a later run of the same setup skips most "
+        "of its compile time; 'off' disables it (default: $CGMPINN_JAX_COMPILE_CACHE, else "
         "~/.cache/cgmpinn-jax/xla)",
     )
     r.add_argument(
@@ -310,12 +314,12 @@ def build_parser(commands: dict[str, Callable]) -> argparse.ArgumentParser:
     )
     r.set_defaults(func=commands["run"])
     _add_infer_parser(sub, r).set_defaults(func=commands["infer"])
-    l = sub.add_parser(
+    list_parser = sub.add_parser(
         "list",
         formatter_class=_HelpFormatter,
         help="list the problems, the methods and the ReLoBRaLo modes",
     )
-    l.set_defaults(func=commands["list"])
+    list_parser.set_defaults(func=commands["list"])
     return p
 
 
@@ -327,10 +331,11 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
         "infer",
         formatter_class=_HelpFormatter,
         help="identify unknown PDE coefficients from noisy observations (an inverse problem)",
-        description="Train the network and the problem's unknown coefficients together from synthetic noisy "
-        "observations of the exact solution; print each coefficient's estimate, true value and relative "
-        "error, and write metrics.json (unknowns.<name>.estimate/.true/.rel_error), history.json, "
-        "observations.json, the model and plots (unknowns.png: the coefficients' trajectories) into --out.",
+        description="Train the network and the problem's unknown coefficients together from "
+        "synthetic noisy observations of the exact solution; print each coefficient's estimate, "
+        "true value and relative error, and write metrics.json "
+        "(unknowns.<name>.estimate/.true/.rel_error), history.json, observations.json, the model "
+        "and plots (unknowns.png: the coefficients' trajectories) into --out.",
         epilog="examples:\n"
         "  cgmpinn-jax infer heat --n-obs 200 --noise 0.01 --adam-steps 3000 --second-steps 3000\n"
         "  cgmpinn-jax infer fisher_kpp --unknowns D,r --noise 0.05 --method pinn\n"
@@ -341,8 +346,8 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
         nargs="?",
         default="heat",
         metavar="PROBLEM",
-        help=f"a problem that declares unknown coefficients ({', '.join(INVERSE_BENCHMARKS)}), or your own "
-        "Problem subclass as package.module:ClassName",
+        help=f"a problem that declares unknown coefficients ({', '.join(INVERSE_BENCHMARKS)}), or "
+        "your own Problem subclass as package.module:ClassName",
     )
     for action in run_parser._actions:
         if action.dest not in ("help", "problem"):
@@ -351,8 +356,8 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
         "--unknowns",
         default=None,
         metavar="NAMES",
-        help="comma-separated coefficients to identify, e.g. D,r (default: all the problem declares: heat "
-        "kappa; fisher_kpp D,r; advection_diffusion a,nu)",
+        help="comma-separated coefficients to identify, e.g. D,r (default: all the problem "
+        "declares: heat kappa; fisher_kpp D,r; advection_diffusion a,nu)",
     )
     i.add_argument(
         "--n-obs",
@@ -366,8 +371,8 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
         type=float,
         default=0.01,
         metavar="LEVEL",
-        help="relative noise: Gaussian with standard deviation LEVEL x std of the exact values at the "
-        "observation points",
+        help="relative noise: Gaussian with standard deviation LEVEL x std of the exact values at "
+        "the observation points",
     )
     i.add_argument(
         "--obs-seed",
@@ -381,7 +386,8 @@ def _add_infer_parser(sub, run_parser: argparse.ArgumentParser) -> argparse.Argu
         type=float,
         default=1.0,
         metavar="W",
-        help="fixed factor on the observation term (default 1); below 1 the network fits noisy data less",
+        help="fixed factor on the observation term (default 1); below 1 the network fits noisy "
+        "data less",
     )
     return i
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any, cast
 
 from ..stages import STAGES
 
@@ -27,7 +28,7 @@ class _Bars:
         if p.stage != self.stage:
             self.close()
             self.stage = p.stage
-            name = STAGES[p.stage].label
+            name = cast(Any, STAGES[p.stage]).label
             self.bar = tqdm(
                 total=p.total, desc=f"{name:>12}", unit="it", file=sys.stderr, dynamic_ncols=True
             )

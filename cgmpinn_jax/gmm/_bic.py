@@ -71,9 +71,9 @@ def fit_gmm_bic(
     ([`GMMFit.loglik`][cgmpinn_jax.gmm.GMMFit]) and $p_K$ its free parameters in 1-D (K means,
     K variances, K - 1 weights): scikit-learn's ``GaussianMixture.bic``.  Choosing K
     automatically is the paper's stated future work (the paper and the reference fix K = 4).
-    Each fit is exactly [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm] with the same options; a fit whose status is
-    ``DEGENERATE`` or ``NONFINITE`` gets ``BIC = +inf`` and is never chosen; ties go to the
-    smaller K.  If no fit is usable (NaN or Inf input) the K = 1 fit is returned with its
+    Each fit is exactly [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm] with the same options; a fit whose
+    status is ``DEGENERATE`` or ``NONFINITE`` gets ``BIC = +inf`` and is never chosen; ties go
+    to the smaller K.  If no fit is usable (NaN or Inf input) the K = 1 fit is returned with its
     status.
 
     Jitted (``max_components`` and the static options of ``fit_gmm`` are static; the fits run
@@ -101,7 +101,9 @@ def fit_gmm_bic(
     Examples:
         >>> import jax
         >>> k1, k2 = jax.random.split(jax.random.PRNGKey(0))
-        >>> r = jnp.concatenate([jax.random.normal(k1, (300,)) - 8.0, jax.random.normal(k2, (300,)) + 8.0])
+        >>> r = jnp.concatenate(
+        ...     [jax.random.normal(k1, (300,)) - 8.0, jax.random.normal(k2, (300,)) + 8.0]
+        ... )
         >>> sel = fit_gmm_bic(r, 4)
         >>> int(sel.n_components), sel.fit.resp.shape, sel.mask.tolist()
         (2, (600, 4), [True, True, False, False])

@@ -44,7 +44,9 @@ def log_prob(r, weights, means, variances):
         ``(n, K)`` float array.
 
     Examples:
-        >>> float(log_prob(jnp.zeros(1), jnp.ones(1), jnp.zeros(1), jnp.ones(1))[0, 0])  # doctest: +ELLIPSIS
+        >>> float(
+        ...     log_prob(jnp.zeros(1), jnp.ones(1), jnp.zeros(1), jnp.ones(1))[0, 0]
+        ... )  # doctest: +ELLIPSIS
         -0.918...
     """
     r = jnp.asarray(r)
@@ -101,7 +103,9 @@ def mean_log_likelihood(r, weights, means, variances):
         ``()`` float array.
 
     Examples:
-        >>> round(float(mean_log_likelihood(jnp.zeros(3), jnp.ones(1), jnp.zeros(1), jnp.ones(1))), 4)
+        >>> round(
+        ...     float(mean_log_likelihood(jnp.zeros(3), jnp.ones(1), jnp.zeros(1), jnp.ones(1))), 4
+        ... )
         -0.9189
     """
     return jnp.mean(jax.nn.logsumexp(log_prob(r, weights, means, variances), axis=-1))

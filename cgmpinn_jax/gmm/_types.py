@@ -15,8 +15,8 @@ __all__ = ["GMMStatus", "GMMFit"]
 
 class GMMStatus(enum.IntEnum):
     """The outcome of [`fit_gmm`][cgmpinn_jax.gmm.fit_gmm], stored as an ``int32`` scalar in
-    [`GMMFit.status`][cgmpinn_jax.gmm.GMMFit]; compare with ``int(fit.status) == GMMStatus.CONVERGED``.
-    The first two are usable fits (``fit.usable``).
+    [`GMMFit.status`][cgmpinn_jax.gmm.GMMFit]; compare with
+    ``int(fit.status) == GMMStatus.CONVERGED``. The first two are usable fits (``fit.usable``).
 
     Attributes:
         CONVERGED: 0; EM stopped because the change of the mean log-likelihood fell below

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, cast
 
 import jax
 import jax.numpy as jnp
@@ -60,7 +60,8 @@ def declared_unknowns(problem: Problem) -> tuple[Unknown, ...]:
     decl = getattr(type(problem), "unknowns", ())
     if not isinstance(decl, (tuple, list)) or not all(isinstance(u, Unknown) for u in decl):
         raise ValueError(
-            f"{type(problem).__name__}.unknowns must be a tuple of Unknown(name, init, transform), got {decl!r}"
+            f"{type(problem).__name__}.unknowns must be a tuple of "
+            f"Unknown(name, init, transform), got {decl!r}"
         )
     return tuple(decl)
 
@@ -125,7 +126,8 @@ def _resolve_unknowns(forward: Problem, unknowns) -> tuple[Unknown, ...]:
         if not declared:
             raise ValueError(
                 f"{cls} declares no unknown coefficients (class attribute unknowns); pass unknowns="
-                f"(Unknown(name, init), ...) naming its float fields ({', '.join(floats) or 'none'})"
+                f"(Unknown(name, init), ...) naming its float fields "
+                f"({', '.join(floats) or 'none'})"
             )
         return tuple(declared.values())
     if isinstance(unknowns, (str, Unknown)):
@@ -184,7 +186,8 @@ class InverseProblem(ForwardWrapper):
 
     Args:
         forward: the forward problem (an instance or a registry name).
-        observations: [`Observations`][cgmpinn_jax.inverse.Observations] inside the forward problem's domain.
+        observations: [`Observations`][cgmpinn_jax.inverse.Observations] inside the forward
+            problem's domain.
         unknowns: names of the coefficients the forward problem declares, or
             `Unknown` records naming any of its float fields; ``None`` = all it
             declares.
@@ -202,7 +205,8 @@ class InverseProblem(ForwardWrapper):
 
     forward: Problem
     observations: Observations = dataclasses.field(compare=False, repr=False)
-    unknowns: Optional[tuple[Unknown, ...]] = None
+    # names or Unknown records; after __post_init__ always the resolved tuple of Unknown
+    unknowns: Optional[tuple[str | Unknown, ...]] = None
     obs_weight: float = 1.0
 
     _bound_forward = None  # set on a bound copy (see bind); not a field
@@ -215,7 +219,8 @@ class InverseProblem(ForwardWrapper):
             )
         if not isinstance(fwd, Problem):
             raise TypeError(
-                f"InverseProblem: forward must be a Problem or a registry name, got {type(fwd).__name__}"
+                "InverseProblem: forward must be a Problem or a registry name, "
+                f"got {type(fwd).__name__}"
             )
         validate_problem(fwd)
         if OBS_TERM in fwd.terms:
@@ -227,7 +232,8 @@ class InverseProblem(ForwardWrapper):
         for u in unknowns:
             if not _operator_reads(fwd, u.name):
                 raise ValueError(
-                    f"unknown coefficient {u.name!r} for {type(fwd).__name__}: its operator does not read it "
+                    f"unknown coefficient {u.name!r} for {type(fwd).__name__}: "
+                    "its operator does not read it "
                     f"(d N[u] / d {u.name} = 0), so the PDE residual cannot identify it"
                 )
         object.__setattr__(self, "unknowns", unknowns)
@@ -313,7 +319,7 @@ class InverseProblem(ForwardWrapper):
     @property
     def unknown_names(self) -> tuple[str, ...]:
         """The names of the unknowns, in order."""
-        return tuple(u.name for u in self.unknowns)
+        return tuple(u.name for u in cast(tuple[Unknown, ...], self.unknowns))
 
     def true_values(self) -> np.ndarray:
         """The forward problem's values of the ``U`` unknowns (the truth for synthetic data),
@@ -330,7 +336,8 @@ class InverseProblem(ForwardWrapper):
             ``{name: () array}``.
         """
         dtype = dtype or jnp.zeros(()).dtype
-        return {u.name: jnp.asarray(u.to_raw(u.init), dtype) for u in self.unknowns}
+        unknowns = cast(tuple[Unknown, ...], self.unknowns)
+        return {u.name: jnp.asarray(u.to_raw(u.init), dtype) for u in unknowns}
 
     def coefficient_values(self, raw: dict) -> dict:
         """The coefficients at the raw parameters (traceable).
@@ -342,7 +349,8 @@ class InverseProblem(ForwardWrapper):
         Returns:
             ``{name: value}``, arrays of the same shapes.
         """
-        return {u.name: u.value(raw[u.name]) for u in self.unknowns}
+        unknowns = cast(tuple[Unknown, ...], self.unknowns)
+        return {u.name: u.value(raw[u.name]) for u in unknowns}
 
     def coefficient_array(self, raw: dict) -> jax.Array:
         """The coefficients at the raw parameters as one array, in the order of ``unknowns``.
@@ -427,7 +435,7 @@ def unknowns_result(problem: InverseProblem, raw: dict) -> UnknownsResult:
         names=problem.unknown_names,
         estimate=est,
         true=problem.true_values(),
-        init=np.array([u.init for u in problem.unknowns]),
+        init=np.array([u.init for u in cast(tuple[Unknown, ...], problem.unknowns)]),
     )
 
 

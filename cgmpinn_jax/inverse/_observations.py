@@ -50,7 +50,8 @@ class Observations:
             raise ValueError(f"Observations.values must have shape (M,), got {vals.shape}{hint}")
         if pts.shape[0] != vals.shape[0]:
             raise ValueError(
-                f"Observations: {pts.shape[0]} points (points {pts.shape}) but {vals.shape[0]} values "
+                f"Observations: {pts.shape[0]} points (points {pts.shape}) "
+                f"but {vals.shape[0]} values "
                 f"(values {vals.shape}); one value per point"
             )
         if pts.shape[0] < 1:
@@ -105,7 +106,8 @@ class Observations:
             raise ValueError(
                 f"Observations.points[{m}] = {self.points[m].tolist()} is outside the domain of "
                 f"{type(problem).__name__}: {problem.coords[j]} = {self.points[m, j]} not in "
-                f"[{lo[j]}, {hi[j]}] ({n_out} point(s) outside the box lower = {tuple(problem.lower)}, "
+                f"[{lo[j]}, {hi[j]}] ({n_out} point(s) outside the box "
+                f"lower = {tuple(problem.lower)}, "
                 f"upper = {tuple(problem.upper)})"
             )
         return self

@@ -33,7 +33,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, cast
 
 import equinox as eqx
 import jax
@@ -127,7 +127,8 @@ def _outputs(y: jax.Array) -> jax.Array:
 def _check_input(z: jax.Array, in_dim: int) -> None:
     if z.shape != (in_dim,):
         raise ValueError(
-            f"network input must be one point of shape ({in_dim},), got {z.shape}; use jax.vmap for batches"
+            f"network input must be one point of shape ({in_dim},), got {z.shape}; "
+            "use jax.vmap for batches"
         )
 
 
@@ -265,7 +266,7 @@ class LNNPINN(eqx.Module):
         for lin, a, b in zip(self.blocks, self.alphas, self.betas):
             new = _tanh_jet(_linear_jet(lin, jet))
             sa, sb = jax.nn.softplus(a), jax.nn.softplus(b)
-            jet = _tanh_jet(tuple(sa * x + sb * y for x, y in zip(jet, new)))
+            jet = _tanh_jet(cast(Jet, tuple(sa * x + sb * y for x, y in zip(jet, new))))
         u, u1, u2 = _linear_jet(self.out, jet)
         return u[0], u1[0], u2[0]
 
@@ -326,7 +327,7 @@ class STARPINN(eqx.Module):
                 h = jnp.tanh(layer(h))
             o = _outputs(block[-1](h))
             out = o if out is None else o + jax.nn.sigmoid(self.gates[i - 1]) * out
-        return out
+        return cast(jax.Array, out)
 
     def jet2(self, z: jax.Array, v: jax.Array) -> Jet:
         """The value and the first and second directional derivatives along ``v`` at one
@@ -352,7 +353,7 @@ class STARPINN(eqx.Module):
             else:
                 g = jax.nn.sigmoid(self.gates[i - 1])
                 out = tuple(x + g * y for x, y in zip(o, out))
-        return out
+        return cast(Jet, out)
 
     def taylor_lanes(self, points: jax.Array, keys, fields: bool = False) -> dict:
         """The value and derivative lanes at a batch of points in one Taylor-mode pass (as
@@ -379,7 +380,7 @@ class STARPINN(eqx.Module):
             out = (
                 o if out is None else _tl.add(o, _tl.scale(out, jax.nn.sigmoid(self.gates[i - 1])))
             )
-        return _tl.outputs(out, full, fields)
+        return _tl.outputs(cast(_tl.Jet, out), full, fields)
 
 
 def _check_sizes(in_dim: int, width: int, depth: int, out_dim: int = 1) -> None:

@@ -16,8 +16,8 @@ for ``u_t + a u_x - nu u_xx``). The fast path instead
    where that was measured faster (`stacking`);
 3. evaluates the operator per point (``vmap``) with a field object that *reads* the lanes.
 
-[`cgmpinn_jax.problems.Problem.pde_residuals`][cgmpinn_jax.Problem.pde_residuals] goes through `operator_values`, so the
-choice is automatic and a user's operator needs no change.
+[`cgmpinn_jax.problems.Problem.pde_residuals`][cgmpinn_jax.Problem.pde_residuals] goes through
+`operator_values`, so the choice is automatic and a user's operator needs no change.
 
 Covered: derivatives of order <= 2 (value, first, pure and mixed second) of a network with a
 ``taylor_lanes(points, keys)`` method (`MLP`, ``LNNPINN``,
@@ -270,7 +270,7 @@ def input_jet(points: jax.Array, keys: tuple[Key, ...], input_map=None) -> Jet:
     dtype = points.dtype
     scale = jnp.ones((d,), dtype) if input_map is None else jnp.asarray(input_map[0], dtype)
     value = points if input_map is None else points * scale + jnp.asarray(input_map[1], dtype)
-    jet = {(): value}
+    jet: Jet = {(): value}
     for k in keys:
         if len(k) == 1:
             jet[k] = (jnp.zeros((1, d), dtype).at[0, k[0]].set(1.0)) * scale

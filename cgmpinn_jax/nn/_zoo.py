@@ -359,7 +359,9 @@ def periodic_mlp(
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> net = periodic_mlp(jax.random.key(0), 2, width=8, depth=2, periods=((0, 2.0),), harmonics=3)
+        >>> net = periodic_mlp(
+        ...     jax.random.key(0), 2, width=8, depth=2, periods=((0, 2.0),), harmonics=3
+        ... )
         >>> net.layers[0].weight.shape   # 6 features of x, and t
         (8, 7)
         >>> bool(jnp.allclose(net(jnp.array([-1.0, 0.5])), net(jnp.array([1.0, 0.5])), atol=1e-6))

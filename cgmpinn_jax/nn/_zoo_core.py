@@ -241,7 +241,10 @@ def adaptive_mlp(
     Examples:
         >>> import jax
         >>> net = adaptive_mlp(jax.random.key(0), 2, width=8, depth=3)
-        >>> net.slopes.shape, adaptive_mlp(jax.random.key(0), 2, width=8, kind="global").slopes.shape
+        >>> (
+        ...     net.slopes.shape,
+        ...     adaptive_mlp(jax.random.key(0), 2, width=8, kind="global").slopes.shape,
+        ... )
         ((3,), (1,))
     """
     _check_sizes(in_dim, width, depth, out_dim)

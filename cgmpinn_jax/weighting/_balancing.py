@@ -101,7 +101,7 @@ class ReLoBRaLoState(NamedTuple):
     lambdas: jax.Array
     ema: jax.Array
     history: jax.Array
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]
     key: jax.Array
     initial_losses: jax.Array
     previous_losses: jax.Array
@@ -296,7 +296,8 @@ def relobralo(
     $$
 
     $$
-    \lambda_c(k) = C\, \frac{\exp\left(\varrho_c(k) / T\right)}{\sum_{c'=1}^{C} \exp\left(\varrho_{c'}(k) / T\right)},
+    \lambda_c(k) = C\, \frac{\exp\left(\varrho_c(k) / T\right)}
+    {\sum_{c'=1}^{C} \exp\left(\varrho_{c'}(k) / T\right)},
     \qquad \varrho_c(k) = \frac{L_c(k)}{L_c^{\mathrm{ref}}(k) + 10^{-8}},
     $$
 
@@ -313,7 +314,8 @@ def relobralo(
     *weights* and has no lookback into the history:
 
     $$
-    \lambda^{\mathrm{bal}}(t, t') = C\, \mathrm{softmax}\left(\frac{L(t) / (L(t') + 10^{-8})}{T}\right),
+    \lambda^{\mathrm{bal}}(t, t') =
+    C\, \mathrm{softmax}\left(\frac{L(t) / (L(t') + 10^{-8})}{T}\right),
     \qquad
     \lambda(t) = \alpha \left[b\, \lambda(t-1) + (1 - b)\, \lambda^{\mathrm{bal}}(t, 0)\right]
     + (1 - \alpha)\, \lambda^{\mathrm{bal}}(t, t-1),

@@ -144,7 +144,9 @@ def component_difficulty(r, resp, eps=1e-6):
         ``(K,)`` float array of difficulties ``d_m >= 0``.
 
     Examples:
-        >>> component_difficulty(jnp.array([1.0, 3.0]), jnp.array([[1.0, 0.0], [0.0, 1.0]]), 1e-6).round(3)
+        >>> component_difficulty(
+        ...     jnp.array([1.0, 3.0]), jnp.array([[1.0, 0.0], [0.0, 1.0]]), 1e-6
+        ... ).round(3)
         Array([1., 9.], dtype=float32)
     """
     r = _as_float(r)
@@ -377,11 +379,13 @@ def gmmpinn_component_weights(r, fit: GMMFit, *, beta=1.0, eps=1e-6, mask=None):
 
     $$
     w_m = e^{+\beta \tilde d_m}\, v_m, \qquad
-    v_m = \frac{(\sigma_m^2 + \varepsilon)^{-1}}{\max_l\, (\sigma_l^2 + \varepsilon)^{-1} + \varepsilon}:
+    v_m = \frac{(\sigma_m^2 + \varepsilon)^{-1}}
+    {\max_l\, (\sigma_l^2 + \varepsilon)^{-1} + \varepsilon}:
     $$
 
-    hard components are up-weighted at all times, and the precision factor (with the extra ``eps`` in its
-    denominator) never fades.  Not an equation of the paper: the reference's ablation script.
+    hard components are up-weighted at all times, and the precision factor (with the extra
+    ``eps`` in its denominator) never fades.  Not an equation of the paper: the reference's
+    ablation script.
 
     Args:
         r: ``(n,)`` float array, the signed residuals the mixture was fitted on.
