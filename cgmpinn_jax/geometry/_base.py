@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import functools
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,8 @@ def _float_dtype() -> Any:
 
 
 def _float_tuple(value: Any, owner: str, arg: str) -> tuple[float, ...]:
-    """``value`` as a tuple of finite Python floats, or a ValueError naming ``owner`` and ``arg``."""
+    """``value`` as a tuple of finite Python floats, or a ValueError naming ``owner`` and
+    ``arg``."""
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -50,7 +51,8 @@ def _check_name(owner: str, name: Any) -> None:
 def _check_count(where: str, n: Any) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(
-            f"{where}: n must be a non-negative Python int (a static count under jax.jit), got {n!r}"
+            f"{where}: n must be a non-negative Python int (a static count under jax.jit), "
+            f"got {n!r}"
         )
     return int(n)
 
@@ -175,8 +177,17 @@ class Geometry(abc.ABC):
         (2, ('wall', 'hole'))
     """
 
-    lower: tuple[float, ...]
-    upper: tuple[float, ...]
+    if TYPE_CHECKING:
+        # Read-only to the type checker: a Box's fields, the other geometries' properties.
+        @property
+        def lower(self) -> tuple[float, ...]: ...
+
+        @property
+        def upper(self) -> tuple[float, ...]: ...
+
+    else:
+        lower: tuple[float, ...]
+        upper: tuple[float, ...]
 
     # ---------------------------------------------------------------- what subclasses provide
 
@@ -228,11 +239,13 @@ class Geometry(abc.ABC):
 
     @abc.abstractmethod
     def _interior_candidates(self, draw: Draw, m: int) -> tuple[Any, Any]:
-        """``m`` candidates, uniform over the proposal region, and which are in the domain (None: all)."""
+        """``m`` candidates, uniform over the proposal region, and which are in the domain
+        (None: all)."""
 
     @abc.abstractmethod
     def _boundary_candidates(self, draw: Draw, m: int, name: str | None) -> tuple[Any, Any, Any]:
-        """``m`` candidate boundary points, their outward normals and which are valid (None: all)."""
+        """``m`` candidate boundary points, their outward normals and which are valid
+        (None: all)."""
 
     def _interior_proposal_measure(self) -> float:
         """The measure of the region `_interior_candidates` draws uniformly from."""
@@ -301,7 +314,8 @@ class Geometry(abc.ABC):
 
     @property
     def _nudge(self) -> float:
-        """Step along a normal that the set operations use to tell the two sides of a boundary apart."""
+        """Step along a normal that the set operations use to tell the two sides of a boundary
+        apart."""
         return 1e-5 * self._size
 
     def _points(self, x: Any, where: str) -> jax.Array:
@@ -421,7 +435,9 @@ class Geometry(abc.ABC):
         Examples:
             >>> import jax
             >>> from cgmpinn_jax.geometry import Box
-            >>> x, nrm = Box((0.0, 0.0), (1.0, 1.0)).sample_boundary(jax.random.key(0), 4, "box.x0+")
+            >>> x, nrm = Box((0.0, 0.0), (1.0, 1.0)).sample_boundary(
+            ...     jax.random.key(0), 4, "box.x0+"
+            ... )
             >>> x[:, 0].tolist(), nrm[0].tolist()
             ([1.0, 1.0, 1.0, 1.0], [1.0, 0.0])
         """
@@ -464,7 +480,8 @@ class Geometry(abc.ABC):
         )
         if bad:
             raise ValueError(
-                f"{self._label()}.grid: sizes must be a tuple of {self.dim} ints >= 1, got {sizes!r}"
+                f"{self._label()}.grid: sizes must be a tuple of {self.dim} ints >= 1, "
+                f"got {sizes!r}"
             )
         axes = [np.linspace(lo, hi, int(s)) for lo, hi, s in zip(self.lower, self.upper, sizes)]
         mesh = np.meshgrid(*axes, indexing="ij")
@@ -541,4 +558,6 @@ def _sample_boundary(
     x, nrm, valid = _jax_candidates(
         key, m, lambda draw, m: geom._boundary_candidates(draw, m, name)
     )
-    return (x, nrm) if acceptance is None else _first_valid(_all_valid(valid, m), n, x, nrm)
+    if acceptance is None:
+        return x, nrm
+    return cast("tuple[jax.Array, jax.Array]", _first_valid(_all_valid(valid, m), n, x, nrm))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -68,8 +68,8 @@ def _check_simple(verts: tuple[Point, ...]) -> float:
     for i in range(k):
         if verts[i] == verts[(i + 1) % k]:
             raise ValueError(
-                f"Polygon: vertices {i} and {(i + 1) % k} coincide ({verts[i]}), so edge {i} has zero "
-                "length and no normal (do not repeat the first vertex at the end)"
+                f"Polygon: vertices {i} and {(i + 1) % k} coincide ({verts[i]}), so edge {i} "
+                "has zero length and no normal (do not repeat the first vertex at the end)"
             )
     arr = np.asarray(verts)
     ext = float(np.max(arr.max(axis=0) - arr.min(axis=0)))
@@ -101,7 +101,8 @@ def _check_simple(verts: tuple[Point, ...]) -> float:
 
 
 def _find_ear(v: tuple[Point, ...], idx: list[int], eps: float) -> int | None:
-    """Position in ``idx`` of a vertex whose triangle with its neighbours is an ear (CCW polygon)."""
+    """Position in ``idx`` of a vertex whose triangle with its neighbours is an ear (CCW
+    polygon)."""
     m = len(idx)
     for strict in (True, False):
         for i in range(m):
@@ -128,7 +129,7 @@ def _triangulate(v: tuple[Point, ...], eps: float) -> tuple[tuple[Point, Point, 
             raise ValueError(f"Polygon: could not triangulate the vertices {v}")
         tris.append((v[idx[i - 1]], v[idx[i]], v[idx[(i + 1) % len(idx)]]))
         del idx[i]
-    tris.append(tuple(v[j] for j in idx))
+    tris.append(cast("tuple[Point, Point, Point]", tuple(v[j] for j in idx)))
     return tuple(tris)
 
 
@@ -162,9 +163,8 @@ class Polygon(Geometry):
 
     vertices: tuple[tuple[float, float], ...]
     name: str = "polygon"
-    _area: float = dataclasses.field(
-        init=False, repr=False, compare=False
-    )  # signed: > 0 counter-clockwise
+    # signed: > 0 counter-clockwise
+    _area: float = dataclasses.field(init=False, repr=False, compare=False)
     _triangles: tuple = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -16,7 +16,8 @@ __all__ = ["Box", "Ball", "Disk"]
 
 @dataclasses.dataclass(frozen=True)
 class Box(Geometry):
-    """The axis-aligned box ``[lower_0, upper_0] x ... x [lower_{d-1}, upper_{d-1}]``, any ``d >= 1``.
+    """The axis-aligned box ``[lower_0, upper_0] x ... x [lower_{d-1}, upper_{d-1}]``, any
+    ``d >= 1``.
 
     Its boundary is one part named ``name``; each face can also be addressed on its own as
     ``f"{name}.x{i}-"`` (the face ``x_i = lower_i``) or ``f"{name}.x{i}+"`` (``x_i = upper_i``),
@@ -46,8 +47,8 @@ class Box(Geometry):
         upper = _float_tuple(self.upper, "Box", "upper")
         if len(lower) != len(upper):
             raise ValueError(
-                f"Box: lower and upper must have the same length, got {len(lower)} and {len(upper)} "
-                f"({lower} and {upper})"
+                f"Box: lower and upper must have the same length, got {len(lower)} and "
+                f"{len(upper)} ({lower} and {upper})"
             )
         for i, (lo, hi) in enumerate(zip(lower, upper)):
             if not lo < hi:
@@ -63,7 +64,8 @@ class Box(Geometry):
         return f"Box({self.name!r})"
 
     def face_names(self) -> tuple[str, ...]:
-        """The faces' part names, ``x_0 = lower_0`` first, then ``x_0 = upper_0``, ``x_1 = lower_1``, ...
+        """The faces' part names, ``x_0 = lower_0`` first, then ``x_0 = upper_0``,
+        ``x_1 = lower_1``, ...
 
         Returns:
             A tuple of ``2 d`` strings ``f"{name}.x{i}-"`` / ``f"{name}.x{i}+"``.
@@ -169,7 +171,10 @@ class Ball(Geometry):
     Examples:
         >>> import jax, math
         >>> ball = Ball((0.0, 0.0, 0.0), 1.0)
-        >>> math.isclose(ball.measure(), 4 / 3 * math.pi), math.isclose(ball.boundary_measure(), 4 * math.pi)
+        >>> (
+        ...     math.isclose(ball.measure(), 4 / 3 * math.pi),
+        ...     math.isclose(ball.boundary_measure(), 4 * math.pi),
+        ... )
         (True, True)
         >>> x, nrm = ball.sample_boundary(jax.random.key(0), 5)
         >>> bool(jax.numpy.allclose(x, nrm, atol=1e-6))
@@ -248,7 +253,8 @@ class Ball(Geometry):
         return g / draw.xp.linalg.norm(g, axis=1, keepdims=True)
 
     def _interior_candidates(self, draw: Draw, m: int) -> tuple[Any, None]:
-        # the first d coordinates of a uniform point on the sphere in R^(d + 2) are uniform in the ball
+        # the first d coordinates of a uniform point on the sphere in R^(d + 2) are uniform in
+        # the ball
         v = self._directions(draw, m, self.dim + 2)[:, : self.dim]
         return draw.xp.asarray(self.center, dtype=draw.dtype) + self.radius * v, None
 

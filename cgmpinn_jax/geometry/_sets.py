@@ -52,7 +52,8 @@ class _SetOperation(Geometry):
 
     a: Geometry
     b: Geometry
-    # acceptance estimates, made on first need: {("interior", None) or ("boundary", name): (f, lower bound)}
+    # acceptance estimates, made on first need:
+    # {("interior", None) or ("boundary", name): (f, lower bound)}
     _estimates: dict = dataclasses.field(
         init=False, repr=False, compare=False, default_factory=dict
     )
@@ -70,14 +71,15 @@ class _SetOperation(Geometry):
                 )
         if self.a.dim != self.b.dim:
             raise ValueError(
-                f"{op}: the operands have different dimensions: {self.a._label()} is {self.a.dim}-D, "
-                f"{self.b._label()} is {self.b.dim}-D"
+                f"{op}: the operands have different dimensions: {self.a._label()} is "
+                f"{self.a.dim}-D, {self.b._label()} is {self.b.dim}-D"
             )
         shared = [p for p in self.a._all_names() if p in self.b._all_names()]
         if shared:
             raise ValueError(
-                f"{op}({self.a._label()}, {self.b._label()}): boundary part name(s) {shared} appear in "
-                "both operands; give the primitives distinct names, e.g. Disk(..., name='hole1')"
+                f"{op}({self.a._label()}, {self.b._label()}): boundary part name(s) {shared} "
+                "appear in both operands; give the primitives distinct names, e.g. "
+                "Disk(..., name='hole1')"
             )
         self._check_bounds()
         self._check_not_empty()
@@ -117,9 +119,9 @@ class _SetOperation(Geometry):
             ):
                 owner, from_b = self._owner(name)
                 raise ValueError(
-                    f"{self._label()}: the boundary part {name!r} of {owner._label()} vanishes entirely "
-                    f"({self._vanish_hint[from_b]}; none of {_M_PART} points drawn on it is on the "
-                    "boundary of the result)"
+                    f"{self._label()}: the boundary part {name!r} of {owner._label()} vanishes "
+                    f"entirely ({self._vanish_hint[from_b]}; none of {_M_PART} points drawn on it "
+                    "is on the boundary of the result)"
                 )
 
     def _label(self) -> str:
@@ -295,7 +297,10 @@ class Union(_SetOperation):
 
     Examples:
         >>> from cgmpinn_jax.geometry import Box
-        >>> ell = Box((0.0, 0.0), (2.0, 1.0), name="bottom") | Box((0.0, 0.0), (1.0, 2.0), name="left")
+        >>> ell = (
+        ...     Box((0.0, 0.0), (2.0, 1.0), name="bottom")
+        ...     | Box((0.0, 0.0), (1.0, 2.0), name="left")
+        ... )
         >>> ell.boundary_names(), ell.lower, ell.upper, round(ell.measure(), 1)
         (('bottom', 'left'), (0.0, 0.0), (2.0, 2.0), 3.0)
     """
@@ -421,7 +426,8 @@ class Intersection(_SetOperation):
     def _check_bounds(self) -> None:
         if any(lo >= hi for lo, hi in zip(self.lower, self.upper)):
             raise ValueError(
-                f"{self._label()}: the result is empty (the operands' bounding boxes do not overlap)"
+                f"{self._label()}: the result is empty (the operands' bounding boxes do not "
+                "overlap)"
             )
 
     @property

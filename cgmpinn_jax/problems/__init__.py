@@ -5,11 +5,12 @@ of systems and curved boundaries, and the geometries of `cgmpinn_jax.geometry` (
 set operations), re-exported here.
 
 A problem is named by a registry name (``"heat"``, one of
-[`PROBLEMS`][cgmpinn_jax.PROBLEMS]; a worked example of [`WORKED`][cgmpinn_jax.problems.WORKED]; one
-of PINNacle's problems in [`PINNACLE`][cgmpinn_jax.problems.PINNACLE], ``"wave1d_c"``), or by the
-import path of a user's [`Problem`][cgmpinn_jax.Problem] subclass, ``"package.module:ClassName"``; both
-work with [`get_problem`][cgmpinn_jax.get_problem], [`train`][cgmpinn_jax.train] and the ``cgmpinn-jax run``
-command.
+[`PROBLEMS`][cgmpinn_jax.PROBLEMS]; a worked example of
+[`WORKED`][cgmpinn_jax.problems.WORKED]; one of PINNacle's problems in
+[`PINNACLE`][cgmpinn_jax.problems.PINNACLE], ``"wave1d_c"``), or by the import path of a
+user's [`Problem`][cgmpinn_jax.Problem] subclass, ``"package.module:ClassName"``; both work
+with [`get_problem`][cgmpinn_jax.get_problem], [`train`][cgmpinn_jax.train] and the
+``cgmpinn-jax run`` command.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ PROBLEMS: dict[str, type[Problem]] = {
 
 
 def class_path(cls: type) -> str:
-    """The import path of a class, as [`import_problem_class`][cgmpinn_jax.problems.import_problem_class]
-    reads it (and a saved run records a user's problem by).
+    """The import path of a class, as
+    [`import_problem_class`][cgmpinn_jax.problems.import_problem_class] reads it (and a saved
+    run records a user's problem by).
 
     Args:
         cls: a class defined at module level.
@@ -174,8 +176,8 @@ def get_problem(name: str | Problem | type[Problem], **params) -> Problem:
     else:
         raise ValueError(
             f"unknown problem {name!r}; valid names: {', '.join(PROBLEMS)}, the worked examples "
-            f"{', '.join(WORKED)}, PINNacle's problems {', '.join(PINNACLE)}, or 'package.module:ClassName' "
-            "of your own Problem subclass (or pass an instance)"
+            f"{', '.join(WORKED)}, PINNacle's problems {', '.join(PINNACLE)}, or "
+            "'package.module:ClassName' of your own Problem subclass (or pass an instance)"
         )
     try:
         return cls(**params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn, cast
 
 import jax
 import jax.numpy as jnp
@@ -23,14 +23,17 @@ _ATTR_HELP = {
     "upper": "the box's upper corner, one float per coordinate, e.g. upper = (1.0, 1.0)",
     "terms": "the constraint terms besides the PDE, e.g. terms = ('ic', 'bc') or ()",
 }
-_PIECE_KINDS = "Dirichlet(), DerivativeMatch(axis), Periodic(axes), Condition(fn), Neumann(normal) or Robin(normal)"
+_PIECE_KINDS = (
+    "Dirichlet(), DerivativeMatch(axis), Periodic(axes), Condition(fn), Neumann(normal) or "
+    "Robin(normal)"
+)
 
 
 def _cls_name(problem: Any) -> str:
     return problem.__name__ if isinstance(problem, type) else type(problem).__name__
 
 
-def _fail(problem: Any, where: str, msg: str) -> None:
+def _fail(problem: Any, where: str, msg: str) -> NoReturn:
     raise ValueError(f"{_cls_name(problem)}.{where}: {msg}")
 
 
@@ -102,7 +105,8 @@ def _check_declarations(problem: Any) -> None:
             _fail(
                 problem,
                 attr,
-                f"must be a tuple of {d} floats (one per coordinate of {tuple(coords)!r}), got {v!r}{hint}",
+                f"must be a tuple of {d} floats (one per coordinate of {tuple(coords)!r}), "
+                f"got {v!r}{hint}",
             )
         if not all(math.isfinite(float(x)) for x in v):
             _fail(problem, attr, f"must be finite, got {tuple(v)!r}")
@@ -170,8 +174,9 @@ def _check_dataclass(problem: Any) -> None:
             except TypeError:
                 v = getattr(problem, f.name)
                 raise ValueError(
-                    f"{cls.__name__}.{f.name}: field values must be hashable (floats, ints, strings, tuples), "
-                    f"got a {type(v).__name__}; use a tuple instead of a list or an array"
+                    f"{cls.__name__}.{f.name}: field values must be hashable (floats, ints, "
+                    f"strings, tuples), got a {type(v).__name__}; use a tuple instead of a list "
+                    f"or an array"
                 ) from None
         raise ValueError(
             f"{cls.__name__} instances must be hashable: decorate the class with "
@@ -238,8 +243,8 @@ def _check_pieces(problem: Any, pieces: Any) -> None:
                     _fail(
                         problem,
                         where,
-                        f"{piece!r}: an axis indexes coords = {tuple(problem.coords)!r}, so it must "
-                        f"be an int in 0..{problem.dim - 1}, got {a!r}",
+                        f"{piece!r}: an axis indexes coords = {tuple(problem.coords)!r}, so it "
+                        f"must be an int in 0..{problem.dim - 1}, got {a!r}",
                     )
 
 
@@ -259,7 +264,8 @@ def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
             _fail(
                 problem,
                 where,
-                f"returns the key {k!r}, which is neither 'pde' nor a term declared in terms = {terms!r}",
+                f"returns the key {k!r}, which is neither 'pde' nor a term declared in "
+                f"terms = {terms!r}",
             )
     for k in expected_keys:
         if k not in pts:
@@ -290,7 +296,7 @@ def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
                 f"must be an array of shape {want} (d = {d} coordinates "
                 f"{tuple(problem.coords)!r}){extra}, got {got}",
             )
-        if shape[0] < 1:
+        if cast("tuple[int, ...]", shape)[0] < 1:  # an array here: `ok` held
             _fail(problem, f"{where}[{label}]", f"has no points (shape {shape})")
         if not jnp.issubdtype(_dtype(x), jnp.floating):
             _fail(
@@ -309,7 +315,8 @@ def _check_sampled(problem: Any, pts: Any, pieces: dict) -> None:
                 problem,
                 f"{where}[{t!r}]",
                 f"must be a tuple with one point array per piece ({n_pieces} declared in "
-                f"pieces()[{t!r}]), got {'an array of shape ' + str(shape) if shape else repr(arrays)}"
+                f"pieces()[{t!r}]), got "
+                f"{'an array of shape ' + str(shape) if shape else repr(arrays)}"
                 f"; wrap a single array as (points,)",
             )
         if len(arrays) != n_pieces:

@@ -106,7 +106,8 @@ def check_solution_and_source(problem: Any, z: Any, probe: Any) -> None:
             what = (
                 "a scalar (shape ())"
                 if want_e == ()
-                else f"one value per equation {tuple(problem.equations)!r} (a tuple or shape {want_e})"
+                else f"one value per equation {tuple(problem.equations)!r} "
+                f"(a tuple or shape {want_e})"
             )
             _fail(
                 problem,
@@ -220,8 +221,8 @@ def check_unit_normals(problem: Any, where: str, normals: Any) -> None:
         _fail(
             problem,
             where,
-            f"{int(bad.sum())} normal(s) are not unit vectors (length {float(norm[np.argmax(bad)]):.3g}; "
-            "a zero-length normal has no direction)",
+            f"{int(bad.sum())} normal(s) are not unit vectors "
+            f"(length {float(norm[np.argmax(bad)]):.3g}; a zero-length normal has no direction)",
         )
 
 

@@ -20,8 +20,8 @@ __all__ = ["Neumann", "Robin", "normals_at"]
 
 
 def normals_at(normal: Any, boundary: str | None, points: jax.Array) -> jax.Array:
-    """``(n, d)`` outward normals at ``points`` from a geometry (``normal.normal(points, boundary)``)
-    or a function of one point returning ``(d,)``."""
+    """``(n, d)`` outward normals at ``points`` from a geometry
+    (``normal.normal(points, boundary)``) or a function of one point returning ``(d,)``."""
     if hasattr(normal, "boundary_names"):  # a Geometry
         return jnp.asarray(normal.normal(points, boundary), points.dtype)
     return jnp.asarray(jax.vmap(normal)(points), points.dtype)
@@ -76,7 +76,8 @@ class Neumann(Piece):
 
 @dataclasses.dataclass(frozen=True)
 class Robin(Piece):
-    """Enforces the Robin condition ``a u(z) + b n(z) . grad u(z) = g(z)`` at boundary points ``(n, d)``.
+    """Enforces the Robin condition ``a u(z) + b n(z) . grad u(z) = g(z)`` at boundary points
+    ``(n, d)``.
 
     The residual is ``a u + b n . grad u - g``, with ``n`` the outward unit normal as for
     [`Neumann`][cgmpinn_jax.problems.Neumann].

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any, Callable, ClassVar, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +45,8 @@ def check_points(points: Any, dim: int, *, name: str = "points", paired: bool = 
         points: an array-like of points: ``(n, dim)``, or ``(n, 2, dim)`` pairs when ``paired``.
         dim: the number of coordinates ``d``.
         name: what the points are, for the error message.
-        paired: whether the points are pairs (a [`Periodic`][cgmpinn_jax.problems.Periodic] piece's).
+        paired: whether the points are pairs (a
+            [`Periodic`][cgmpinn_jax.problems.Periodic] piece's).
 
     Returns:
         ``points`` as a ``jax.Array``, unchanged.
@@ -104,8 +105,9 @@ def uniform(
 
 
 class TestGrid(NamedTuple):
-    """The evaluation grid of a problem's metrics (what [`Problem.test_grid`][cgmpinn_jax.Problem.test_grid]
-    returns), usually a tensor grid from [`grid`][cgmpinn_jax.problems.grid].
+    """The evaluation grid of a problem's metrics (what
+    [`Problem.test_grid`][cgmpinn_jax.Problem.test_grid] returns), usually a tensor grid from
+    [`grid`][cgmpinn_jax.problems.grid].
 
     Attributes:
         points: ``(M, d)`` numpy array of points, in ``meshgrid(indexing='ij')`` order (first
@@ -212,13 +214,14 @@ def exact_field(problem: Any, field: str | None) -> ScalarField:
     problem); a ValueError when the problem states no exact solution."""
     if not getattr(problem, "has_exact", True):
         raise ValueError(
-            f"{type(problem).__name__} states no exact(z), so a piece without a target g cannot derive "
-            f"one: give the piece its target, e.g. Dirichlet(g=0.0) or Dirichlet(g=lambda z: ...)"
+            f"{type(problem).__name__} states no exact(z), so a piece without a target g cannot "
+            f"derive one: give the piece its target, e.g. Dirichlet(g=0.0) or "
+            f"Dirichlet(g=lambda z: ...)"
         )
     fields = tuple(getattr(problem, "fields", ("u",)))
     if len(fields) == 1:
         return problem.exact
-    return Fields(problem.exact, fields)[field]
+    return Fields(problem.exact, fields)[cast(str, field)]  # a system's piece names its field
 
 
 class Piece(abc.ABC):
@@ -298,7 +301,8 @@ class Piece(abc.ABC):
         if isinstance(u, Fields):
             if field is None:
                 raise ValueError(
-                    f"{self!r} constrains a system with fields {u.names!r}: name one, e.g. field={u.names[0]!r}"
+                    f"{self!r} constrains a system with fields {u.names!r}: name one, "
+                    f"e.g. field={u.names[0]!r}"
                 )
             return u[field]
         return u

@@ -20,7 +20,8 @@ class Truth(NamedTuple):
     Attributes:
         points: ``(M, d)`` array of the points where the values are known.
         values: ``(M,)`` array for one field, ``(M, F)`` for a system (columns in ``fields`` order).
-        against: what the values are: ``"exact"`` or ``"reference <source>"`` (said in every report).
+        against: what the values are: ``"exact"`` or ``"reference <source>"`` (said in every
+            report).
         fields: the field names of the columns, ``F`` strings.
 
     Examples:
@@ -48,8 +49,8 @@ def _reference_values(problem: Any, ref: Any) -> np.ndarray:
     missing = [f for f in problem.fields if f not in names]
     if missing:
         raise ValueError(
-            f"{type(problem).__name__}.reference(): the reference {ref.source!r} has the fields {names!r}, "
-            f"not {tuple(missing)!r} of the problem's fields {tuple(problem.fields)!r}"
+            f"{type(problem).__name__}.reference(): the reference {ref.source!r} has the fields "
+            f"{names!r}, not {tuple(missing)!r} of the problem's fields {tuple(problem.fields)!r}"
         )
     cols = np.stack([np.asarray(ref.values)[:, names.index(f)] for f in problem.fields], axis=-1)
     return cols[:, 0] if cols.shape[1] == 1 else cols

@@ -1,4 +1,5 @@
-"""The Problem interface: a PDE, its exact solution or its data, its constraint terms and its points.
+"""The Problem interface: a PDE, its exact solution or its data, its constraint terms and its
+points.
 
 A benchmark states its exact solution ``u*(z)`` and its differential operator ``N[u](z)``
 once. Everything else follows by automatic differentiation:
@@ -115,8 +116,8 @@ class Problem(abc.ABC):
     problem's parameters (coefficients, point counts: ``nu: float = 0.05``,
     ``n_pde: int = 2000``); they must be hashable (floats, ints, strings, tuples) and are
     saved with a trained model so [`load_model`][cgmpinn_jax.load_model] can rebuild the problem.
-    Override a parameter with [`get_problem`][cgmpinn_jax.get_problem] (``get_problem("heat", n_pde=500)``)
-    or ``dataclasses.replace``.
+    Override a parameter with [`get_problem`][cgmpinn_jax.get_problem]
+    (``get_problem("heat", n_pde=500)``) or ``dataclasses.replace``.
 
     The class attributes below are plain assignments in the subclass body (no annotation,
     so they are not dataclass fields).
@@ -130,9 +131,10 @@ class Problem(abc.ABC):
       for ``u_t - u_xx``.
     * [`exact(z)`][cgmpinn_jax.Problem.exact] (optional): the exact solution ``u*(z)``, shape ``()``
       (``(F,)`` on a system). The source ``f = N[u*]`` and every constraint target without a
-      given ``g`` are derived from it. Without it, define [`source(z)`][cgmpinn_jax.Problem.source]
-      (or set ``homogeneous = True``), give the pieces their targets (``Dirichlet(g=...)``), and
-      optionally [`reference()`][cgmpinn_jax.Problem.reference] (data the errors are measured against).
+      given ``g`` are derived from it. Without it, define
+      [`source(z)`][cgmpinn_jax.Problem.source] (or set ``homogeneous = True``), give the pieces
+      their targets (``Dirichlet(g=...)``), and optionally
+      [`reference()`][cgmpinn_jax.Problem.reference] (data the errors are measured against).
     * [`pieces()`][cgmpinn_jax.Problem.pieces]: ``{term: (Piece, ...)}`` for every name in
       ``terms``: [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] (``u = g``),
       [`DerivativeMatch`][cgmpinn_jax.problems.DerivativeMatch] (``u_axis = g``),
@@ -143,8 +145,8 @@ class Problem(abc.ABC):
       PRNG ``key``: ``{"pde": (N, d) array, term: (array per piece, ...) for each term}``. Use
       ``jax.random`` (not numpy) so that sweeps can vmap it; helpers:
       [`uniform`][cgmpinn_jax.problems.uniform], [`box_edges`][cgmpinn_jax.problems.box_edges],
-      [`edge_pair`][cgmpinn_jax.problems.edge_pair], [`initial_line`][cgmpinn_jax.problems.initial_line],
-      or a geometry's samplers.
+      [`edge_pair`][cgmpinn_jax.problems.edge_pair],
+      [`initial_line`][cgmpinn_jax.problems.initial_line], or a geometry's samplers.
     * [`test_grid()`][cgmpinn_jax.Problem.test_grid]: the evaluation grid of the metrics, usually
       ``grid(self.lower, self.upper, sizes)`` ([`grid`][cgmpinn_jax.problems.grid]); optional when
       the problem has a reference (its points serve).
@@ -171,8 +173,9 @@ class Problem(abc.ABC):
         coords (tuple[str, ...]): the coordinate names, e.g. ``("x", "t")``. Their order is the
             column order of every point array and what an ``axis`` index means (``partial(u, 1)``
             is ``u_t`` here); ``d = len(coords)``.
-        lower (tuple[float, ...]): the box's lower corner, ``d`` floats with ``lower[j] < upper[j]``.
-            Write ``(0.0,)`` in 1D: ``(0.0)`` is not a tuple. Defaults to the geometry's bounding box.
+        lower (tuple[float, ...]): the box's lower corner, ``d`` floats with
+            ``lower[j] < upper[j]``. Write ``(0.0,)`` in 1D: ``(0.0)`` is not a tuple. Defaults
+            to the geometry's bounding box.
         upper (tuple[float, ...]): the box's upper corner, ``d`` floats.
         terms (tuple[str, ...]): the names of the constraint terms besides the PDE, e.g.
             ``("ic", "bc")`` or ``()``. One loss term each, balanced by ReLoBRaLo in the order
@@ -184,7 +187,8 @@ class Problem(abc.ABC):
             (default [`ProblemDefaults()`][cgmpinn_jax.problems.ProblemDefaults]).
         fields (tuple[str, ...]): the network's outputs, default ``("u",)``. A system names
             several: the network has one output per field, the operator receives the
-            [`Fields`][cgmpinn_jax.problems.Fields] view and each piece names the field it constrains.
+            [`Fields`][cgmpinn_jax.problems.Fields] view and each piece names the field it
+            constrains.
         equations (tuple[str, ...]): the names of the operator's residual equations, default
             ``("pde",)``; on a system the operator returns one value per name.
         geometry (Geometry | None): a domain built from the primitives of
@@ -242,21 +246,24 @@ class Problem(abc.ABC):
     # ---- the box: stated, or the geometry's bounding box ---------------------------------
     @property
     def lower(self) -> tuple[float, ...]:
-        """The box's lower corner, ``d`` floats (a class attribute, or the geometry's bounding box)."""
+        """The box's lower corner, ``d`` floats (a class attribute, or the geometry's bounding
+        box)."""
         if self.geometry is None:
             raise AttributeError("lower")
         return tuple(float(v) for v in self.geometry.lower)
 
     @property
     def upper(self) -> tuple[float, ...]:
-        """The box's upper corner, ``d`` floats (a class attribute, or the geometry's bounding box)."""
+        """The box's upper corner, ``d`` floats (a class attribute, or the geometry's bounding
+        box)."""
         if self.geometry is None:
             raise AttributeError("upper")
         return tuple(float(v) for v in self.geometry.upper)
 
     # ---- to implement ------------------------------------------------------------
     def exact(self, z: jax.Array) -> jax.Array:
-        """The exact solution ``u*(z)`` at one point (optional: override it when there is a closed form).
+        """The exact solution ``u*(z)`` at one point (optional: override it when there is a
+        closed form).
 
         A problem without one gives its [`source`][cgmpinn_jax.Problem.source] and its pieces'
         targets ``g`` directly, and may carry a [`reference`][cgmpinn_jax.Problem.reference].
@@ -354,7 +361,8 @@ class Problem(abc.ABC):
 
     @property
     def has_exact(self) -> bool:
-        """Whether the problem states an exact solution (overrides [`exact`][cgmpinn_jax.Problem.exact])."""
+        """Whether the problem states an exact solution (overrides
+        [`exact`][cgmpinn_jax.Problem.exact])."""
         return type(self).exact is not Problem.exact
 
     @property
@@ -367,10 +375,12 @@ class Problem(abc.ABC):
         return reference_of(self)
 
     def truth(self, dtype=None) -> Truth | None:
-        """What errors are measured against: the exact solution on the test grid, else the reference.
+        """What errors are measured against: the exact solution on the test grid, else the
+        reference.
 
         Args:
-            dtype: the dtype the exact solution is evaluated in (default: the current default float).
+            dtype: the dtype the exact solution is evaluated in (default: the current default
+                float).
 
         Returns:
             A [`Truth`][cgmpinn_jax.problems.Truth] (points, values, against what), or None when
@@ -393,7 +403,8 @@ class Problem(abc.ABC):
         return out if len(self.equations) == 1 else jnp.stack(out)
 
     def source(self, z: jax.Array) -> jax.Array:
-        """The source term ``f(z) = N[u*](z)``, by automatic differentiation (0 for homogeneous PDEs).
+        """The source term ``f(z) = N[u*](z)``, by automatic differentiation (0 for homogeneous
+        PDEs).
 
         A problem without an exact solution overrides this (or sets ``homogeneous = True``).
 
@@ -412,8 +423,8 @@ class Problem(abc.ABC):
             )
         if not self.has_exact:
             raise ValueError(
-                f"{type(self).__name__}.source(z): the problem states no exact(z) to derive f = N[u*] "
-                "from; define source(z), or set homogeneous = True when f = 0"
+                f"{type(self).__name__}.source(z): the problem states no exact(z) to derive "
+                "f = N[u*] from; define source(z), or set homogeneous = True when f = 0"
             )
         return self._equations(self.operator(self.as_fields(self.exact), z))
 

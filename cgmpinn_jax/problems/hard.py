@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import equinox as eqx
 import jax
@@ -46,7 +46,8 @@ from .base import ForwardWrapper, Problem
 
 __all__ = ["HardConstrained", "ConstrainedNetwork"]
 
-# (coordinate j, side 0 = lower / 1 = upper, term, piece index): a face and the piece whose target it takes
+# (coordinate j, side 0 = lower / 1 = upper, term, piece index): a face and the piece whose
+# target it takes
 Face = tuple[int, int, str, int]
 
 
@@ -73,7 +74,8 @@ def _piece_ids(problem: Problem, satisfies) -> tuple[str, ...]:
         if term not in problem.terms:
             raise ValueError(
                 f"HardConstrained: satisfies names the term {term!r}, which "
-                f"{type(problem).__name__} does not have (its terms: {', '.join(problem.terms) or 'none'})"
+                f"{type(problem).__name__} does not have "
+                f"(its terms: {', '.join(problem.terms) or 'none'})"
             )
         n = len(pieces[term])
         if not idx:
@@ -107,13 +109,13 @@ def _faces_of(problem: Problem, ids: tuple[str, ...], pts: dict) -> tuple[tuple[
         piece = pieces[term][i]
         if not isinstance(piece, Dirichlet):
             raise ValueError(
-                f"HardConstrained: piece {i} of {term!r} is a {type(piece).__name__}; g and d are built "
-                f"for Dirichlet pieces only (give g and d yourself, or leave the piece in the loss)"
+                f"HardConstrained: piece {i} of {term!r} is a {type(piece).__name__}; g and d are "
+                f"built for Dirichlet pieces only (give g and d yourself, or leave the piece in "
+                f"the loss)"
             )
         z = np.asarray(pts[term][i], np.float64).reshape(-1, problem.dim)
-        on = np.concatenate(
-            [np.abs(z - lo) <= tol, np.abs(z - hi) <= tol], axis=1
-        )  # (n, 2d): on face (side, j)
+        # (n, 2d): on face (side, j)
+        on = np.concatenate([np.abs(z - lo) <= tol, np.abs(z - hi) <= tol], axis=1)
         only = on[on.sum(axis=1) == 1]
         if not np.all(on.any(axis=1)):
             raise ValueError(
@@ -168,7 +170,10 @@ class HardConstrained(ForwardWrapper):
         ((), ('bc:0', 'bc:1', 'ic:0'))
         >>> import jax.numpy as jnp
         >>> u = heat.constrain(lambda z: jnp.float32(7.0))  # any network: N = 7
-        >>> float(u(jnp.array([0.0, 0.3]))), float(u(jnp.array([0.25, 0.0]))) == float(heat.exact(jnp.array([0.25, 0.0])))
+        >>> (
+        ...     float(u(jnp.array([0.0, 0.3]))),
+        ...     float(u(jnp.array([0.25, 0.0]))) == float(heat.exact(jnp.array([0.25, 0.0]))),
+        ... )
         (0.0, True)
     """
 
@@ -177,7 +182,7 @@ class HardConstrained(ForwardWrapper):
     g: Optional[Callable] = None
     d: Optional[Callable] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         from .validate import validate_problem
 
         fwd = self.forward
@@ -188,19 +193,21 @@ class HardConstrained(ForwardWrapper):
             )
         if not isinstance(fwd, Problem):
             raise TypeError(
-                f"HardConstrained: forward must be a Problem instance (e.g. cj.get_problem('heat')), got "
-                f"{type(fwd).__name__}"
+                f"HardConstrained: forward must be a Problem instance "
+                f"(e.g. cj.get_problem('heat')), got {type(fwd).__name__}"
             )
         if type(fwd).sample is not Problem.sample:
             raise ValueError(
-                f"HardConstrained: {type(fwd).__name__} builds its own training batch (sample), as an "
-                f"inverse problem does; a hard constraint wraps a forward problem only"
+                f"HardConstrained: {type(fwd).__name__} builds its own training batch (sample), "
+                f"as an inverse problem does; a hard constraint wraps a forward problem only"
             )
         validate_problem(fwd)
-        object.__setattr__(self, "satisfies", _piece_ids(fwd, self.satisfies))
+        ids = _piece_ids(fwd, self.satisfies)
+        object.__setattr__(self, "satisfies", ids)
         if (self.g is None) != (self.d is None):
             raise ValueError(
-                "HardConstrained: give g and d together (or neither: built from the pieces' box faces)"
+                "HardConstrained: give g and d together (or neither: built from the pieces' box "
+                "faces)"
             )
         for name in ("g", "d"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
@@ -208,18 +215,17 @@ class HardConstrained(ForwardWrapper):
                     f"HardConstrained: {name} must be a function of one point, got "
                     f"{type(getattr(self, name)).__name__}"
                 )
-        pts = fwd.sample_points(
-            jax.random.key(0)
-        )  # one draw: the faces are found and checked on it
-        object.__setattr__(
-            self, "_faces", None if self.g is not None else _faces_of(fwd, self.satisfies, pts)
-        )
+        # per field, the faces g and d are built from; None when g and d are given
+        self._faces: Optional[tuple[tuple[Face, ...], ...]]
+        # one draw: the faces are found and checked on it
+        pts = fwd.sample_points(jax.random.key(0))
+        object.__setattr__(self, "_faces", None if self.g is not None else _faces_of(fwd, ids, pts))
         self._check_meets(pts)
 
     @property
     def satisfied(self) -> tuple[str, ...]:
         """The pieces met exactly, as sorted ``"term:index"`` strings."""
-        return tuple(sorted(self.satisfies))
+        return tuple(sorted(cast("tuple[str, ...]", self.satisfies)))  # a tuple after __post_init__
 
     @property
     def terms(self):
@@ -228,8 +234,9 @@ class HardConstrained(ForwardWrapper):
 
     def _kept(self) -> dict[str, tuple[int, ...]]:
         pieces = self.forward.pieces()
+        ids = cast("tuple[str, ...]", self.satisfies)  # a tuple after __post_init__
         return {
-            t: tuple(i for i in range(len(pieces[t])) if f"{t}:{i}" not in self.satisfies)
+            t: tuple(i for i in range(len(pieces[t])) if f"{t}:{i}" not in ids)
             for t in self.forward.terms
         }
 
@@ -256,16 +263,18 @@ class HardConstrained(ForwardWrapper):
             else "g and d built from the pieces' box faces"
         )
         return (
-            f"[{self.name}] hard constraint ({how}): {', '.join(self.satisfied)} met exactly by the output "
-            f"transform u = g + d N; dropped from the loss and the balancing"
+            f"[{self.name}] hard constraint ({how}): {', '.join(self.satisfied)} met exactly by "
+            f"the output transform u = g + d N; dropped from the loss and the balancing"
             + (f" (terms gone: {', '.join(gone)})" if gone else "")
         )
 
     def lift_and_distance(self, z: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(g(z), d(z))`` at one point ``(d,)``: scalars, or ``(F,)`` on a system."""
         if self.g is not None:
-            return jnp.asarray(self.g(z), z.dtype), jnp.asarray(self.d(z), z.dtype)
-        gs, ds = zip(*(self._field_lift(z, faces) for faces in self._faces))
+            d = cast(Callable, self.d)  # given together with g
+            return jnp.asarray(self.g(z), z.dtype), jnp.asarray(d(z), z.dtype)
+        faces_per_field = cast("tuple[tuple[Face, ...], ...]", self._faces)  # built without g
+        gs, ds = zip(*(self._field_lift(z, faces) for faces in faces_per_field))
         if len(self.fields) == 1:
             return gs[0], ds[0]
         return jnp.stack(gs), jnp.stack(ds)
@@ -319,7 +328,8 @@ class HardConstrained(ForwardWrapper):
         return u
 
     def _check_meets(self, pts: dict) -> None:
-        """g and d meet each satisfied piece's targets at a draw ``pts`` of its points (a clear error otherwise)."""
+        """g and d meet each satisfied piece's targets at a draw ``pts`` of its points (a clear
+        error otherwise)."""
         pieces = self.forward.pieces()
         u = self.constrain(
             lambda z: jnp.full((len(self.fields),) if len(self.fields) > 1 else (), 3.0, z.dtype)
@@ -333,9 +343,10 @@ class HardConstrained(ForwardWrapper):
             worst = float(np.max(np.abs(miss))) if miss.size else 0.0
             if not np.isfinite(worst) or worst > 1e-4 * scale:
                 raise ValueError(
-                    f"HardConstrained: the output transform misses piece {i} of {term!r} at its points "
-                    f"by up to {worst:.3g} (|target| up to {scale - 1:.3g}); g must equal the target "
-                    f"and d vanish there (incompatible data where faces meet also shows here)"
+                    f"HardConstrained: the output transform misses piece {i} of {term!r} at its "
+                    f"points by up to {worst:.3g} (|target| up to {scale - 1:.3g}); g must equal "
+                    f"the target and d vanish there (incompatible data where faces meet also "
+                    f"shows here)"
                 )
 
 

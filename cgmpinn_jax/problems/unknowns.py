@@ -87,12 +87,14 @@ class Unknown:
         object.__setattr__(self, "init", float(self.init))
         if self.transform not in TRANSFORMS:
             raise ValueError(
-                f"Unknown({self.name!r}).transform must be one of {TRANSFORMS}, got {self.transform!r}"
+                f"Unknown({self.name!r}).transform must be one of {TRANSFORMS}, "
+                f"got {self.transform!r}"
             )
         if self.transform != "identity" and not self.init > 0:
             raise ValueError(
                 f"Unknown({self.name!r}).init must be > 0 with transform={self.transform!r} "
-                f"(a positive coefficient), got {self.init!r}; use transform='identity' for any sign"
+                f"(a positive coefficient), got {self.init!r}; use transform='identity' for any "
+                f"sign"
             )
 
     def to_raw(self, value: float) -> float:

@@ -3,6 +3,8 @@ is compiled: `validate_problem` (see its docstring for what is checked)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable, cast
+
 import jax
 import jax.numpy as jnp
 
@@ -31,6 +33,14 @@ __all__ = ["validate_problem"]
 
 
 _VALIDATED: dict = {}
+
+
+def _piece_calls(problem: Any, piece: Any, probe: Callable) -> tuple[tuple[str, Callable], ...]:
+    """A piece's ``target`` and ``value`` as functions of its points alone, labelled."""
+    return (
+        ("target", lambda p: piece.target(problem, p)),
+        ("value", lambda p: piece.value(problem.as_fields(probe), p)),
+    )
 
 
 def validate_problem(problem: "Problem") -> "Problem":
@@ -76,14 +86,16 @@ def validate_problem(problem: "Problem") -> "Problem":
     """
     if isinstance(problem, type) and issubclass(problem, Problem):
         raise TypeError(
-            f"expected a Problem instance, got the class {problem.__name__}: write {problem.__name__}()"
+            f"expected a Problem instance, got the class {problem.__name__}: "
+            f"write {problem.__name__}()"
         )
     if not isinstance(problem, Problem):
         raise TypeError(
             f"expected a Problem instance (or a registry name), got {type(problem).__name__}"
         )
     _check_dataclass(problem)
-    cache_key = (type(problem), problem, bool(jax.config.jax_enable_x64))
+    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # not in jax's stubs
+    cache_key = (type(problem), problem, x64)
     if cache_key in _VALIDATED:
         return problem
     if hasattr(problem, "coords") and getattr(problem, "geometry", None) is not None:
@@ -112,10 +124,9 @@ def validate_problem(problem: "Problem") -> "Problem":
     _check_sampled(problem, pts, pieces)
     for t in problem.terms:
         for i, (piece, x) in enumerate(zip(pieces[t], pts[t])):
-            n = _shape(x)[0]
+            n = cast("tuple[int, ...]", _shape(x))[0]  # an array: _check_sampled passed
             spec = jax.ShapeDtypeStruct(_shape(x), dtype)
-            value = lambda p: piece.value(problem.as_fields(probe), p)  # noqa: E731
-            for what, fn in (("target", lambda p: piece.target(problem, p)), ("value", value)):
+            for what, fn in _piece_calls(problem, piece, probe):
                 where = f"pieces()[{t!r}][{i}].{what}"
                 out = _user_call(problem, where, jax.eval_shape, fn, spec)
                 if _shape(out) != (n,):

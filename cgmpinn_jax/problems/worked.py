@@ -34,7 +34,8 @@ __all__ = ["BurgersFromData", "LidDrivenCavity", "SquareWithHoles", "burgers_ref
 
 
 def burgers_reference(nu: float) -> Reference:
-    """The shipped pseudo-spectral reference solution of Burgers' equation with ``u(x, 0) = -sin(pi x)``.
+    """The shipped pseudo-spectral reference solution of Burgers' equation with
+    ``u(x, 0) = -sin(pi x)``.
 
     The solution of ``u_t + u u_x = nu u_xx`` on ``[-1, 1] x [0, 1]`` with ``u(+-1, t) = 0``,
     computed by ``benchmarks/burgers_reference.py`` (its measured error is in
@@ -49,7 +50,8 @@ def burgers_reference(nu: float) -> Reference:
         ``"u"``, points ``(M, 2)`` on the solver's tensor grid and values ``(M, 1)``.
 
     Raises:
-        ValueError: for any other ``nu`` (``python -m benchmarks.burgers_reference`` computes others).
+        ValueError: for any other ``nu`` (``python -m benchmarks.burgers_reference`` computes
+            others).
 
     Examples:
         >>> import numpy as np
@@ -164,9 +166,8 @@ def _top_refinement(key, n, dtype):
     strip = jax.random.uniform(k_strip, (n_strip, 2), dtype) * jnp.array(
         [1.0, 0.1], dtype
     ) + jnp.array([0.0, 0.9], dtype)
-    gap = (
-        0.15 * jax.random.uniform(k_corner, (n - n_strip, 2), dtype) ** 2
-    )  # distance from the corner, per axis
+    # distance from the corner, per axis
+    gap = 0.15 * jax.random.uniform(k_corner, (n - n_strip, 2), dtype) ** 2
     left = (jnp.arange(n - n_strip) % 2 == 0)[:, None]
     corner = jnp.where(left, jnp.stack([gap[:, 0], 1.0 - gap[:, 1]], 1), 1.0 - gap)
     return jnp.concatenate([strip, corner])
@@ -185,7 +186,8 @@ class LidDrivenCavity(Problem):
       ``u = v = 0`` on the other walls; the pressure, defined up to a constant, is pinned by a
       [`Condition`][cgmpinn_jax.problems.Condition] ``p(0, 0) = 0`` (the reference's gauge);
     * errors against PINNacle's COMSOL solution ``lid_driven_a4.dat``, at its own points;
-    * the network defaults to 64 wide, 4 deep (its [`ProblemDefaults`][cgmpinn_jax.problems.ProblemDefaults]).
+    * the network defaults to 64 wide, 4 deep (its
+      [`ProblemDefaults`][cgmpinn_jax.problems.ProblemDefaults]).
 
     Args:
         re: the Reynolds number (100 for the reference).

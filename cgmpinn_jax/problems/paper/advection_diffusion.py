@@ -54,10 +54,11 @@ class AdvectionDiffusion(Problem):
     upper = (1.0, 1.0)
     terms = ("ic", "bc")
     homogeneous = True
+    # identifiable from data (cgmpinn_jax.inverse)
     unknowns = (
         Unknown("a", 0.5, "identity"),
         Unknown("nu", 0.05, "log"),
-    )  # identifiable from data (cgmpinn_jax.inverse)
+    )
 
     def exact(self, z):
         x, t = z[0], z[1]

@@ -72,15 +72,17 @@ class FisherKPP(Problem):
     upper = (5.0, 2.0)
     terms = ("ic", "bc")
     homogeneous = True
+    # identifiable from data (cgmpinn_jax.inverse)
     unknowns = (
         Unknown("D", 0.5, "log"),
         Unknown("r", 2.0, "log"),
-    )  # identifiable from data (cgmpinn_jax.inverse)
+    )
+    # CGMPINN's input map (x/5, t-1), Xavier init, k_upd 100: cgmpinn_jax.methods.cgm_settings
     defaults = ProblemDefaults(
         width=80,
         adam_steps=8000,
         second_steps=12000,
-    )  # CGMPINN's input map (x/5, t-1), Xavier init, k_upd 100: cgmpinn_jax.methods.cgm_settings
+    )
 
     @property
     def lam(self) -> float:

@@ -21,7 +21,8 @@ class Poisson1D(Problem):
 
     * PDE: ``u_xx = f(x)`` on ``x in [0, 1]``, with ``f = u*''`` derived from the closed form;
     * boundary (term ``"bc"``): ``u = u*`` at ``x = 0`` and at ``x = 1``, two one-point
-      [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] pieces (loss ``(u(0) - u*(0))^2 + (u(1) - u*(1))^2``);
+      [`Dirichlet`][cgmpinn_jax.problems.Dirichlet] pieces
+      (loss ``(u(0) - u*(0))^2 + (u(1) - u*(1))^2``);
     * closed form: ``u*(x) = sin(alpha1 pi x) cos(alpha2 pi x) + tanh(s x)``;
     * points: ``n_pde`` collocation points uniform in ``[0, 1)``; test grid ``linspace(0, 1, 200)``.
 

@@ -25,7 +25,7 @@ PINNacle measures a closed form at 2500 (2-D) or 20000 (otherwise) uniform point
 domain (``src/utils/callbacks.py``), a reference at its data points. Its training protocol
 (``benchmark.py``: a 100 x 5 tanh network, Adam at lr 1e-3 for 20000 iterations) is not
 these problems' `ProblemDefaults`.
-"""
+"""  # noqa: E501 (a Markdown table's rows cannot be wrapped)
 
 from __future__ import annotations
 
@@ -220,9 +220,8 @@ class Wave1DC(Problem):
         k_pde, k_ic, k_bc = jax.random.split(key, 3)
         x0 = initial_line(jax.random.uniform(k_ic, (self.n_ic,)))
         t = jax.random.uniform(k_bc, (self.n_bc,))
-        x = (jnp.arange(self.n_bc) >= self.n_bc // 2).astype(
-            t.dtype
-        )  # half at x = 0, half at x = 1
+        # half at x = 0, half at x = 1
+        x = (jnp.arange(self.n_bc) >= self.n_bc // 2).astype(t.dtype)
         return {
             "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),
             "ic": (x0, x0),
@@ -300,9 +299,8 @@ class Heat2DMultiscale(Problem):
 
     def sample_points(self, key):
         k_pde, k_ic, k_bc = jax.random.split(key, 3)
-        sides = box_edges(self.lower, self.upper, self.n_bc // 4, key=k_bc)[
-            :4
-        ]  # x = 0, 1 and y = 0, 1
+        # x = 0, 1 and y = 0, 1
+        sides = box_edges(self.lower, self.upper, self.n_bc // 4, key=k_bc)[:4]
         initial = box_edges(self.lower, self.upper, self.n_ic, key=k_ic)[4]  # t = 0
         return {
             "pde": uniform(k_pde, self.n_pde, self.lower, self.upper),

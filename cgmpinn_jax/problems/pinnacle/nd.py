@@ -126,7 +126,8 @@ def _space_time(x: jax.Array, t: jax.Array) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True)
 class HeatND(Problem):
-    """5-D heat in the unit ball with a Neumann condition on the sphere (PINNacle's HNd; ``heat_nd``).
+    """5-D heat in the unit ball with a Neumann condition on the sphere (PINNacle's HNd;
+    ``heat_nd``).
 
     Follows PINNacle ``src/pde/heat.py``, class ``HeatND`` (``dim=5, T=1``); coordinates
     ``(x1, ..., x5, t)``, time last, on the space-time domain ``B x [0, 1]`` with ``B`` the

@@ -11,7 +11,7 @@ import io
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 
@@ -40,7 +40,8 @@ _TIME = re.compile(r"(?:^|[\s,])t\s*=\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+
 
 
 def _names(coords, fields) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """coords and fields as tuples of names; a ValueError for a bare string, an empty list or a duplicate."""
+    """coords and fields as tuples of names; a ValueError for a bare string, an empty list or a
+    duplicate."""
     out = []
     for what, names in (("coords", coords), ("fields", fields)):
         ok = (
@@ -89,7 +90,9 @@ class Reference:
             detect changed data.
 
     Examples:
-        >>> ref = Reference.from_arrays([[0.0], [0.5], [1.0]], [0.0, 0.25, 1.0], coords=("x",), fields=("u",))
+        >>> ref = Reference.from_arrays(
+        ...     [[0.0], [0.5], [1.0]], [0.0, 0.25, 1.0], coords=("x",), fields=("u",)
+        ... )
         >>> ref.points.shape, ref.values.shape, ref.field("u").tolist()
         ((3, 1), (3, 1), [0.0, 0.25, 1.0])
     """
@@ -112,8 +115,8 @@ class Reference:
             or (pts.shape[1], vals.shape[1]) != (len(coords), len(fields))
         ):
             raise ValueError(
-                f"{self.source}: points {pts.shape} and values {vals.shape} must be (M, d) and (M, F) "
-                f"with M > 0 for coords={coords} and fields={fields}"
+                f"{self.source}: points {pts.shape} and values {vals.shape} must be (M, d) and "
+                f"(M, F) with M > 0 for coords={coords} and fields={fields}"
             )
         _check_finite(np.concatenate([pts, vals], axis=1), self.source, coords + fields)
         for a in (pts, vals):
@@ -140,7 +143,9 @@ class Reference:
             ValueError: ``name`` is not a field; the message lists the fields there are.
 
         Examples:
-            >>> ref = Reference.from_arrays([0.0, 1.0], [[1.0, 2.0], [3.0, 4.0]], coords=("x",), fields=("u", "v"))
+            >>> ref = Reference.from_arrays(
+            ...     [0.0, 1.0], [[1.0, 2.0], [3.0, 4.0]], coords=("x",), fields=("u", "v")
+            ... )
             >>> ref.field("v").tolist()
             [2.0, 4.0]
         """
@@ -176,12 +181,15 @@ class Reference:
             ValueError: a point is outside, or none of the three checks is given.
 
         Examples:
-            >>> ref = Reference.from_arrays([0.0, 0.5, 1.0], [0.0, 0.25, 1.0], coords=("x",), fields=("u",))
+            >>> ref = Reference.from_arrays(
+            ...     [0.0, 0.5, 1.0], [0.0, 0.25, 1.0], coords=("x",), fields=("u",)
+            ... )
             >>> ref.check_domain(lower=0.0, upper=1.0)
-            >>> ref.check_domain(lower=0.0, upper=0.9)  # doctest: +ELLIPSIS
+            >>> ref.check_domain(lower=0.0, upper=0.9)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
             Traceback (most recent call last):
             ...
-            ValueError: arrays: 1 of 3 points are outside the domain (...); the first is row 2: (x=1.0)
+            ValueError: arrays: 1 of 3 points are outside the domain (...); the first is
+            row 2: (x=1.0)
         """
         if contains is None and lower is None and upper is None:
             raise ValueError("check_domain needs contains, lower or upper")
@@ -192,14 +200,16 @@ class Reference:
             b = np.full(d, b) if b.ndim == 0 else b
             if b.shape != (d,):
                 raise ValueError(
-                    f"check_domain: a bound needs {d} numbers for coords {self.coords}, got {bound!r}"
+                    f"check_domain: a bound needs {d} numbers for coords {self.coords}, "
+                    f"got {bound!r}"
                 )
             inside &= np.all(sign * (self.points - b) >= -tol, axis=1)
         if contains is not None:
             got = np.asarray(contains(self.points))
             if got.shape != (m,):
                 raise ValueError(
-                    f"check_domain: contains(points) must return ({m},) booleans, got shape {got.shape}"
+                    f"check_domain: contains(points) must return ({m},) booleans, "
+                    f"got shape {got.shape}"
                 )
             inside &= got.astype(bool)
         if not inside.all():
@@ -239,7 +249,9 @@ class Reference:
         Examples:
             >>> import numpy as np
             >>> x = np.linspace(0.0, 1.0, 5)
-            >>> ref = Reference.from_arrays(x, np.sin(x), coords=("x",), fields=("u",), source="sin")
+            >>> ref = Reference.from_arrays(
+            ...     x, np.sin(x), coords=("x",), fields=("u",), source="sin"
+            ... )
             >>> ref.points.shape, ref.values.shape, ref.source, len(ref.sha256)
             ((5, 1), (5, 1), 'sin', 64)
         """
@@ -304,8 +316,11 @@ def file_sha256(path) -> str:
 
 
 def _text_rows(text: str):
-    """(header lines starting with '%', data lines, their 1-based line numbers); '#' lines are comments."""
-    header, rows, linenos = [], [], []
+    """(header lines starting with '%', data lines, their 1-based line numbers); '#' lines are
+    comments."""
+    header: list[str] = []
+    rows: list[str] = []
+    linenos: list[int] = []
     for k, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if s.startswith("%") and not rows:
@@ -323,7 +338,8 @@ def _parse_rows(rows, linenos, name: str, delimiter=None) -> np.ndarray:
     if min(counts) != max(counts):
         k = next(i for i, c in enumerate(counts) if c != counts[0])
         raise ValueError(
-            f"{name}: line {linenos[k]} has {counts[k]} columns but line {linenos[0]} has {counts[0]}"
+            f"{name}: line {linenos[k]} has {counts[k]} columns but line {linenos[0]} "
+            f"has {counts[0]}"
         )
     try:
         return np.loadtxt(rows, delimiter=delimiter, dtype=np.float64, ndmin=2)
@@ -360,7 +376,8 @@ def _column_count(ncol: int, coords, fields, name: str) -> None:
 
 
 def _comsol_labels(line: str, ncol: int, name: str) -> list[str]:
-    """The column labels of COMSOL's last header line (split on 2+ spaces, else by the label grammar)."""
+    """The column labels of COMSOL's last header line (split on 2+ spaces, else by the label
+    grammar)."""
     body = line.lstrip("%").strip()
     labels = [s for s in re.split(r"\s{2,}|\t", body) if s]
     if len(labels) != ncol:
@@ -381,7 +398,8 @@ def _split_label(label: str):
 
 
 def _comsol_series(table, labels, coords, fields, time_coord, name):
-    """Wide time-series columns -> points (x..., t) with t at coords.index(time_coord), values (M0*T, F)."""
+    """Wide time-series columns -> points (x..., t) with t at coords.index(time_coord),
+    values (M0*T, F)."""
     tc = coords[-1] if time_coord is None else time_coord
     if tc not in coords:
         raise ValueError(f"{name}: time_coord={tc!r} is not one of coords={coords}")
@@ -390,9 +408,9 @@ def _comsol_series(table, labels, coords, fields, time_coord, name):
     n_space = next((i for i, (_, t) in enumerate(parsed) if t is not None), len(parsed))
     if n_space != ns or any(t is None for _, t in parsed[ns:]):
         raise ValueError(
-            f"{name}: a time series of {n_space} spatial column(s) {tuple(labels[:n_space])} then "
-            f"columns '<field> @ t=<time>', so coords needs {n_space + 1} names, the spatial ones and "
-            f"the time (time_coord, by default the last name), got coords={coords}"
+            f"{name}: a time series of {n_space} spatial column(s) {tuple(labels[:n_space])} "
+            f"then columns '<field> @ t=<time>', so coords needs {n_space + 1} names, the spatial "
+            f"ones and the time (time_coord, by default the last name), got coords={coords}"
         )
     file_fields = list(dict.fromkeys(f for f, _ in parsed[ns:]))
     order = _match_fields(file_fields, fields, name)
@@ -447,12 +465,12 @@ def _read_text_table(text: str, name: str, coords, fields, delimiter):
     header, rows, linenos = _text_rows(text)
     if header:
         raise ValueError(
-            f"{name}: starts with '%' lines, a COMSOL export: read it with read_comsol or load_reference"
+            f"{name}: starts with '%' lines, a COMSOL export: read it with read_comsol or "
+            f"load_reference"
         )
     cells = [c.strip().strip("\"'") for c in rows[0].split(delimiter)] if rows else []
-    names = (
-        cells if cells and not any(_NUMBER.fullmatch(c) for c in cells) else None
-    )  # a header line
+    # a header line
+    names = cells if cells and not any(_NUMBER.fullmatch(c) for c in cells) else None
     if names:
         rows, linenos = rows[1:], linenos[1:]
     table = _parse_rows(rows, linenos, name, delimiter)
@@ -486,7 +504,8 @@ def _read_arrays(content: bytes, name: str, suffix: str, coords, fields):
             return _columns(pts, len(coords)), _columns(vals, len(fields))
         if len(tables) != 1:
             raise ValueError(
-                f"{name}: an .npz needs keys 'points' and 'values' or one 2-D array, has {sorted(tables)}"
+                f"{name}: an .npz needs keys 'points' and 'values' or one 2-D array, "
+                f"has {sorted(tables)}"
             )
     ((key, table),) = tables.items()
     table = _numeric(table, name, repr(key) if suffix == ".npz" else key)
@@ -522,7 +541,7 @@ def _load_bytes(
     if time_coord is not None and not comsol:
         raise ValueError(f"{name}: time_coord applies to COMSOL time series only")
     if comsol:
-        pts, vals = _read_comsol_text(text, name, coords, fields, time_coord)
+        pts, vals = _read_comsol_text(cast(str, text), name, coords, fields, time_coord)
     elif text is None:
         pts, vals = _read_arrays(content, name, suffix, coords, fields)
     else:
@@ -658,7 +677,9 @@ def load_reference(path, *, coords: Sequence[str], fields: Sequence[str], **kw) 
         >>> from pathlib import Path
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = Path(tmp) / "cavity.txt"
-        ...     _ = path.write_text("% x  y  u @ Re=100  v @ Re=100\\n0 0 0.0 0.0\\n0.5 1 1.0 0.0\\n")
+        ...     _ = path.write_text(
+        ...         "% x  y  u @ Re=100  v @ Re=100\\n0 0 0.0 0.0\\n0.5 1 1.0 0.0\\n"
+        ...     )
         ...     ref = load_reference(path, coords=("x", "y"), fields=("u", "v"))
         >>> ref.fields, ref.values.tolist()
         (('u', 'v'), [[0.0, 0.0], [1.0, 0.0]])
@@ -698,7 +719,12 @@ def pinnacle_reference(
 
     Examples:
         >>> ref = pinnacle_reference("burgers1d", coords=("x", "t"), fields=("u",))
-        >>> ref.source, ref.points.shape, ref.points.min(axis=0).tolist(), ref.points.max(axis=0).tolist()
+        >>> (
+        ...     ref.source,
+        ...     ref.points.shape,
+        ...     ref.points.min(axis=0).tolist(),
+        ...     ref.points.max(axis=0).tolist(),
+        ... )
         ('pinnacle/burgers1d.dat.gz', (1111, 2), [-1.0, 0.0], [1.0, 1.0])
     """
     file = re.sub(r"(\.dat)?(\.gz)?$", "", name) + ".dat.gz"
