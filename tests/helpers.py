@@ -42,7 +42,8 @@ def only(folder: Path, ckpt: Path) -> Path:
 
 
 def sigint_at(stage: str, done: int):
-    """A ``progress`` callback that sends Ctrl-C (SIGINT) once, when ``stage`` has run ``done`` steps."""
+    """A ``progress`` callback that sends Ctrl-C (SIGINT) once, when ``stage`` has run ``done``
+    steps."""
     sent = []
 
     def progress(p):

@@ -63,7 +63,8 @@ def test_no_sphinx_roles_in_docstrings():
 
 
 def test_docs_directives_name_public_paths():
-    """Every ``::: path`` line of the docs names a public object (no private module as a heading)."""
+    """Every ``::: path`` line of the docs names a public object (no private module as a
+    heading)."""
     directives = []
     for page in sorted((ROOT / "docs").rglob("*.md")):
         for line in page.read_text().splitlines():

@@ -1,4 +1,5 @@
-"""Tests of ReLoBRaLo (cgmpinn_jax.weighting._balancing) against independent numpy implementations."""
+"""Tests of ReLoBRaLo (cgmpinn_jax.weighting._balancing) against independent numpy
+implementations."""
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
-"""Checkpoints and resume (cgmpinn_jax/training/_checkpoint.py): a resumed run equals the uninterrupted
-run bit for bit (parameters, metrics, every history entry), from a checkpoint inside Adam,
-at the stage hand-off and inside the second stage; a process killed with SIGKILL; Ctrl-C;
+"""Checkpoints and resume (cgmpinn_jax/training/_checkpoint.py): a resumed run equals the
+uninterrupted run bit for bit (parameters, metrics, every history entry), from a checkpoint inside
+Adam, at the stage hand-off and inside the second stage; a process killed with SIGKILL; Ctrl-C;
 corrupted checkpoints; checkpoints of another run."""
 
 import json
@@ -56,7 +56,8 @@ CASES = {
 }
 
 
-# CI keeps the two cheapest poisson1d cases (the resume logic is shared; mixed-jaxopt is slow for CI time)
+# CI keeps the two cheapest poisson1d cases (the resume logic is shared; mixed-jaxopt is slow for CI
+# time)
 @pytest.mark.parametrize(
     "case",
     [
@@ -179,7 +180,6 @@ def test_sigkilled_process_resumes_bit_identical(tmp_path):
         import os, signal
         import cgmpinn_jax as cj
         from cgmpinn_jax.training import _checkpoint as ck
-from helpers import SMALL, assert_same_run, only, sigint_at
         write = ck.Checkpointer.write
         def write_then_die(self, snap):
             path = write(self, snap)
@@ -187,7 +187,8 @@ from helpers import SMALL, assert_same_run, only, sigint_at
                 os.kill(os.getpid(), signal.SIGKILL)
             return path
         ck.Checkpointer.write = write_then_die
-        cj.train("poisson1d", "cgmpinn", cj.TrainConfig.from_dict({cj.TrainConfig(**TINY).to_dict()!r}), key=2, quiet=True,
+        cfg = cj.TrainConfig.from_dict({cj.TrainConfig(**TINY).to_dict()!r})
+        cj.train("poisson1d", "cgmpinn", cfg, key=2, quiet=True,
                  checkpoint_dir={str(folder)!r}, checkpoint_every=0)
         print("finished")
     """)
@@ -333,8 +334,9 @@ def test_command_line_ctrl_c_then_resume(tmp_path):
         "--compile-cache",
         "off",
     ]
-    # `python -m cgmpinn_jax.cli ...` with Python's Ctrl-C handler, however the suite was launched (a
-    # job started with & from a script inherits SIGINT ignored, and the library then leaves it so)
+    # `python -m cgmpinn_jax.cli ...` with Python's Ctrl-C handler, however the suite was launched
+    # (a job started with & from a script inherits SIGINT ignored, and the library then leaves it
+    # so)
     as_from_a_terminal = (
         "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
         "runpy.run_module('cgmpinn_jax.cli', run_name='__main__', alter_sys=True)"

@@ -259,7 +259,10 @@ USER_MODULE = textwrap.dedent("""
             return {"bc": (Dirichlet(), Dirichlet())}
 
         def sample_points(self, key):
-            return {"pde": uniform(key, self.n_pde, self.lower, self.upper), "bc": box_edges(self.lower, self.upper, 1)}
+            return {
+                "pde": uniform(key, self.n_pde, self.lower, self.upper),
+                "bc": box_edges(self.lower, self.upper, 1),
+            }
 
         def test_grid(self):
             return grid(self.lower, self.upper, (9,))

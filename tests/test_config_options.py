@@ -66,7 +66,8 @@ def test_train_config_composes_stages_and_one_group_per_part():
         "adam",
         "lbfgs",
     )
-    # no option of the config, of a stage other than L-BFGS, nor of the balancing is named after L-BFGS
+    # no option of the config, of a stage other than L-BFGS, nor of the balancing is named after
+    # L-BFGS
     names = [f.name for f in fields] + [
         f.name for cls in (GaussNewton, BFGS, ReLoBRaLoOptions) for f in dataclasses.fields(cls)
     ]
@@ -101,7 +102,8 @@ def test_train_config_composes_stages_and_one_group_per_part():
         (lambda: SSBroyden(ftol=float("inf")), r"SSBroyden\.ftol"),
         (
             lambda: GaussNewton(form="qr"),
-            r"GaussNewton\.form must be one of \('auto', 'kernel', 'gramian', 'pcg', 'matfree', 'svd'\)",
+            r"GaussNewton\.form must be one of "
+            r"\('auto', 'kernel', 'gramian', 'pcg', 'matfree', 'svd'\)",
         ),
         (lambda: GaussNewton(mu_init=1e9), r"mu_min <= mu_init <= mu_max"),
         (lambda: GaussNewton(max_trials=True), r"GaussNewton\.max_trials"),

@@ -32,7 +32,8 @@ HASH_RE = re.compile(
 # the development process: "this session", "a session", "sessions", "this task", "the task",
 # "tasks"; a Python or notebook session is an ordinary thing to mention
 PROCESS_RE = re.compile(
-    r"(?<![-\w])(?<!python )(?<!jupyter )(?<!ipython )(?<!notebook )(?<!interactive )sessions?(?![-\w])"
+    r"(?<![-\w])(?<!python )(?<!jupyter )(?<!ipython )(?<!notebook )(?<!interactive )"
+    r"sessions?(?![-\w])"
     r"|(?<![-\w])(?:this|the|a|that|each|every|one|our|its|next|later)\s+task(?![-\w])"
     r"|(?<![-\w])tasks(?![-\w])",
     re.I,
@@ -157,7 +158,10 @@ def test_the_patterns_leave_code_and_ordinary_words(text):
 
 
 def test_code_is_not_read():
-    page = "text\n\n```python\nx = '2ee7061'  # issue 43\n```\n\n    ```text\n    a session\n    ```\nmore `issue 4`\n"
+    page = (
+        "text\n\n```python\nx = '2ee7061'  # issue 43\n```\n\n"
+        "    ```text\n    a session\n    ```\nmore `issue 4`\n"
+    )
     assert findings(prose_of_page(page)) == []
     assert findings(prose_of_docstring("Example:\n    >>> run('issue 4')\n    ``2ee7061``")) == []
     assert findings(prose_of_page("done in issue 4")) == ["issue 4"]

@@ -96,7 +96,8 @@ def test_doc_block_runs(capsys):
         code,
     )
     assert n == 1, (
-        "the docs example should state its budget as stages=(cj.stages.Adam(steps=...), cj.stages.LBFGS(steps=...))"
+        "the docs example should state its budget as "
+        "stages=(cj.stages.Adam(steps=...), cj.stages.LBFGS(steps=...))"
     )
     ns = {"__name__": "__doc_example__"}
     exec(compile(tiny, str(DOC), "exec"), ns)

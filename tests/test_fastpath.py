@@ -137,9 +137,9 @@ def test_equivalence_float64(name, f64):
             assert rel(a, b) < RTOL, (label, rel(a, b))
         # the fast path was taken: fewer matrix products than one pass per stream
         pts, src = batch["pde"]
-        d_fast = n_dots(lambda m: problem.pde_residuals(m, pts, src), model)
+        d_fast = n_dots(lambda m, pts=pts, src=src: problem.pde_residuals(m, pts, src), model)
         with taylor.fast_path(False):  # a fresh function: jax caches traces per function
-            d_slow = n_dots(lambda m: problem.pde_residuals(m, pts, src), model)
+            d_slow = n_dots(lambda m, pts=pts, src=src: problem.pde_residuals(m, pts, src), model)
         assert d_fast < d_slow, (d_fast, d_slow)
 
 

@@ -510,8 +510,8 @@ def test_worked_examples_stay_short():
         assert len(inspect.getsource(cls).splitlines()) <= 90, cls.__name__
 
 
-# lbPINN and gPINN change the loss on a system's residuals (gPINN slow-only for CI time); the other four change the network or
-# the weighting only (slow: python -m pytest -m slow)
+# lbPINN and gPINN change the loss on a system's residuals (gPINN slow-only for CI time); the other
+# four change the network or the weighting only (slow: python -m pytest -m slow)
 @pytest.mark.parametrize(
     "method",
     ["lbpinn"]

@@ -190,7 +190,7 @@ def test_lbpinn_is_refused_by_name():
         cj.train("poisson1d", "lbpinn", cj.TrainConfig(**_gn(2, 2)), quiet=True)
 
 
-# --- options, sizes and the choice of form ---------------------------------------------------------
+# --- options, sizes and the choice of form --------------------------------------------------------
 def test_config_checks_gn_options():
     with pytest.raises(ValueError, match=r"GaussNewton\.form"):
         cj.TrainConfig(stages=(Adam(), GaussNewton(form="qr")))
@@ -394,7 +394,8 @@ def test_svd_direction_is_the_damped_least_squares_step_and_its_decrease():
 def test_svd_resolves_directions_a_cholesky_of_the_kernel_cannot():
     """A Jacobian with singular values 1 .. 1e-10 (float64): the SVD step at mu = 1e-28 solves
     J d = -r to the round-off of J d (|d| ~ 1e9); the kernel J J^T + mu I (eigenvalues down to
-    1e-20) does not factor below mu ~ 1e-16, and where it first does, its step leaves a tenth of r."""
+    1e-20) does not factor below mu ~ 1e-16, and where it first does, its step leaves a tenth of
+    r."""
     with jax.enable_x64(True):
         rng = np.random.default_rng(0)
         U, _ = np.linalg.qr(rng.standard_normal((20, 20)))
@@ -413,7 +414,7 @@ def test_svd_resolves_directions_a_cholesky_of_the_kernel_cannot():
             break
 
 
-# --- the solver on Rosenbrock -----------------------------------------------------------------------
+# --- the solver on Rosenbrock ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     "form, iters, state_type",
     [
@@ -522,7 +523,8 @@ def test_first_pcg_step_is_the_exact_step(width, exact, mu_init):
 def test_pcg_refactors_before_it_stops_on_a_stale_factor():
     """No trial can lower the objective (CG gets no iterations, so every step is zero): with the
     previous iteration's factor the stage goes on, parameters unchanged, and the next iteration
-    refactors at this one's first damping; only with that fresh factor does it stop (NO_DECREASE)."""
+    refactors at this one's first damping; only with that fresh factor does it stop
+    (NO_DECREASE)."""
 
     def flat(p):
         return np.asarray(jax.flatten_util.ravel_pytree(p)[0])
@@ -591,7 +593,7 @@ def test_matfree_scale_estimate_is_near_the_exact_one():
         np.testing.assert_allclose(np.asarray(g), np.asarray(r @ J), rtol=1e-9, atol=1e-12)
 
 
-# --- end to end -------------------------------------------------------------------------------------
+# --- end to end -----------------------------------------------------------------------------------
 def test_gauss_newton_stage_beats_adam_alone():
     """Tiny end-to-end run: 150 Gauss-Newton iterations after 300 Adam steps cut the error
     by far more than 10x; the history counts trials, the stage ends cleanly."""

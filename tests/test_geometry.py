@@ -104,7 +104,8 @@ def test_plate_area_and_uniform_interior():
     z = jax.random.uniform(jax.random.key(2), (400_000, 2), minval=-0.5, maxval=0.5)
     assert float(PLATE.contains(z).mean()) == pytest.approx(PLATE_AREA, rel=0.01)
     assert PLATE.measure() == pytest.approx(PLATE_AREA, rel=0.01)
-    # interior samples: the share in the annulus 0.1 < |x - c| < 0.2 around one hole is its area's share
+    # interior samples: the share in the annulus 0.1 < |x - c| < 0.2 around one hole is its area's
+    # share
     x = jax.jit(lambda k: PLATE.sample_interior(k, 40_000))(jax.random.key(3))
     r = np.linalg.norm(np.asarray(x) - np.asarray(CENTRES[0]), axis=1)
     assert r.min() >= 0.1 - 1e-6
@@ -241,7 +242,8 @@ def test_union_interior_is_uniform_over_the_overlap():
 
 
 def test_nested_differences_compose_the_normal_flips():
-    # a box minus a ring: the ring's outer circle points into the ring, its inner one out of the core
+    # a box minus a ring: the ring's outer circle points into the ring, its inner one out of the
+    # core
     ring = Disk((0.0, 0.0), 0.4, name="outer") - Disk((0.0, 0.0), 0.2, name="inner")
     geom = Box((-1.0, -1.0), (1.0, 1.0), name="wall") - ring
     assert geom.measure() == pytest.approx(4 - math.pi * (0.16 - 0.04), rel=0.01)

@@ -4,8 +4,9 @@ The blocks of a page run in order in one namespace (a later block may use an ear
 names), in a fresh working folder. Training is shrunk from outside, so the pages keep their
 realistic budgets: ``cj.train``, ``cj.sweep`` and ``cj.infer`` run at most `ADAM` Adam steps
 and `SECOND` iterations of every later stage (none: their compilation is most of a block's
-time, and the stages are tested on their own elsewhere), on at most `POINTS` points per piece. A block
-that is shown but must not run (output, a shell session) is fenced as ``text`` or ``bash``.
+time, and the stages are tested on their own elsewhere), on at most `POINTS` points per piece.
+A block that is shown but must not run (output, a shell session) is fenced as ``text`` or
+``bash``.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ def _random_net(seed: int, n_out: int = 1):
     "name", ["poisson1d", "heat", "poisson2d", "damped_wave", "wave1d_c", "ns2d_c"]
 )
 def test_the_pieces_are_met_to_round_off_whatever_the_network(name):
-    """At every satisfied piece's points, u - target is round-off (float64), for two unrelated networks."""
+    """At every satisfied piece's points, u - target is round-off (float64), for two unrelated
+    networks."""
     with jax.enable_x64(True):
         prob = HardConstrained(cj.get_problem(name))
         fwd, pts = prob.forward, prob.forward.sample_points(jax.random.key(3))
@@ -64,8 +65,9 @@ def test_the_pieces_are_met_to_round_off_whatever_the_network(name):
 
 
 def test_the_lift_uses_boundary_data_only():
-    """g is the Coons interpolation of the face values: on 2D Poisson with the face data of u* it is
-    bilinear-exact for a bilinear u*, and otherwise differs from u* inside (no interior data used)."""
+    """g is the Coons interpolation of the face values: on 2D Poisson with the face data of u* it
+    is bilinear-exact for a bilinear u*, and otherwise differs from u* inside (no interior data
+    used)."""
     with jax.enable_x64(True):
         prob = HardConstrained(cj.get_problem("poisson2d"))
         z = jnp.array([0.37, 0.61])

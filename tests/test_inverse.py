@@ -293,7 +293,8 @@ def test_observation_weight_scales_the_observation_term_only():
     batch = jax.jit(plain.sample)(jax.random.key(1))
     r1 = plain.constraint_residuals(net, batch)
     r2 = heavy.constraint_residuals(net, batch)
-    # the term is obs_weight * mean((u - y)^2): residuals scale by sqrt(0.04) = 0.2; the rest unchanged
+    # the term is obs_weight * mean((u - y)^2): residuals scale by sqrt(0.04) = 0.2; the rest
+    # unchanged
     np.testing.assert_allclose(r2["obs"][0], 0.2 * r1["obs"][0], rtol=1e-6)
     np.testing.assert_allclose(
         np.mean(np.square(r2["obs"][0])), 0.04 * np.mean(np.square(r1["obs"][0])), rtol=1e-5

@@ -63,7 +63,8 @@ def test_saved_models_load_and_predict_in_a_fresh_process(tmp_path):
             leaves = jax.tree_util.tree_leaves(loaded.model)
             np.save({str(tmp_path)!r} + "/" + name + "_params.npy",
                     np.concatenate([np.asarray(x).ravel() for x in leaves if hasattr(x, "dtype")]))
-            model, info = cj.load_model({str(tmp_path)!r} + "/" + name)  # the older API still unpacks
+            # the older API still unpacks
+            model, info = cj.load_model({str(tmp_path)!r} + "/" + name)
             out[name] = [str(pred.dtype), loaded.dtype, info["method"]]
         out["x64_unchanged"] = bool(jax.config.jax_enable_x64) == before
         print(json.dumps(out))
@@ -72,7 +73,7 @@ def test_saved_models_load_and_predict_in_a_fresh_process(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got.pop("x64_unchanged") is True
-    for name, (problem, method, precision) in RUNS.items():
+    for name, (_problem, method, precision) in RUNS.items():
         dtype = "float32" if precision == "float32" else "float64"
         assert got[name] == [dtype, dtype, method], name
         pred, (want_pred, want_params) = np.load(tmp_path / f"{name}_got.npy"), expected[name]

@@ -281,7 +281,7 @@ def test_command_line_time_limit_keeps_the_checkpoints_and_resume_with_a_larger_
     assert not (out / ck.SUBDIR).exists()  # finished: its checkpoints removed
 
 
-def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_and_stops_within_a_call(
+def test_with_iterations_of_a_fraction_of_a_second_the_run_reports_checkpoints_and_stops_within_a_call(  # noqa: E501
     tmp_path, ctrl_c_raises
 ):
     """A Gauss-Newton chunk of 24 iterations (one chunk: k_upd 1000) of roughly 0.1-0.5 s each and

@@ -16,12 +16,16 @@ WORKER = textwrap.dedent(
     """
     import json, sys, jax
     port, pid, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=2, process_id=pid,
-                               local_device_ids=[0, 1])
+    jax.distributed.initialize(
+        coordinator_address=f"localhost:{port}", num_processes=2, process_id=pid,
+        local_device_ids=[0, 1],
+    )
     import cgmpinn_jax as cj
     assert jax.process_count() == 2 and len(jax.devices()) == 4 and len(jax.local_devices()) == 2
     p = cj.get_problem("poisson1d", n_pde=64)
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5})
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5}
+    )
     kw = dict(seeds=[0, 1, 2], grid={"beta": [0.5, 2.0]}, quiet=True)
     a = cj.sweep(p, "cgmpinn", cfg, shard=True, **kw)
     with open(out, "w") as f:
@@ -36,9 +40,14 @@ PLAIN = textwrap.dedent(
     """
     import json, cgmpinn_jax as cj
     p = cj.get_problem("poisson1d", n_pde=64)
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5})
-    b = cj.sweep(p, "cgmpinn", cfg, seeds=[0, 1, 2], grid={"beta": [0.5, 2.0]}, quiet=True, shard=False)
-    print(json.dumps({"rel_e2": b.metrics["rel_e2"].tolist(), "e_loss": b.metrics["e_loss"].tolist()}))
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5}
+    )
+    b = cj.sweep(
+        p, "cgmpinn", cfg, seeds=[0, 1, 2], grid={"beta": [0.5, 2.0]}, quiet=True, shard=False
+    )
+    print(json.dumps({"rel_e2": b.metrics["rel_e2"].tolist(),
+                      "e_loss": b.metrics["e_loss"].tolist()}))
     """
 )
 

@@ -25,7 +25,10 @@ DOC = ROOT / "docs" / "own-pde.md"  # the "Your own PDE" page
 
 # Tiny budgets: 20 Adam steps and no L-BFGS stage (its compilation alone costs ~15 s on a
 # small CPU; the stage is covered by tests/test_train.py), a 1 x 2 sweep.
-BUDGET = 'BUDGET = dict(stages=({"name": "adam", "steps": 20}, {"name": "lbfgs", "steps": 0}), cgm={"k_upd": 10})'
+BUDGET = (
+    'BUDGET = dict(stages=({"name": "adam", "steps": 20}, {"name": "lbfgs", "steps": 0}), '
+    'cgm={"k_upd": 10})'
+)
 TINY = {
     "01_quickstart.ipynb": BUDGET,
     "02_sweeps.ipynb": BUDGET + "\nSEEDS = [0]\nBETAS = [0.5, 2.0]",

@@ -33,7 +33,8 @@ def test_registry():
 
 
 def _term_scale(p, z):
-    """The largest magnitude among u*, its first and pure second derivatives and f at the points z."""
+    """The largest magnitude among u*, its first and pure second derivatives and f at the points
+    z."""
     u = p.exact
 
     def terms(q):
@@ -48,7 +49,8 @@ def _term_scale(p, z):
 
 @pytest.mark.parametrize("name", CLOSED)
 def test_closed_form_satisfies_the_pde(name):
-    """N[u*] = f with f as stated (0, or PINNacle's source for the two 5-D problems), by autodiff."""
+    """N[u*] = f with f as stated (0, or PINNacle's source for the two 5-D problems), by
+    autodiff."""
     with jax.enable_x64(True):
         p = get_problem(name, n_pde=300)
         z = p.sample_points(jax.random.key(1))["pde"]

@@ -73,9 +73,10 @@ SECOND = {
 @pytest.mark.parametrize("member", list(SECOND))
 @pytest.mark.slow  # CI time: heavy compile; run with -m slow
 def test_second_stage_members_cut_the_loss(member):
-    """Each stage after Adam (L-BFGS by optax or jaxopt, dense self-scaled BFGS) takes the Adam result further down in float64. Measured (1D Poisson,
-    64 points, 200 Adam steps, 40 iterations): optax 0.94, jaxopt 0.95, ssbfgs 0.70 of the
-    starting loss; jaxopt before its first direction was scaled: 1.38 (a saturating first step)."""
+    """Each stage after Adam (L-BFGS by optax or jaxopt, dense self-scaled BFGS) takes the Adam
+    result further down in float64. Measured (1D Poisson, 64 points, 200 Adam steps, 40
+    iterations): optax 0.94, jaxopt 0.95, ssbfgs 0.70 of the starting loss; jaxopt before its
+    first direction was scaled: 1.38 (a saturating first step)."""
     cfg = cj.TrainConfig(
         precision="float64", stages=(Adam(steps=200), SECOND[member]), cgm={"k_upd": 20}
     )

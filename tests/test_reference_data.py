@@ -204,15 +204,20 @@ def test_round_trips_text_tables(tmp_path, arrays):
     )
 
 
-COMSOL_SERIES = """% Model:              hand.mph
-% Dimension:          1
-% Nodes:              3
-% Description:        two fields
-% X                       u (1) @ t=0              v (m/s) @ t=0            u (1) @ t=0.5            v (m/s) @ t=0.5
-0                         1                        2                        3                        4
-0.5                       5                        6                        7                        8
-1                         9                        10                       11                       12
-"""
+COMSOL_SERIES = (
+    "% Model:              hand.mph\n"
+    "% Dimension:          1\n"
+    "% Nodes:              3\n"
+    "% Description:        two fields\n"
+    "% X                       u (1) @ t=0              "
+    "v (m/s) @ t=0            u (1) @ t=0.5            v (m/s) @ t=0.5\n"
+    "0                         1                        2                        "
+    "3                        4\n"
+    "0.5                       5                        6                        "
+    "7                        8\n"
+    "1                         9                        10                       "
+    "11                       12\n"
+)
 BLOCKED_HEADER = "% X  u (1) @ t=0  u (1) @ t=0.5  v (m/s) @ t=0  v (m/s) @ t=0.5\n"
 
 

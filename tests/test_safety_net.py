@@ -57,7 +57,8 @@ def _exact(xp, p, x):
 
 
 def _source(xp, p, x):
-    """u*'' by hand: sin(ax)cos(bx) = (sin((a+b)x) + sin((a-b)x)) / 2; tanh'' = -2 s^2 t (1 - t^2)."""
+    """u*'' by hand: sin(ax)cos(bx) = (sin((a+b)x) + sin((a-b)x)) / 2;
+    tanh'' = -2 s^2 t (1 - t^2)."""
     a, b = p.alpha1 * np.pi, p.alpha2 * np.pi
     t = xp.tanh(p.s * x)
     return -0.5 * (
@@ -69,7 +70,8 @@ def _layers(model):
     """The (W, b) of a tanh MLP as float64 NumPy arrays."""
     assert isinstance(model, MLP) and model.input_map is None and model.in_dim == 1
     return [
-        (np.asarray(l.weight, np.float64), np.asarray(l.bias, np.float64)) for l in model.layers
+        (np.asarray(layer.weight, np.float64), np.asarray(layer.bias, np.float64))
+        for layer in model.layers
     ]
 
 
@@ -117,7 +119,7 @@ def _np_grad(fun, layers, h=1e-6):
                 for step in (h, -h):
                     moved = a.copy()
                     moved[idx] += step
-                    trial = [list(l) for l in layers]
+                    trial = [list(layer) for layer in layers]
                     trial[i][j] = moved
                     vals.append(fun(trial))
                 g[idx] = (vals[0] - vals[1]) / (2 * h)
@@ -134,7 +136,7 @@ def _np_rel_e2(problem, model):
 
 def _grad_layers(grad):
     """The gradient pytree of a Trainable's parameters as [(dW, db)] (NumPy)."""
-    return [(np.asarray(l.weight), np.asarray(l.bias)) for l in grad.model.layers]
+    return [(np.asarray(layer.weight), np.asarray(layer.bias)) for layer in grad.model.layers]
 
 
 def _initial_model(problem, method, key):

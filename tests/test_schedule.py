@@ -16,7 +16,8 @@ def test_refresh_schedule_reference_counts():
     adam = [c.tau_k for c in s if c.stage == "adam"]
     assert adam == [e + 1 for e in range(0, 5000, 200)]
     lb = [c.tau_k for c in s if c.stage == "lbfgs"]
-    # start refit with Adam's last tau, then after L-BFGS iteration i % 200 == 0 at tau(5000 + i + 1)
+    # start refit with Adam's last tau, then after L-BFGS iteration i % 200 == 0 at
+    # tau(5000 + i + 1)
     assert lb == [5000] + [5000 + i + 1 for i in range(0, 10000, 200)][:50]
     # Fisher-KPP: refit before the step, 8000 + 12000 with k_upd 100 (the reference's
     # redundant start refit is skipped)

@@ -66,12 +66,16 @@ SCRIPT = textwrap.dedent(
     import cgmpinn_jax as cj
     assert len(jax.devices()) == 4, jax.devices()
     p = cj.get_problem("poisson1d", n_pde=64)
-    cfg = cj.TrainConfig(stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5})
+    cfg = cj.TrainConfig(
+        stages=(cj.stages.Adam(steps=10), cj.stages.LBFGS(steps=4)), cgm={"k_upd": 5}
+    )
     kw = dict(seeds=[0, 1, 2, 3], grid={"beta": [0.5, 2.0]}, quiet=True)
     a = cj.sweep(p, "cgmpinn", cfg, shard=True, **kw)
     b = cj.sweep(p, "cgmpinn", cfg, shard=False, **kw)
-    print(json.dumps({"sharded": a.metrics["rel_e2"].tolist(), "plain": b.metrics["rel_e2"].tolist(),
-                      "n_devices": a.n_devices, "output_devices": a.output_devices, "plain_devices": b.output_devices}))
+    print(json.dumps({"sharded": a.metrics["rel_e2"].tolist(),
+                      "plain": b.metrics["rel_e2"].tolist(),
+                      "n_devices": a.n_devices, "output_devices": a.output_devices,
+                      "plain_devices": b.output_devices}))
     """
 )
 

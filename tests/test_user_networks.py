@@ -81,7 +81,8 @@ def test_a_users_factory_trains_and_is_saved_by_name(user_nets, tmp_path):
     }
     # a fresh process rebuilds the network from its factory and predicts the same values
     code = (
-        f"import sys, numpy as np; sys.path.insert(0, {str(tmp_path)!r}); import cgmpinn_jax as cj; "
+        f"import sys, numpy as np; sys.path.insert(0, {str(tmp_path)!r}); "
+        "import cgmpinn_jax as cj; "
         f"m = cj.load_model({str(folder)!r}); "
         f"print(np.asarray(m.predict(np.array([[0.1, 0.2], [0.5, 0.9]]))).tolist())"
     )
