@@ -82,7 +82,8 @@ class ViscousBurgers(cj.Problem):
         return 0.5 * (1.0 - jnp.tanh((z[0] - 0.5 * z[1]) / (4.0 * self.nu)))
 
     def operator(self, u, z):  # N[u] = u_t + u u_x - nu u_xx, at one point
-        return partial(u, 1)(z) + u(z) * partial(u, 0)(z) - self.nu * partial(u, 0, 0)(z)
+        u_t, u_x, u_xx = partial(u, 1)(z), partial(u, 0)(z), partial(u, 0, 0)(z)
+        return u_t + u(z) * u_x - self.nu * u_xx
 
     def pieces(self):  # u = u* at t = 0, and on x = -1 and x = 1 (two pieces, summed)
         return {"ic": (Dirichlet(),), "bc": (Dirichlet(), Dirichlet())}
