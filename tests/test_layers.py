@@ -1,6 +1,6 @@
-"""The floor plan: the layering contracts of pyproject.toml hold (import-linter), and no two
+"""The floor plan: the layering contracts of pyproject.toml hold (import-linter), no two
 modules of the package import each other, directly or through others (lazy imports inside
-functions count)."""
+functions count), and no module imports another subpackage's private module."""
 
 from pathlib import Path
 
@@ -43,6 +43,38 @@ def test_cycle_detection_finds_one():
     assert _cycles(graph) == []
     graph.add_import(importer="p.c", imported="p.a")
     assert ("p.a", "p.b") in _cycles(graph)
+
+
+def _private_reaches(graph) -> list[tuple[str, str]]:
+    """Imports of a subpackage's private module (``pkg.sub._mod``) from outside ``pkg.sub``;
+    the root package's own private modules (``cgmpinn_jax._checks``, ...) are shared."""
+    out = []
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            parts = imported.split(".")
+            for i, part in enumerate(parts[1:], 1):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])
+                    inside = importer == owner or importer.startswith(owner + ".")
+                    if i > 1 and not inside:
+                        out.append((importer, imported))
+                    break
+    return out
+
+
+def test_no_module_reaches_into_another_subpackages_private_module():
+    assert _private_reaches(grimp.build_graph("cgmpinn_jax")) == []
+
+
+def test_private_reach_detection_finds_one():
+    graph = grimp.ImportGraph()
+    for m in ("p", "p._shared", "p.a", "p.a._impl", "p.b"):
+        graph.add_module(m)
+    graph.add_import(importer="p.a", imported="p.a._impl")
+    graph.add_import(importer="p.b", imported="p._shared")
+    assert _private_reaches(graph) == []
+    graph.add_import(importer="p.b", imported="p.a._impl")
+    assert _private_reaches(graph) == [("p.b", "p.a._impl")]
 
 
 @pytest.mark.parametrize("old", ["cgmpinn_jax.driver", "cgmpinn_jax.records", "cgmpinn_jax.nets"])
