@@ -108,12 +108,10 @@ __all__ = ["GaussNewtonSolver", "GNState", "PCGState", "memory_bytes", "lm_solve
 PCG_MAX_ITERS = 50  # CG iterations per trial at most (gauss_newton.form="pcg")
 PCG_TOL = 1e-8  # CG stops at a residual below this times |r|
 PCG_REFACTOR = 25  # a new factor when the last iteration's CG needed more iterations than this
-PCG_AUTO_ROWS = (
-    2048  # gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
-)
-SVD_AUTO_MAX = (
-    4096  # in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
-)
+# gauss_newton.form="auto" takes "pcg" from this many rows on (rows <= parameters)
+PCG_AUTO_ROWS = 2048
+# in float32, gauss_newton.form="auto" takes "svd" up to this min(rows, parameters)
+SVD_AUTO_MAX = 4096
 MATFREE_MAX_ITERS = 200  # CG iterations per trial at most (gauss_newton.form="matfree")
 MATFREE_PROBES = 8  # Rademacher probes of the Jacobian's scale (gauss_newton.form="matfree")
 

@@ -156,12 +156,10 @@ class _Loop:
         self.t_start = time.perf_counter()
         self.last_line = self.t_start  # when the last progress line (or callback) went out
         self.sizer, self.stage_t0, self.estimated = _CallSizer(call_seconds), self.t_start, False
-        self.run_limit_hit = (
-            False  # the run's time limit was reached: no later stage, no later checkpoint
-        )
-        self._shape = (
-            None  # a Gauss-Newton stage's (rows, parameters, form), for the estimate's line
-        )
+        # the run's time limit was reached: no later stage, no later checkpoint
+        self.run_limit_hit = False
+        # a Gauss-Newton stage's (rows, parameters, form), for the estimate's line
+        self._shape = None
 
     # -- compiled programs ------------------------------------------------------------------
 

@@ -46,9 +46,8 @@ class Setup:
     depth: int
     relobralo_stages: Literal["both", "adam", "none"]
     refit_before_step: bool
-    network_object: Any = (
-        None  # train(network=...)'s factory or module (a FixedNetwork), not in the config
-    )
+    # train(network=...)'s factory or module (a FixedNetwork), not in the config
+    network_object: Any = None
 
     @property
     def network(self) -> Any:
